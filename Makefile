@@ -1,0 +1,61 @@
+# oclosure-retrofit — every target installs the pinned venv on first use.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Offline by contract: nothing here may reach a model hub.
+export HF_HUB_OFFLINE := 1
+export TABPFN_DISABLE_TELEMETRY := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help install retrofit test test-fast exactness ablation bench audit tau-sweep host-quality pretrain-v2 pretrain-v3 clean
+
+help: ## list targets
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install the pinned harness (first use only)
+
+retrofit: $(STAMP) ## the main job: datasets x seeds x variants -> results/retrofit_rmse.csv + table
+	$(PY) experiments/retrofit.py -m +experiment=paper_table
+	$(PY) experiments/aggregate.py
+
+test: $(STAMP) ## the whole test suite (what CI runs)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP) ## unit tests only (skips the slow real-host and sweep tests)
+	$(PY) -m pytest -q -m "not slow"
+
+exactness: $(STAMP) ## OAttention accuracy vs the float64 reference -> results/exactness.csv
+	$(PY) experiments/exactness.py
+
+ablation: $(STAMP) ## standard vs OA-only vs OTransformer null insertion -> results/ablation.{csv,md}
+	$(PY) experiments/ablation.py
+
+bench: $(STAMP) ## OAttention vs plain SDPA vs naive: time ratios and peak memory (prints)
+	$(PY) experiments/bench_attention.py
+
+audit: $(STAMP) ## O-closure audit of the patched host -> results/audit.csv
+	$(PY) experiments/audit.py
+
+tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_sweep.{csv,png}
+	$(PY) experiments/tau_sweep.py
+
+host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_quality.csv
+	$(PY) experiments/host_quality.py
+
+pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
+	$(PY) experiments/pretrain_host.py pretrain=tiny_v2
+
+pretrain-v3: $(STAMP) ## pretrain (or resume) the tiny_v3 host
+	$(PY) experiments/pretrain_host.py pretrain=tiny_v3
+
+clean: ## remove the venv and caches (keeps results/)
+	rm -rf $(VENV) .pytest_cache .hypothesis outputs multirun

@@ -1,0 +1,1 @@
+"""O-closed token dynamics retrofitted into frozen TabPFN regressors."""
