@@ -1,0 +1,214 @@
+"""OAttention (PAPER.md section 3): fused on SDPA, compact, and direct (materialised) evaluation.
+
+    out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij)),
+    s_ij = q_i . k_j / sqrt(D).
+
+Shapes: B batch, H query heads, G key/value heads (H % G == 0: GQA/MQA), Q queries, K keys,
+D head dim (Dv for values). `mask` is bool, broadcastable to (B, H, Q, K), True = visible.
+Presences are in [0, 1]; an entry <= 0 is treated as null (p = 0).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def o_attention(
+    q_BHQD: torch.Tensor,
+    k_BGKD: torch.Tensor,
+    v_BGKD: torch.Tensor,
+    p_BQ: torch.Tensor,
+    p_BK: torch.Tensor,
+    *,
+    mask: torch.Tensor | None = None,
+    eps_den: float = 1e-6,
+    compact: bool = False,
+) -> torch.Tensor:
+    """OAttention on `torch.nn.functional.scaled_dot_product_attention`; returns (B, H, Q, Dv).
+
+    `log p_k` enters as an additive fp32 bias (B, 1, 1, K) and `eps_den` as a sink key with
+    logit `log eps_den` and value 0, so `eps_den` is in absolute exp units whatever the kernel's
+    max-subtraction. No Q x K buffer is allocated unless a dense `mask` is given.
+    Exact by construction: null receivers (p_q = 0) give 0.0; empty support (every visible
+    key null or masked) gives 0.0, never NaN, in every dtype. With `compact=True` the present
+    keys and queries are gathered in order (padded per batch with null rows) before the kernel,
+    so inserting null tokens anywhere leaves all other outputs bitwise equal. Differentiable;
+    the result is in q's dtype.
+    """
+    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+    if compact:
+        return _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+    return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+
+
+def o_attention_reference(
+    q_BHQD: torch.Tensor,
+    k_BGKD: torch.Tensor,
+    v_BGKD: torch.Tensor,
+    p_BQ: torch.Tensor,
+    p_BK: torch.Tensor,
+    *,
+    mask: torch.Tensor | None = None,
+    eps_den: float = 1e-6,
+    compact: bool = False,
+) -> torch.Tensor:
+    """Ground truth: the formula evaluated directly in float64; returns float64 (B, H, Q, Dv).
+
+    Max-subtracted with the row max taken over the visible logits and the sink logit
+    `log eps_den`, so `eps_den` is rescaled by exp(-max) exactly and empty rows give 0.
+    `compact` is accepted for signature parity; it does not change the mathematics.
+    """
+    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+    return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, torch.float64)
+
+
+def o_attention_materialised(
+    q_BHQD: torch.Tensor,
+    k_BGKD: torch.Tensor,
+    v_BGKD: torch.Tensor,
+    p_BQ: torch.Tensor,
+    p_BK: torch.Tensor,
+    *,
+    mask: torch.Tensor | None = None,
+    eps_den: float = 1e-6,
+) -> torch.Tensor:
+    """The naive baseline: the same direct evaluation as the reference, in q's dtype.
+
+    Materialises the (B, H, Q, K) scores; for benchmarks and exactness comparisons only.
+    """
+    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+    return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, q_BHQD.dtype)
+
+
+def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
+    """SDPA over the keys plus one sink key (logit log eps_den, value 0), then receiver gating."""
+    B, G, _, D = k_BGKD.shape
+    bias_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
+    bias_bhQK = _log_presence(p_BK.to(bias_dtype))[:, None, None, :]
+    if mask is not None:
+        bias_bhQK = torch.where(mask, bias_bhQK, -math.inf)
+    sink_bhQ1 = bias_bhQK.new_full((*bias_bhQK.shape[:-1], 1), math.log(eps_den))
+    k_BGKD = torch.cat([k_BGKD, k_BGKD.new_zeros(B, G, 1, D)], dim=2)
+    v_BGKD = torch.cat([v_BGKD, v_BGKD.new_zeros(B, G, 1, v_BGKD.shape[-1])], dim=2)
+    out_BHQD = F.scaled_dot_product_attention(
+        q_BHQD,
+        k_BGKD,
+        v_BGKD,
+        attn_mask=torch.cat([bias_bhQK, sink_bhQ1], dim=-1),
+        enable_gqa=G != q_BHQD.shape[1],
+    )
+    acc_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
+    gated_BHQD = out_BHQD.to(acc_dtype) * p_BQ.to(acc_dtype)[:, None, :, None]
+    return gated_BHQD.to(q_BHQD.dtype)
+
+
+def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
+    """Gather present queries and keys (in order, padded per batch), run `_fused`, scatter back."""
+    iq_BN = _present_index(p_BQ)
+    ik_BM = _present_index(p_BK)
+    if mask is not None:
+        mask = _gather_mask(mask, iq_BN, ik_BM)
+    out_BHND = _fused(
+        _gather_tokens(q_BHQD, iq_BN),
+        _gather_tokens(k_BGKD, ik_BM),
+        _gather_tokens(v_BGKD, ik_BM),
+        p_BQ.gather(1, iq_BN),
+        p_BK.gather(1, ik_BM),
+        mask,
+        eps_den,
+    )
+    B, H, Q, _ = q_BHQD.shape
+    index_BHND = iq_BN[:, None, :, None].expand_as(out_BHND)
+    return out_BHND.new_zeros(B, H, Q, out_BHND.shape[-1]).scatter(2, index_BHND, out_BHND)
+
+
+def _present_index(p_BL: torch.Tensor) -> torch.Tensor:
+    """(B, N) indices of the present tokens of each batch in order, N = max present count.
+
+    Batches with fewer present tokens are padded with their own null tokens (p = 0), which
+    OAttention weighs by exactly 0, so the padding never changes a result.
+    """
+    null_BL = (p_BL <= 0).to(torch.uint8)
+    n = int(p_BL.shape[1] - null_BL.sum(1).min()) if p_BL.shape[1] else 0
+    return torch.argsort(null_BL, dim=1, stable=True)[:, :n]
+
+
+def _gather_tokens(x_BHLD: torch.Tensor, i_BN: torch.Tensor) -> torch.Tensor:
+    """Rows `i_BN` of the token axis of x (B, H, L, D) -> (B, H, N, D)."""
+    B, H, _, D = x_BHLD.shape
+    return x_BHLD.gather(2, i_BN[:, None, :, None].expand(B, H, i_BN.shape[1], D))
+
+
+def _gather_mask(mask: torch.Tensor, iq_BN: torch.Tensor, ik_BM: torch.Tensor) -> torch.Tensor:
+    """Restrict a mask broadcastable to (B, H, Q, K) to the gathered queries and keys."""
+    mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    B = iq_BN.shape[0]
+    for dim, i_BN in ((2, iq_BN), (3, ik_BM)):
+        if mask.shape[dim] > 1:
+            mask = mask.expand(B, -1, -1, -1)
+            shape = [B, 1, 1, 1]
+            shape[dim] = i_BN.shape[1]
+            index = i_BN.reshape(shape).expand(*mask.shape[:dim], i_BN.shape[1], *mask.shape[dim + 1 :])
+            mask = mask.gather(dim, index)
+    return mask
+
+
+def _log_presence(p: torch.Tensor) -> torch.Tensor:
+    """log p with log(0) = -inf and a zero (not NaN) gradient at null entries."""
+    present = p > 0
+    return torch.where(present, torch.log(torch.where(present, p, 1.0)), -math.inf)
+
+
+def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, dtype):
+    """The formula materialised in `dtype`, max-subtracted including the sink logit."""
+    groups = q_BHQD.shape[1] // k_BGKD.shape[1]
+    q_BHQD = q_BHQD.to(dtype)
+    k_BHKD = k_BGKD.to(dtype).repeat_interleave(groups, dim=1)
+    v_BHKD = v_BGKD.to(dtype).repeat_interleave(groups, dim=1)
+    s_BHQK = q_BHQD @ k_BHKD.transpose(-1, -2) / math.sqrt(q_BHQD.shape[-1])
+    logit_BHQK = s_BHQK + _log_presence(p_BK.to(dtype))[:, None, None, :]
+    if mask is not None:
+        logit_BHQK = logit_BHQK.masked_fill(~mask, -math.inf)
+    log_eps = math.log(eps_den)
+    max_BHQ1 = logit_BHQK.amax(-1, keepdim=True).clamp_min(log_eps)
+    e_BHQK = torch.exp(logit_BHQK - max_BHQ1)
+    den_BHQ1 = e_BHQK.sum(-1, keepdim=True) + torch.exp(log_eps - max_BHQ1)
+    return p_BQ.to(dtype)[:, None, :, None] * (e_BHQK @ v_BHKD) / den_BHQ1
+
+
+def _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den) -> None:
+    """Raise ValueError naming the first shape/dtype/argument problem and how to fix it."""
+    if q_BHQD.dim() != 4 or k_BGKD.dim() != 4 or v_BGKD.dim() != 4:
+        raise ValueError(
+            "o_attention: q, k, v must be 4-D (B, H, L, D); got shapes "
+            f"{tuple(q_BHQD.shape)}, {tuple(k_BGKD.shape)}, {tuple(v_BGKD.shape)}. "
+            "Split heads first, e.g. x.view(B, L, H, D).transpose(1, 2)."
+        )
+    B, H, Q, D = q_BHQD.shape
+    _, G, K, _ = k_BGKD.shape
+    if k_BGKD.shape[:3] != v_BGKD.shape[:3] or k_BGKD.shape[0] != B or k_BGKD.shape[3] != D:
+        raise ValueError(
+            f"o_attention: k {tuple(k_BGKD.shape)} and v {tuple(v_BGKD.shape)} must share (B, G, K) "
+            f"with q {tuple(q_BHQD.shape)}'s batch B and k's head dim D equal to q's."
+        )
+    if H % G:
+        raise ValueError(
+            f"o_attention: q has {H} heads and k/v have {G}; query heads must be a multiple of "
+            "key/value heads (GQA/MQA); repeat k/v heads to match otherwise."
+        )
+    if tuple(p_BQ.shape) != (B, Q) or tuple(p_BK.shape) != (B, K):
+        raise ValueError(
+            f"o_attention: presences must be p_q (B, Q) = {(B, Q)} and p_k (B, K) = {(B, K)}; "
+            f"got {tuple(p_BQ.shape)} and {tuple(p_BK.shape)}. Use presence(h, tau) on (B, L, E)."
+        )
+    if mask is not None and mask.dtype != torch.bool:
+        raise ValueError(
+            f"o_attention: mask must be bool (True = visible), got {mask.dtype}; additive float "
+            "masks are not supported: pass `mask=float_mask > -inf` or fold it into presences."
+        )
+    if not eps_den > 0:
+        raise ValueError(
+            f"o_attention: eps_den must be > 0 (got {eps_den!r}); it is the sink mass that "
+            "makes empty support give 0 instead of 0/0."
+        )
