@@ -1,0 +1,102 @@
+"""Building tabpfn architectures from a config and writing them as tabpfn checkpoints.
+
+The written file is a `.safetensors` checkpoint in tabpfn's own format
+(`tabpfn.checkpoint.save_as_safetensors`): tensors plus JSON header fields `config`,
+`architecture_name`, `inference_config` and our `host_card`. It loads through the real path,
+`tabpfn.TabPFNRegressor(model_path=...)`, with no pickle involved.
+"""
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+from tabpfn.architectures import ARCHITECTURES
+from tabpfn.architectures.shared.bar_distribution import FullSupportBarDistribution
+from tabpfn.checkpoint import save_as_safetensors
+from tabpfn.constants import ModelVersion
+from tabpfn.inference_config import InferenceConfig
+from tabpfn.preprocessing import PreprocessorConfig
+
+
+def build_host(arch_name: str, arch_kwargs: dict[str, Any], seed: int = 0) -> tuple[torch.nn.Module, Any]:
+    """A randomly initialised tabpfn regression architecture `arch_name` with `arch_kwargs`.
+
+    Returns `(model, config)`. Raises ValueError on an unknown architecture or an unused key
+    (a typo in a config must not be silently ignored).
+    """
+    if arch_name not in ARCHITECTURES:
+        raise ValueError(f"unknown tabpfn architecture {arch_name!r}; known: {sorted(ARCHITECTURES)}")
+    module = ARCHITECTURES[arch_name]
+    config, unused = module.parse_config(dict(arch_kwargs))
+    if unused:
+        raise ValueError(f"architecture {arch_name!r} does not use config keys {sorted(unused)}; remove them")
+    torch.manual_seed(seed)
+    return module.get_architecture(config), config
+
+
+def set_borders(model: torch.nn.Module, borders_K1: torch.Tensor) -> FullSupportBarDistribution:
+    """Put the bucket borders where the architecture keeps them; returns the matching criterion.
+
+    v3 keeps them as the model buffer `regression_borders`; the v2 family keeps them in the
+    criterion state, which `save_host` stores under `criterion.*`.
+    """
+    if hasattr(model, "regression_borders"):
+        model.regression_borders.copy_(borders_K1)
+    return FullSupportBarDistribution(borders_K1.clone())
+
+
+def inference_config(preset: str) -> dict[str, Any]:
+    """The regression inference config stored in the checkpoint, by preset name.
+
+    `lean`: one squashing-scaler view per estimator, no fingerprint feature, no target
+    transform (what a small host pretrained on raw-scale prior tables sees best).
+    `v2_default`: tabpfn's own v2 regression defaults (quantile + power views, safepower y).
+    """
+    if preset == "v2_default":
+        return dataclasses.asdict(InferenceConfig.get_default("regression", ModelVersion.V2))
+    if preset == "lean":
+        base = InferenceConfig.get_default("regression", ModelVersion.V2_5)
+        lean = dataclasses.replace(
+            base,
+            PREPROCESS_TRANSFORMS=[
+                PreprocessorConfig(
+                    name="squashing_scaler_default",
+                    append_original=False,
+                    categorical_name="ordinal_very_common_categories_shuffled",
+                    global_transformer_name=None,
+                    max_features_per_estimator=500,
+                )
+            ],
+            FINGERPRINT_FEATURE=False,
+            REGRESSION_Y_PREPROCESS_TRANSFORMS=(None,),
+        )
+        return dataclasses.asdict(lean)
+    raise ValueError(f"unknown inference preset {preset!r}; use 'lean' or 'v2_default'")
+
+
+def save_host(
+    path: Path,
+    model: torch.nn.Module,
+    config: Any,
+    arch_name: str,
+    criterion: FullSupportBarDistribution,
+    inference: dict[str, Any],
+    host_card: dict[str, Any] | None = None,
+) -> Path:
+    """Write `model` as a tabpfn `.safetensors` checkpoint at `path` (parents created)."""
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        raise ValueError(f"{path}: a host checkpoint must end in .safetensors")
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    if not hasattr(model, "regression_borders"):
+        state.update({f"criterion.{k}": v.detach().clone() for k, v in criterion.state_dict().items()})
+    checkpoint = {
+        "state_dict": state,
+        "config": dataclasses.asdict(config),
+        "architecture_name": arch_name,
+        "inference_config": inference,
+        "host_card": host_card or {},
+    }
+    save_as_safetensors(checkpoint, path)
+    return path

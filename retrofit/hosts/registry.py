@@ -1,0 +1,83 @@
+"""Hosts by name: the shipped, pretrained small hosts and user checkpoints.
+
+`get_path(name)` gives the shipped file of a named host; `check_checkpoint(path)` validates a
+user's file (v2, v2.5, v2.6, v3 checkpoints, `.ckpt` or `.safetensors`) at once and offline, so a
+bad path fails in milliseconds instead of reaching tabpfn's hub download.
+"""
+
+from importlib.resources import files
+from pathlib import Path
+
+from safetensors import safe_open
+from safetensors import SafetensorError
+
+from retrofit.errors import RetrofitError
+
+SHIPPED_HOSTS: dict[str, str] = {
+    "tiny_v3": "tabpfn-tiny-v3-regressor.safetensors",
+    "tiny_v2": "tabpfn-tiny-v2-regressor.safetensors",
+}
+"""Host name -> file in this package. The file name carries the version tag ("v2"/"v3") that
+tabpfn reads off a checkpoint's name."""
+
+SUPPORTED_ARCHITECTURES = ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6", "tabpfn_v3")
+
+
+def available() -> list[str]:
+    """Names of the shipped hosts."""
+    return list(SHIPPED_HOSTS)
+
+
+def get_path(name: str) -> Path:
+    """Path of the shipped host `name` (e.g. "tiny_v3"); RetrofitError if unknown or missing."""
+    if name not in SHIPPED_HOSTS:
+        raise RetrofitError(
+            f"unknown host {name!r}; shipped hosts: {available()}. For your own checkpoint use "
+            "host=checkpoint host.path=/path/to/model.ckpt"
+        )
+    path = Path(str(files("retrofit.hosts") / SHIPPED_HOSTS[name]))
+    if not path.is_file():
+        raise RetrofitError(
+            f"shipped host {name!r} is missing at {path}; reinstall the package or rebuild it with "
+            f"`make pretrain-{name.split('_')[-1]}`"
+        )
+    return path
+
+
+def _architecture_of_safetensors(path: Path) -> str:
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as fh:
+            header = fh.metadata() or {}
+    except (SafetensorError, OSError) as exc:
+        raise RetrofitError(f"{path} is not a readable safetensors file ({exc}); pass a TabPFN checkpoint") from exc
+    if "config" not in header:
+        raise RetrofitError(f"{path} has no TabPFN 'config' header; it is not a TabPFN checkpoint")
+    return header.get("architecture_name", '"tabpfn_v2"').strip('"')
+
+
+def _architecture_of_torch_file(path: Path) -> str:
+    import torch  # local: loading a pickle is the slow, rare path
+
+    try:
+        ckpt = torch.load(str(path), map_location="cpu", weights_only=False)
+    except Exception as exc:  # torch raises many types for a corrupt file; all mean the same here
+        raise RetrofitError(f"{path} could not be read as a torch checkpoint ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt or "config" not in ckpt:
+        raise RetrofitError(f"{path} is a torch file but not a TabPFN checkpoint (needs 'state_dict' and 'config')")
+    return ckpt.get("architecture_name", "tabpfn_v2")
+
+
+def check_checkpoint(path: str | Path) -> Path:
+    """Validate a user checkpoint offline; returns its absolute path.
+
+    RetrofitError if the file is missing, unreadable, not a TabPFN checkpoint, or of an
+    architecture the harness does not support.
+    """
+    path = Path(path).expanduser().resolve()
+    if not path.is_file():
+        raise RetrofitError(f"checkpoint {path} does not exist; pass host.path=<an existing TabPFN .ckpt/.safetensors>")
+    arch = _architecture_of_safetensors(path) if path.suffix == ".safetensors" else _architecture_of_torch_file(path)
+    arch = "tabpfn_v2_5" if arch == "base" else arch
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise RetrofitError(f"{path}: architecture {arch!r} is not supported; supported: {list(SUPPORTED_ARCHITECTURES)}")
+    return path

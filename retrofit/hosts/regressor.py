@@ -1,0 +1,26 @@
+"""A `TabPFNRegressor` on a host checkpoint, configured the one way the harness uses it."""
+
+from pathlib import Path
+
+from tabpfn import TabPFNRegressor
+
+from retrofit.hosts.registry import check_checkpoint
+
+
+def make_regressor(path: str | Path, *, n_estimators: int = 8, random_state: int = 0, **overrides) -> TabPFNRegressor:
+    """An unfitted regressor on the checkpoint at `path`, on the CPU, fp32, offline.
+
+    `ignore_pretraining_limits=True` is set deliberately: tabpfn refuses more than 1,000 rows on
+    CPU otherwise, and the default datasets (Wage, College) exceed that. The checkpoint is
+    validated first, so a bad path fails at once instead of attempting a hub download.
+    """
+    settings = dict(
+        model_path=str(check_checkpoint(path)),
+        n_estimators=n_estimators,
+        random_state=random_state,
+        device="cpu",
+        inference_precision="auto",
+        ignore_pretraining_limits=True,
+    )
+    settings.update(overrides)
+    return TabPFNRegressor(**settings)

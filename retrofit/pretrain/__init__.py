@@ -1,0 +1,1 @@
+"""Pretraining small TabPFN hosts on the synthetic prior (`retrofit.prior`), resumable."""

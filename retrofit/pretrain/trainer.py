@@ -1,0 +1,213 @@
+"""The pretraining loop: prior batches -> bar-distribution NLL, schedule-free AdamW, resumable.
+
+State lives in `run_dir`:
+- `state.pt`: model (train-mode weights), optimizer, prior generator, step, elapsed seconds and
+  the log — written atomically every `checkpoint_every_s`, so a killed run loses at most that;
+- `log.jsonl`: one line per evaluation;
+- `host.safetensors`: the latest evaluation-mode (averaged) weights as a loadable tabpfn
+  checkpoint (`export_path`, if set, receives a copy).
+Re-running with the same `run_dir` resumes where the state left off, bit-for-bit the same
+stream of prior batches.
+"""
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import schedulefree
+import torch
+
+from retrofit.hosts.checkpoint import build_host, inference_config, set_borders, save_host
+from retrofit.prior import sample_batch, sample_shape, zscore_targets
+from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
+from retrofit.pretrain.validation import evaluate_host, make_validation_set
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainConfig:
+    """Everything a pretraining run depends on (the Hydra `pretrain/` group fills it)."""
+
+    host_name: str
+    arch_name: str
+    arch: dict[str, Any]
+    run_dir: str
+    curriculum: list[dict]
+    export_path: str | None = None
+    inference_preset: str = "lean"
+    lr: float = 3e-3
+    warmup_steps: int = 100
+    grad_clip: float = 1.0
+    seed: int = 0
+    max_steps: int = 1_000_000
+    max_minutes: float = 60.0
+    eval_every_s: float = 300.0
+    checkpoint_every_s: float = 120.0
+    threads: int = 1
+    border_samples: int = 200_000
+    val: dict[str, dict] = field(default_factory=dict)
+
+
+def quantile_borders(num_buckets: int, seed: int, n_values: int) -> torch.Tensor:
+    """Bucket borders at quantiles of z-scored prior test targets; outer borders at +-8 (clip)."""
+    g = torch.Generator().manual_seed(seed)
+    values = []
+    while sum(v.numel() for v in values) < n_values:
+        b = sample_batch(sample_shape(g, (30, 200), (1, 10)), 16, g)
+        values.append(zscore_targets(b.y_RB, b.shape.n_train)[b.shape.n_train :].flatten())
+    v = torch.cat(values)[:n_values].double()
+    borders = torch.quantile(v, torch.linspace(0, 1, num_buckets + 1, dtype=torch.float64)).float()
+    borders[0], borders[-1] = -8.0, 8.0
+    return borders.contiguous()
+
+
+def _atomic_torch_save(obj: Any, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+class Pretrainer:
+    def __init__(self, cfg: PretrainConfig):
+        self.cfg = cfg
+        self.run_dir = Path(cfg.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        torch.set_num_threads(cfg.threads)
+        self.curriculum = parse_curriculum(cfg.curriculum)
+        self.model, self.arch_config = build_host(cfg.arch_name, cfg.arch, seed=cfg.seed)
+        self.borders = quantile_borders(int(cfg.arch["num_buckets"]), cfg.seed + 777, cfg.border_samples)
+        self.criterion = set_borders(self.model, self.borders)
+        self.opt = schedulefree.AdamWScheduleFree(
+            self.model.parameters(), lr=cfg.lr, warmup_steps=cfg.warmup_steps, weight_decay=0.0
+        )
+        self.generator = torch.Generator().manual_seed(cfg.seed + 1)
+        self.val_sets = [make_validation_set(name, **spec) for name, spec in cfg.val.items()]
+        self.step, self.elapsed_s, self.history = 0, 0.0, []
+        self._resume()
+
+    # -- state ---------------------------------------------------------------------------
+    def _resume(self) -> None:
+        path = self.run_dir / "state.pt"
+        if not path.exists():
+            return
+        state = torch.load(path, weights_only=True)
+        if state["arch_name"] != self.cfg.arch_name:
+            raise ValueError(f"{path} holds a {state['arch_name']} run, not {self.cfg.arch_name}; use another run_dir")
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        self.step, self.elapsed_s, self.history = state["step"], state["elapsed_s"], state["history"]
+        log.info("resumed %s at step %d (%.1f min trained)", path, self.step, self.elapsed_s / 60)
+
+    def _save_state(self) -> None:
+        _atomic_torch_save(
+            {
+                "arch_name": self.cfg.arch_name,
+                "model": self.model.state_dict(),
+                "optimizer": self.opt.state_dict(),
+                "generator": self.generator.get_state(),
+                "step": self.step,
+                "elapsed_s": self.elapsed_s,
+                "history": self.history,
+            },
+            self.run_dir / "state.pt",
+        )
+
+    def host_card(self) -> dict[str, Any]:
+        return {
+            "host": self.cfg.host_name,
+            "arch_name": self.cfg.arch_name,
+            "params": sum(p.numel() for p in self.model.parameters()),
+            "steps": self.step,
+            "train_minutes": round(self.elapsed_s / 60, 2),
+            "lr": self.cfg.lr,
+            "curriculum": self.cfg.curriculum,
+            "prior": "retrofit.prior (linear, gp, mlp, trees, interactions; categorical, skewed, missing)",
+            "history": self.history,
+        }
+
+    def export(self, path: Path) -> Path:
+        """Write the averaged (evaluation-mode) weights as a tabpfn checkpoint at `path`."""
+        self.opt.eval()
+        try:
+            return save_host(
+                path, self.model, self.arch_config, self.cfg.arch_name, self.criterion,
+                inference_config(self.cfg.inference_preset), self.host_card(),
+            )
+        finally:
+            self.opt.train()
+
+    # -- loop ----------------------------------------------------------------------------
+    def _evaluate(self, train_loss: float | None) -> dict[str, Any]:
+        self.opt.eval()
+        record: dict[str, Any] = {"step": self.step, "minutes": round(self.elapsed_s / 60, 2), "train_loss": train_loss}
+        for vset in self.val_sets:
+            record.update({k: round(v, 4) for k, v in evaluate_host(self.model, self.criterion, vset).items()})
+        self.opt.train()
+        self.history.append(record)
+        with open(self.run_dir / "log.jsonl", "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        log.info("eval %s", json.dumps(record))
+        return record
+
+    def train_step(self) -> float | None:
+        """One optimiser step on a fresh prior batch; returns the loss (None if skipped)."""
+        shape, batch_size = draw_shape(self.curriculum, self.step, self.generator)
+        batch = sample_batch(shape, batch_size, self.generator)
+        y_RB = zscore_targets(batch.y_RB, shape.n_train)
+        logits_TBK = self.model(batch.x_RBF, y_RB[: shape.n_train])
+        loss = self.criterion(logits_TBK, y_RB[shape.n_train :]).mean()
+        if not torch.isfinite(loss):
+            log.warning("step %d: non-finite loss on shape %s, batch skipped", self.step, shape)
+            return None
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.opt.step()
+        self.step += 1
+        return loss.item()
+
+    def run(self) -> Path:
+        """Train until `max_steps` or `max_minutes` of this invocation; returns the exported host."""
+        self.model.train()
+        self.opt.train()
+        if not self.history:
+            self._evaluate(None)
+        start, last_eval, last_ckpt = time.time(), time.time(), time.time()
+        losses: list[float] = []
+        budget_s = self.cfg.max_minutes * 60
+        while self.step < self.cfg.max_steps and time.time() - start < budget_s:
+            t0 = time.time()
+            loss = self.train_step()
+            self.elapsed_s += time.time() - t0
+            if loss is not None:
+                losses.append(loss)
+            if self.step % 100 == 0 and losses:
+                log.info("step %d loss(100) %.4f %.2f steps/s", self.step, np.mean(losses[-100:]), 1 / max(time.time() - t0, 1e-9))
+            if time.time() - last_eval >= self.cfg.eval_every_s:
+                self._evaluate(float(np.mean(losses)) if losses else None)
+                losses, last_eval = [], time.time()
+                self._publish()
+            if time.time() - last_ckpt >= self.cfg.checkpoint_every_s:
+                self._save_state()
+                last_ckpt = time.time()
+        self._evaluate(float(np.mean(losses)) if losses else None)
+        self._save_state()
+        return self._publish()
+
+    def _publish(self) -> Path:
+        path = self.export(self.run_dir / "host.safetensors")
+        if self.cfg.export_path:
+            dest = Path(self.cfg.export_path)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".tmp")
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, dest)
+        return path

@@ -1,0 +1,86 @@
+"""Host checkpoints: save -> load -> predict round trips, offline validation, clear errors."""
+
+import time
+
+import numpy as np
+import pytest
+import torch
+from safetensors import safe_open
+
+from conftest import TINY_RANDOM_ARCHS
+from retrofit.errors import RetrofitError
+from retrofit.hosts import available, check_checkpoint, get_path, make_regressor
+
+
+def _data(seed: int = 0, n: int = 120, f: int = 4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, f))
+    return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("arch_name", sorted(TINY_RANDOM_ARCHS))
+def test_saved_host_loads_through_tabpfn_and_predicts(make_random_host, arch_name):
+    path = make_random_host(arch_name)
+    X, y = _data()
+    reg = make_regressor(path, n_estimators=2, random_state=0).fit(X[:80], y[:80])
+    pred = reg.predict(X[80:])
+    assert pred.shape == (40,) and np.isfinite(pred).all()
+    # Same file, same seed: the prediction is reproducible bit for bit.
+    again = make_regressor(path, n_estimators=2, random_state=0).fit(X[:80], y[:80]).predict(X[80:])
+    np.testing.assert_array_equal(pred, again)
+
+
+@pytest.mark.parametrize("arch_name", ["tabpfn_v2", "tabpfn_v3"])
+def test_saved_weights_round_trip_exactly(make_random_host, arch_name):
+    path = make_random_host(arch_name)
+    reg = make_regressor(path, n_estimators=1).fit(*_data())
+    loaded = reg.models_[0].state_dict()
+    with safe_open(str(path), framework="pt") as fh:
+        for key in loaded:
+            assert torch.equal(loaded[key], fh.get_tensor(key)), key
+        header = fh.metadata()
+    assert set(header) >= {"config", "architecture_name", "inference_config"}
+
+
+def test_shipped_file_is_not_a_pickle():
+    for name in available():
+        try:
+            path = get_path(name)
+        except RetrofitError:
+            pytest.skip(f"shipped host {name} not built in this checkout")
+        assert path.suffix == ".safetensors"
+        with open(path, "rb") as fh:
+            assert fh.read(2) != b"\x80\x04"  # no pickle protocol header
+
+
+def test_unknown_host_lists_available():
+    with pytest.raises(RetrofitError, match="shipped hosts: .*tiny_v3"):
+        get_path("tiny_v9")
+
+
+def test_missing_checkpoint_fails_fast_without_download(tmp_path):
+    start = time.perf_counter()
+    with pytest.raises(RetrofitError, match="does not exist"):
+        make_regressor(tmp_path / "nope-v3.ckpt")
+    assert time.perf_counter() - start < 5.0  # offline validation, not a hub timeout
+
+
+@pytest.mark.parametrize(
+    "content, suffix, message",
+    [
+        (b"not a checkpoint", ".safetensors", "not a readable safetensors"),
+        (b"garbage", ".ckpt", "could not be read"),
+    ],
+)
+def test_unreadable_checkpoint_is_refused(tmp_path, content, suffix, message):
+    path = tmp_path / f"model{suffix}"
+    path.write_bytes(content)
+    with pytest.raises(RetrofitError, match=message):
+        check_checkpoint(path)
+
+
+def test_torch_file_that_is_not_tabpfn_is_refused(tmp_path):
+    path = tmp_path / "other.ckpt"
+    torch.save({"weights": torch.zeros(2)}, path)
+    with pytest.raises(RetrofitError, match="not a TabPFN checkpoint"):
+        check_checkpoint(path)
