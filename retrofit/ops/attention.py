@@ -34,7 +34,9 @@ def o_attention(
     key null or masked) gives 0.0, never NaN, in every dtype. With `compact=True` the present
     keys and queries are gathered in order (padded per batch with null rows) before the kernel,
     so inserting null tokens anywhere leaves all other outputs bitwise equal. Differentiable;
-    the result is in q's dtype.
+    the gradient w.r.t. a presence that is exactly 0 is 0 (harmless: presence(h) has
+    dp/dh = 0 at h = 0). GQA/MQA: k, v may have G heads with H % G == 0 (SDPA's enable_gqa).
+    The result is in q's dtype.
     """
     _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
     if compact:

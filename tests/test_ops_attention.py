@@ -1,0 +1,279 @@
+"""OAttention contracts (PAPER.md section 3), property-based over shapes, seeds and dtypes."""
+
+import math
+from dataclasses import dataclass
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retrofit.ops import o_attention, o_attention_materialised, o_attention_reference
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# Insertion tolerance in units of eps(dtype) * rowmax|out| (the issue's contract).
+INSERTION_TOL = {torch.float32: 10.0, torch.bfloat16: 2.0, torch.float16: 2.0}
+# Accuracy vs the float64 reference in units of eps(dtype) * max|ref|, unit-variance scores.
+ACCURACY_TOL = {torch.float32: 8.0, torch.bfloat16: 1.0, torch.float16: 1.0}
+FAST = settings(max_examples=25, deadline=None)
+
+
+@dataclass
+class Inputs:
+    q: torch.Tensor  # (B, H, Q, D)
+    k: torch.Tensor  # (B, G, K, D)
+    v: torch.Tensor  # (B, G, K, D)
+    p_q: torch.Tensor  # (B, Q)
+    p_k: torch.Tensor  # (B, K)
+
+    def args(self):
+        return self.q, self.k, self.v, self.p_q, self.p_k
+
+
+@st.composite
+def inputs(draw, dtype=torch.float32, score_std=1.0, null_frac=0.3):
+    """Random OAttention inputs; scores q.k/sqrt(D) have standard deviation `score_std`."""
+    B, G, groups = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    Q, K, D = draw(st.integers(1, 24)), draw(st.integers(1, 24)), draw(st.sampled_from([8, 16, 32]))
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    sigma = math.sqrt(score_std)
+    p_q, p_k = (torch.rand(B, L, generator=g).clamp_min(0.05) for L in (Q, K))
+    for p_BL in (p_q, p_k):
+        p_BL[torch.rand(p_BL.shape, generator=g) < null_frac] = 0.0
+    return Inputs(
+        q=(sigma * torch.randn(B, G * groups, Q, D, generator=g)).to(dtype),
+        k=(sigma * torch.randn(B, G, K, D, generator=g)).to(dtype),
+        v=torch.randn(B, G, K, D, generator=g).to(dtype),
+        p_q=p_q,
+        p_k=p_k,
+    )
+
+
+def insert_null_keys(x: Inputs, positions: list[int], fill: float) -> Inputs:
+    """Insert null sources (p = 0, arbitrary k/v contents `fill`) before the given key indices."""
+    keep_K = torch.ones(x.k.shape[2] + len(positions), dtype=torch.bool)
+    keep_K[[pos + i for i, pos in enumerate(sorted(positions))]] = False
+
+    def spread(t, dim, value):
+        shape = list(t.shape)
+        shape[dim] = keep_K.numel()
+        out = t.new_full(shape, value)
+        out.index_copy_(dim, keep_K.nonzero().squeeze(1), t)
+        return out
+
+    return Inputs(x.q, spread(x.k, 2, fill), spread(x.v, 2, fill), x.p_q, spread(x.p_k, 1, 0.0))
+
+
+def eps(dtype):
+    return torch.finfo(dtype).eps
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_null_receiver_output_is_exactly_zero(data, dtype, compact):
+    x = data.draw(inputs(dtype))
+    out = o_attention(*x.args(), compact=compact)
+    assert out.dtype == dtype and out.shape == x.q.shape
+    assert torch.isfinite(out).all()
+    assert (out.permute(0, 2, 1, 3)[x.p_q == 0] == 0).all()
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_null_source_insertion_leaves_outputs_unchanged(data, dtype, compact):
+    x = data.draw(inputs(dtype))
+    K = x.k.shape[2]
+    positions = data.draw(st.lists(st.integers(0, K), min_size=1, max_size=5))
+    fill = data.draw(st.sampled_from([0.0, 3.0, -50.0]))
+    out = o_attention(*x.args(), compact=compact)
+    out_ins = o_attention(*insert_null_keys(x, positions, fill).args(), compact=compact)
+    if compact:
+        assert torch.equal(out, out_ins)
+    else:
+        rowmax = out.abs().amax(-1, keepdim=True).float()
+        assert ((out_ins.float() - out.float()).abs() <= INSERTION_TOL[dtype] * eps(dtype) * rowmax).all()
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(seed=st.integers(0, 2**31 - 1), L=st.integers(1, 20), pos=st.integers(0, 20))
+def test_self_attention_null_insertion(seed, L, pos, dtype, compact):
+    """A null token h = 0 inserted into self-attention: others unchanged, its own output 0.
+
+    The projections have biases, so the null token's q, k, v are not zero: only its presence
+    makes it inert. Rows are projected once and the null row spliced in, because a CPU GEMM
+    over L + 1 rows need not reproduce the L-row GEMM bitwise (that is the GEMM, not OAttention).
+    """
+    g = torch.Generator().manual_seed(seed)
+    B, H, D, E = 2, 2, 8, 16
+    w_EE, b_E = torch.randn(3 * E, E, generator=g) / 4, torch.randn(3 * E, generator=g)
+    h_BLE = torch.randn(B, L, E, generator=g)
+    pos = min(pos, L)
+    qkv_BLE = F.linear(h_BLE, w_EE, b_E)
+    null_B1E = F.linear(torch.zeros(B, 1, E), w_EE, b_E)
+    qkv_ins_BLE = torch.cat([qkv_BLE[:, :pos], null_B1E, qkv_BLE[:, pos:]], dim=1)
+    p_BL = torch.rand(B, L, generator=g).clamp_min(0.05)
+    p_ins_BL = torch.cat([p_BL[:, :pos], torch.zeros(B, 1), p_BL[:, pos:]], dim=1)
+
+    def attend(qkv, p):
+        q, k, v = (t.view(B, -1, H, D).transpose(1, 2).to(dtype) for t in qkv.chunk(3, -1))
+        return o_attention(q, k, v, p, p, compact=compact)
+
+    out, out_ins = attend(qkv_BLE, p_BL), attend(qkv_ins_BLE, p_ins_BL)
+    assert (out_ins[:, :, pos] == 0).all()
+    others = torch.cat([out_ins[:, :, :pos], out_ins[:, :, pos + 1 :]], dim=2)
+    if compact:
+        assert torch.equal(others, out)
+    else:
+        rowmax = out.abs().amax(-1, keepdim=True).float()
+        assert ((others.float() - out.float()).abs() <= INSERTION_TOL[dtype] * eps(dtype) * rowmax).all()
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("score_std", [1.0, 40.0])
+def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std):
+    """All-null batch and all-masked rows give 0; with score_std=40, fp16 would underflow
+    eps_den * exp(-max) if eps_den were added after max-subtraction in fp16."""
+    g = torch.Generator().manual_seed(0)
+    B, H, Q, K, D = 3, 2, 5, 7, 16
+    s = math.sqrt(score_std)
+    q, k, v = ((s if i < 2 else 1.0) * torch.randn(B, H, L, D, generator=g) for i, L in enumerate((Q, K, K)))
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    p_q, p_k = torch.rand(B, Q, generator=g) + 0.1, torch.rand(B, K, generator=g) + 0.1
+    p_k[0] = 0.0  # batch 0: every source null
+    mask_BHQK = torch.ones(B, 1, Q, K, dtype=torch.bool)
+    mask_BHQK[1, :, 2] = False  # batch 1, query 2: every source masked
+    out = o_attention(q, k, v, p_q, p_k, mask=mask_BHQK, compact=compact)
+    assert torch.isfinite(out).all()
+    assert (out[0] == 0).all() and (out[1, :, 2] == 0).all()
+    assert out[2].abs().sum() > 0
+    ref = o_attention_reference(q, k, v, p_q, p_k, mask=mask_BHQK)
+    assert (ref[0] == 0).all() and (ref[1, :, 2] == 0).all()
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mask_kind", [None, "QK", "B1QK", "B11K"])
+@FAST
+@given(data=st.data())
+def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind):
+    x = data.draw(inputs(dtype))
+    B, H, Q, _ = x.q.shape
+    K = x.k.shape[2]
+    mask = None
+    if mask_kind is not None:
+        shape = {"QK": (Q, K), "B1QK": (B, 1, Q, K), "B11K": (B, 1, 1, K)}[mask_kind]
+        g = torch.Generator().manual_seed(data.draw(st.integers(0, 1000)))
+        mask = torch.rand(shape, generator=g) < 0.7
+    out = o_attention(*x.args(), mask=mask, compact=compact)
+    ref = o_attention_reference(*x.args(), mask=mask)
+    err = (out.double() - ref).abs().max()
+    assert err <= ACCURACY_TOL[dtype] * eps(dtype) * ref.abs().max()
+
+
+@FAST
+@given(data=st.data())
+def test_reference_is_the_formula(data):
+    """The max-subtracted reference equals the textbook formula evaluated without subtraction
+    (scores shifted by +8 and a large eps_den, so a wrong eps rescaling would show)."""
+    x = data.draw(inputs(torch.float64))
+    eps_den = data.draw(st.sampled_from([1e-6, 0.5, 30.0]))
+    s_BHQK = x.q @ x.k.repeat_interleave(x.q.shape[1] // x.k.shape[1], 1).transpose(-1, -2)
+    s_BHQK = s_BHQK / math.sqrt(x.q.shape[-1])
+    w_BHQK = x.p_k.double()[:, None, None, :] * torch.exp(s_BHQK)
+    v_BHKD = x.v.repeat_interleave(x.q.shape[1] // x.k.shape[1], 1)
+    textbook = x.p_q.double()[:, None, :, None] * (w_BHQK @ v_BHKD) / (eps_den + w_BHQK.sum(-1, keepdim=True))
+    ref = o_attention_reference(*x.args(), eps_den=eps_den)
+    torch.testing.assert_close(ref, textbook, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(o_attention(*x.args(), eps_den=eps_den), textbook, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@FAST
+@given(data=st.data(), c=st.floats(0.1, 1.0))
+def test_equal_presences_reduce_to_softmax_attention(data, c, compact):
+    """p_q = p_k = c: the presences cancel in the softmax, leaving c * SDPA scaled by the
+    eps_den factor c S / (eps_den + c S), S = sum_j exp(s_ij) (eps_den in absolute exp units)."""
+    x = data.draw(inputs(torch.float32, null_frac=0.0))
+    p_q, p_k = torch.full_like(x.p_q, c), torch.full_like(x.p_k, c)
+    out = o_attention(x.q, x.k, x.v, p_q, p_k, compact=compact)
+    k, v = (t.repeat_interleave(x.q.shape[1] // x.k.shape[1], 1) for t in (x.k, x.v))
+    sdpa = F.scaled_dot_product_attention(x.q, k, v)
+    s_BHQK = x.q.double() @ k.double().transpose(-1, -2) / math.sqrt(x.q.shape[-1])
+    mass_BHQ1 = c * torch.logsumexp(s_BHQK, -1, keepdim=True).exp()
+    expected = c * sdpa.double() * mass_BHQ1 / (1e-6 + mass_BHQ1)
+    torch.testing.assert_close(out.double(), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@FAST
+@given(data=st.data())
+def test_gradients_finite_and_match_reference(data, compact):
+    """Gradients exist and are finite with null tokens and empty support; on present entries
+    they match float64 autograd through the reference. At p = 0 the gradient w.r.t. p may be 0
+    instead of the formula's one-sided derivative (log-presence bias, compaction); through
+    presence(h) it is 0 there anyway, since dp/dh = 0 at h = 0."""
+    x = data.draw(inputs(torch.float32))
+    x.p_k[0] = 0.0  # batch 0 has empty support
+    leaves = [t.clone().requires_grad_() for t in x.args()]
+    leaves64 = [t.detach().double().requires_grad_() for t in x.args()]
+    g = torch.Generator().manual_seed(1)
+    w = torch.randn(x.q.shape[:3] + (x.v.shape[-1],), generator=g)
+    (o_attention(*leaves, compact=compact) * w).sum().backward()
+    (o_attention_reference(*leaves64) * w.double()).sum().backward()
+    for name, leaf, leaf64 in zip("q k v p_q p_k".split(), leaves, leaves64):
+        # None: the output does not depend on the leaf (compact with no present token at all).
+        grad = torch.zeros_like(leaf) if leaf.grad is None else leaf.grad
+        assert torch.isfinite(grad).all(), name
+        if name.startswith("p_"):  # only present entries: the gradient at p = 0 may be 0
+            present = leaf64.detach() > 0
+            grad, expected = grad[present], leaf64.grad[present]
+        else:
+            expected = leaf64.grad
+        torch.testing.assert_close(grad.double(), expected, rtol=1e-4, atol=1e-4, msg=name)
+
+
+def test_gqa_equals_repeated_heads():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(2, 6, 9, 16, generator=g), torch.randn(2, 2, 11, 16, generator=g), torch.randn(2, 2, 11, 16, generator=g)
+    p_q, p_k = torch.rand(2, 9, generator=g), torch.rand(2, 11, generator=g)
+    out = o_attention(q, k, v, p_q, p_k)
+    out_rep = o_attention(q, k.repeat_interleave(3, 1), v.repeat_interleave(3, 1), p_q, p_k)
+    torch.testing.assert_close(out, out_rep, rtol=0, atol=1e-6)
+
+
+def test_materialised_baseline_matches_reference():
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 2, 7, 8, generator=g) for _ in range(3))
+    p_q, p_k = torch.rand(2, 7, generator=g), torch.rand(2, 7, generator=g)
+    out = o_attention_materialised(q, k, v, p_q, p_k)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.double(), o_attention_reference(q, k, v, p_q, p_k), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "shapes, kwargs, match",
+    [
+        (((2, 2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {"eps_den": 0.0}, "eps_den"),
+        (((2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {}, "4-D"),
+        (((2, 3, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {}, "multiple"),
+        (((2, 2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 5)), {}, "presences"),
+        (((2, 2, 3, 8), (2, 2, 4, 4), (2, 2, 4, 8), (2, 3), (2, 4)), {}, "head dim"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(shapes, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        o_attention(*[torch.rand(s) for s in shapes], **kwargs)
+
+
+def test_float_mask_is_rejected():
+    q = k = v = torch.rand(2, 2, 4, 8)
+    with pytest.raises(ValueError, match="bool"):
+        o_attention(q, k, v, torch.rand(2, 4), torch.rand(2, 4), mask=torch.zeros(4, 4))
