@@ -15,6 +15,8 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,8 @@ class Pretrainer:
         self.val_sets = [make_validation_set(name, **spec) for name, spec in cfg.val.items()]
         self.step, self.elapsed_s, self.history = 0, 0.0, []
         self._resume()
+        self.model.train()
+        self.opt.train()
 
     # -- state ---------------------------------------------------------------------------
     def _resume(self) -> None:
@@ -133,24 +137,32 @@ class Pretrainer:
             "history": self.history,
         }
 
-    def export(self, path: Path) -> Path:
-        """Write the averaged (evaluation-mode) weights as a tabpfn checkpoint at `path`."""
+    @contextmanager
+    def averaged_weights(self) -> Iterator[None]:
+        """Swap in schedule-free's averaged (evaluation) weights; on exit restore the training
+        weights bit for bit, so evaluating or exporting never perturbs the training trajectory."""
+        training_state = {k: v.clone() for k, v in self.model.state_dict().items()}
         self.opt.eval()
         try:
+            yield
+        finally:
+            self.opt.train()
+            self.model.load_state_dict(training_state)
+
+    def export(self, path: Path) -> Path:
+        """Write the averaged (evaluation-mode) weights as a tabpfn checkpoint at `path`."""
+        with self.averaged_weights():
             return save_host(
                 path, self.model, self.arch_config, self.cfg.arch_name, self.criterion,
                 inference_config(self.cfg.inference_preset), self.host_card(),
             )
-        finally:
-            self.opt.train()
 
     # -- loop ----------------------------------------------------------------------------
     def _evaluate(self, train_loss: float | None) -> dict[str, Any]:
-        self.opt.eval()
         record: dict[str, Any] = {"step": self.step, "minutes": round(self.elapsed_s / 60, 2), "train_loss": train_loss}
-        for vset in self.val_sets:
-            record.update({k: round(v, 4) for k, v in evaluate_host(self.model, self.criterion, vset).items()})
-        self.opt.train()
+        with self.averaged_weights():
+            for vset in self.val_sets:
+                record.update({k: round(v, 4) for k, v in evaluate_host(self.model, self.criterion, vset).items()})
         self.history.append(record)
         with open(self.run_dir / "log.jsonl", "a") as fh:
             fh.write(json.dumps(record) + "\n")
@@ -176,8 +188,6 @@ class Pretrainer:
 
     def run(self) -> Path:
         """Train until `max_steps` or `max_minutes` of this invocation; returns the exported host."""
-        self.model.train()
-        self.opt.train()
         if not self.history:
             self._evaluate(None)
         start, last_eval, last_ckpt = time.time(), time.time(), time.time()

@@ -1,0 +1,76 @@
+"""Pretraining: a short run's loss falls, state resumes exactly, the export loads in tabpfn."""
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import TINY_RANDOM_ARCHS
+from retrofit.hosts import make_regressor
+from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
+from retrofit.pretrain.trainer import PretrainConfig, Pretrainer
+from retrofit.pretrain.validation import evaluate_host
+
+CURRICULUM = [
+    {"from_step": 0, "buckets": [{"rows": [40, 60], "features": [1, 3], "batch_size": 16}]},
+    {"from_step": 3, "buckets": [{"rows": [60, 80], "features": [2, 4], "batch_size": 8}]},
+]
+
+
+def _config(tmp_path, **kw) -> PretrainConfig:
+    arch = dict(TINY_RANDOM_ARCHS["tabpfn_v2"])
+    defaults = dict(
+        host_name="test_v2", arch_name="tabpfn_v2", arch=arch, run_dir=str(tmp_path / "run"),
+        curriculum=CURRICULUM, border_samples=5000, eval_every_s=1e9, checkpoint_every_s=1e9,
+        val={"small": {"seed": 1, "n_batches": 2, "batch_size": 16, "rows": [40, 60], "features": [1, 3]}},
+    )
+    defaults.update(kw)
+    return PretrainConfig(**defaults)
+
+
+def test_short_run_lowers_the_held_out_loss(tmp_path):
+    trainer = Pretrainer(_config(tmp_path, curriculum=CURRICULUM[:1], warmup_steps=5))
+    vset = trainer.val_sets[0]
+    before = evaluate_host(trainer.model, trainer.criterion, vset)["small_nll"]
+    for _ in range(80):
+        trainer.train_step()
+    with trainer.averaged_weights():
+        after = evaluate_host(trainer.model, trainer.criterion, vset)["small_nll"]
+    assert after < before - 0.1, (before, after)
+
+
+def test_resume_continues_the_same_stream(tmp_path):
+    # 6 steps straight vs 3 steps, save, reload, 3 more: identical weights.
+    straight = Pretrainer(_config(tmp_path / "a", max_steps=6))
+    straight.run()
+    first = Pretrainer(_config(tmp_path / "b", max_steps=3))
+    first.run()
+    resumed = Pretrainer(_config(tmp_path / "b", max_steps=6))
+    assert resumed.step == 3
+    resumed.run()
+    for key, value in straight.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[key], value, rtol=0, atol=0, msg=key)
+    assert [r["step"] for r in resumed.history] == [0, 3, 6]
+
+
+def test_export_is_a_loadable_host_with_its_card(tmp_path):
+    trainer = Pretrainer(_config(tmp_path, max_steps=2, export_path=str(tmp_path / "out" / "host-v2.safetensors")))
+    path = trainer.run()
+    assert (tmp_path / "out" / "host-v2.safetensors").is_file()
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    pred = make_regressor(path, n_estimators=1).fit(X[:40], X[:40, 0]).predict(X[40:])
+    assert np.isfinite(pred).all()
+
+
+def test_resume_into_another_architecture_is_refused(tmp_path):
+    Pretrainer(_config(tmp_path, max_steps=1)).run()
+    cfg = _config(tmp_path, arch_name="tabpfn_v3", arch=dict(TINY_RANDOM_ARCHS["tabpfn_v3"]))
+    with pytest.raises(ValueError, match="holds a tabpfn_v2 run"):
+        Pretrainer(cfg)
+
+
+def test_curriculum_switches_stage_and_rejects_bad_stages():
+    stages = parse_curriculum(CURRICULUM)
+    g = torch.Generator().manual_seed(0)
+    assert draw_shape(stages, 0, g)[1] == 16 and draw_shape(stages, 3, g)[1] == 8
+    with pytest.raises(ValueError, match="start at step 0"):
+        parse_curriculum([{"from_step": 5, "buckets": CURRICULUM[0]["buckets"]}])

@@ -1,0 +1,57 @@
+"""The synthetic prior: seeded, bounded, learnable, every family and corruption exercised."""
+
+import pytest
+import torch
+
+from retrofit.prior import FAMILIES, TableShape, sample_batch, sample_shape, zscore_targets
+from retrofit.pretrain.validation import evaluate_baselines, make_validation_set
+
+
+def _batch(seed: int, shape=TableShape(n_rows=120, n_features=6, n_train=60), **kw):
+    return sample_batch(shape, 64, torch.Generator().manual_seed(seed), **kw)
+
+
+def test_same_seed_same_batch_and_other_seed_differs():
+    a, b, c = _batch(3), _batch(3), _batch(4)
+    assert torch.equal(a.y_RB, b.y_RB) and torch.equal(a.x_RBF.nan_to_num(7.0), b.x_RBF.nan_to_num(7.0))
+    assert not torch.equal(a.y_RB, c.y_RB)
+
+
+def test_layout_and_bounds():
+    batch = _batch(0)
+    assert batch.x_RBF.shape == (120, 64, 6) and batch.y_RB.shape == (120, 64)
+    assert torch.isfinite(batch.y_RB).all()
+    finite_x = batch.x_RBF[~torch.isnan(batch.x_RBF)]
+    assert torch.isfinite(finite_x).all() and finite_x.abs().max() < 1e6
+    z = zscore_targets(batch.y_RB, 60)
+    assert z.abs().max() <= 8.0
+    torch.testing.assert_close(z[:60].mean(0), torch.zeros(64), atol=1e-4, rtol=0)
+
+
+def test_every_family_and_missing_values_occur_and_can_be_switched_off():
+    batch = _batch(1)
+    assert set(batch.family_B.tolist()) == set(range(len(FAMILIES)))
+    assert torch.isnan(batch.x_RBF).any()
+    assert not torch.isnan(_batch(1, p_missing_table=0.0).x_RBF).any()
+
+
+def test_noise_level_is_within_its_stated_range():
+    noise = _batch(2).noise_std_B
+    assert noise.min() >= 0.01 - 1e-6 and noise.max() <= 1.0 + 1e-6
+
+
+def test_shapes_respect_ranges_and_invalid_shapes_are_refused():
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        s = sample_shape(g, (30, 100), (1, 5))
+        assert 30 <= s.n_rows <= 100 and 1 <= s.n_features <= 5 and 1 <= s.n_train < s.n_rows
+    with pytest.raises(ValueError, match="n_train"):
+        TableShape(n_rows=10, n_features=2, n_train=10)
+
+
+def test_prior_is_learnable_by_simple_baselines():
+    """Held-out R² of ridge and a random forest is clearly positive (the prior is not noise);
+    measured on 32 datasets: ridge ~0.25, RF ~0.35 on small tables."""
+    vset = make_validation_set("check", seed=5, n_batches=1, batch_size=32, rows=(60, 100), features=(1, 5))
+    scores = evaluate_baselines(vset, max_datasets=32)
+    assert scores["check_r2_rf"] > 0.15 and scores["check_r2_ridge"] > 0.1
