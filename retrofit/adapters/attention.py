@@ -1,0 +1,63 @@
+"""Hidden-carrier OAttention on a tabpfn in-context attention module's own projections.
+
+Shapes: B batch (folded with columns for the v2 family), R rows, N context (train) rows =
+`single_eval_pos`, H query heads, G key/value heads, D head dim, E embedding.
+"""
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from retrofit.ops import o_attention
+
+
+def o_in_context_attention(
+    attention: nn.Module,
+    h_BRE: torch.Tensor,
+    p_BR: torch.Tensor,
+    single_eval_pos: int,
+    *,
+    test_kv_heads: int | None,
+    eps_den: float,
+    compact: bool,
+    scale_queries: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """`attention`'s output with its softmax replaced by OAttention; returns (B, R, E).
+
+    Every row attends to the N context rows only (tabpfn's train/test split, no test row sees
+    another); rows past N use only the first `test_kv_heads` key/value heads when that is set
+    (tabpfn's GQA/MQA for test rows), all G heads otherwise. `p_BR` is the presence of the
+    hidden carriers of all rows: it gates receivers and weighs the N sources. `attention` must
+    have bias-free `q_projection`, `k_projection`, `v_projection`, `out_projection` and
+    `head_dim`; `scale_queries` (B, R, H, D) -> same, applied before the scores, if given.
+    """
+    B, R, _ = h_BRE.shape
+    N = single_eval_pos
+    D = attention.head_dim
+    q_BRHD = attention.q_projection(h_BRE).view(B, R, -1, D)
+    k_BNGD = attention.k_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    v_BNGD = attention.v_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    if scale_queries is not None:
+        q_BRHD = scale_queries(q_BRHD)
+
+    def attend(q_BSHD: torch.Tensor, kv_heads: int, p_BS: torch.Tensor) -> torch.Tensor:
+        out_BHSD = o_attention(
+            q_BSHD.transpose(1, 2),
+            k_BNGD[:, :, :kv_heads].transpose(1, 2),
+            v_BNGD[:, :, :kv_heads].transpose(1, 2),
+            p_BS,
+            p_BR[:, :N],
+            eps_den=eps_den,
+            compact=compact,
+        )
+        return out_BHSD.transpose(1, 2)
+
+    G = k_BNGD.shape[2]
+    if test_kv_heads is None or N == R:
+        out_BRHD = attend(q_BRHD, G, p_BR)
+    else:
+        out_BRHD = torch.cat(
+            [attend(q_BRHD[:, :N], G, p_BR[:, :N]), attend(q_BRHD[:, N:], test_kv_heads, p_BR[:, N:])], dim=1
+        )
+    return attention.out_projection(out_BRHD.reshape(B, R, -1))

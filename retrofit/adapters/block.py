@@ -1,0 +1,93 @@
+"""`OBlock`: the base of the wrappers that put O parts into one tabpfn in-context block."""
+
+import torch
+from torch import nn
+
+from retrofit.adapters.registry import PARTS
+from retrofit.adapters.tau import TauRule
+from retrofit.ops import o_norm, presence
+from retrofit.errors import RetrofitError
+
+KV_CACHE_REFUSAL = (
+    "a retrofitted block cannot build or read tabpfn's KV cache: the cache keeps keys and values "
+    "but not the hidden-carrier presence OAttention weighs them by. Fit the regressor with "
+    "fit_mode='fit_preprocessors' (or 'low_memory') before retrofitting."
+)
+
+
+class OBlock(nn.Module):
+    """One in-context block of a frozen tabpfn model, with the O `parts` swapped in.
+
+    The original block is kept unchanged as `base_layer` (unpatching puts it back); its own
+    submodules compute everything the O parts leave alone, in the block's own order.
+    Call signature: tabpfn's, `(x, single_eval_pos, save_peak_memory_factor=None, *,
+    cached_kv=None, return_kv=False) -> (x, None)`; `x` may come in tabpfn v2's one-element list.
+    The KV-cache paths are refused. Memory-saving chunking splits the batch axis only, so every
+    chunk holds whole batch elements (all rows): presence and tau, which are per batch element,
+    are the same as unchunked.
+
+    Hook for subclasses: `_forward_batch(x, single_eval_pos)`, the block on whole batch
+    elements. `required` lists (submodule, attributes) the wrapper reads; checked at build time.
+    """
+
+    required: dict[str, tuple[str, ...]] = {}
+
+    def __init__(self, base_layer: nn.Module, parts: frozenset[str], tau: TauRule, eps_den: float, compact: bool):
+        super().__init__()
+        unknown = set(parts) - set(PARTS)
+        if unknown or not parts:
+            raise RetrofitError(f"{type(self).__name__}: parts must be a non-empty subset of {PARTS}, got {sorted(parts)}")
+        for name, attributes in self.required.items():
+            module = getattr(base_layer, name, None)
+            missing = [a for a in attributes if not hasattr(module, a)]
+            if module is None or missing:
+                raise RetrofitError(
+                    f"{type(self).__name__} cannot wrap {type(base_layer).__name__}: submodule {name!r} "
+                    f"missing or lacks {missing}; this tabpfn version's block layout differs from the "
+                    "registered ArchitectureSpec, so update the spec and wrapper."
+                )
+        if not eps_den > 0:
+            raise RetrofitError(f"eps_den must be > 0, got {eps_den!r}")
+        self.base_layer = base_layer
+        self.parts = frozenset(parts)
+        self.tau = tau
+        self.eps_den = eps_den
+        self.compact = compact
+
+    def forward(
+        self,
+        x: torch.Tensor | list[torch.Tensor],
+        single_eval_pos: int,
+        save_peak_memory_factor: int | None = None,
+        *,
+        cached_kv: object | None = None,
+        return_kv: bool = False,
+    ) -> tuple[torch.Tensor, None]:
+        if cached_kv is not None or return_kv:
+            raise RuntimeError(KV_CACHE_REFUSAL)
+        if isinstance(x, list):
+            x = x.pop(0)
+        if not 0 < single_eval_pos <= x.shape[1]:
+            raise RetrofitError(
+                f"{type(self).__name__}: single_eval_pos={single_eval_pos} must count 1..{x.shape[1]} "
+                "context rows; OAttention needs the train rows in the same call as the test rows."
+            )
+        if save_peak_memory_factor is None:
+            return self._forward_batch(x, single_eval_pos), None
+        chunk = -(-x.shape[0] // save_peak_memory_factor)
+        return torch.cat([self._forward_batch(x_b, single_eval_pos) for x_b in x.split(chunk)]), None
+
+    def _forward_batch(self, x: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _presence(self, h_BRxE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        """Presence (B, R, ...) of hidden carriers (B, R, ..., E), tau from the context rows."""
+        B, E = h_BRxE.shape[0], h_BRxE.shape[-1]
+        tau_B = self.tau.tau(h_BRxE[:, :single_eval_pos].reshape(B, -1, E))
+        return presence(h_BRxE, tau_B.view(B, *(1,) * (h_BRxE.dim() - 2)))
+
+    def _norm(self, norm: nn.Module, h_BRxE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        """`norm(h)`; ONorm (bias gated by the presence of h) when the norm part is patched."""
+        if "norm" not in self.parts:
+            return norm(h_BRxE)
+        return o_norm(h_BRxE, self._presence(h_BRxE, single_eval_pos), norm)

@@ -1,0 +1,99 @@
+"""Registries: which tabpfn architectures can be retrofitted, and which adapters exist.
+
+An `ArchitectureSpec` is data: where an architecture keeps its in-context blocks, which class
+those blocks must be, which of their submodules are the in-context attention, the FFN and the
+norms, and which wrapper (an `OBlock` subclass) reimplements the block's dataflow with O parts.
+An `AdapterSpec` names one O part (the `part` it replaces and the operator it uses). Both
+registries are filled by `register_*` calls, which reject duplicates.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from torch import nn
+from retrofit.errors import RetrofitError
+
+PARTS = ("attention", "ffn", "norm")
+"""The block parts an adapter can replace, in the order a report lists them."""
+
+
+@dataclass(frozen=True)
+class ArchitectureSpec:
+    """How one tabpfn architecture carries hidden carriers through its in-context stage.
+
+    `module`: the python module defining it (`type(model).__module__`); `blocks`: dotted path
+    of the `nn.ModuleList` of in-context blocks; `block_class`: the class name every block must
+    have; `parts`: part -> names of the block's submodules that part takes over; `wrapper`: the
+    `OBlock` subclass wrapping one block.
+    """
+
+    name: str
+    module: str
+    blocks: str
+    block_class: str
+    parts: Mapping[str, tuple[str, ...]]
+    wrapper: type[nn.Module]
+
+    def __post_init__(self) -> None:
+        missing = [part for part in PARTS if part not in self.parts]
+        if missing:
+            raise RetrofitError(f"architecture spec {self.name!r} does not map parts {missing}; map every part in {PARTS}")
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """One O part: `name` (what a variant lists), the block `part` it replaces, its `operator`."""
+
+    name: str
+    part: str
+    operator: str
+
+    def __post_init__(self) -> None:
+        if self.part not in PARTS:
+            raise RetrofitError(f"adapter {self.name!r}: unknown part {self.part!r}; use one of {PARTS}")
+
+
+ARCHITECTURES: dict[str, ArchitectureSpec] = {}
+ADAPTERS: dict[str, AdapterSpec] = {}
+
+
+def register_architecture(spec: ArchitectureSpec) -> ArchitectureSpec:
+    """Add `spec`; a second spec for the same name or module is refused."""
+    clash = [s.name for s in ARCHITECTURES.values() if s.name == spec.name or s.module == spec.module]
+    if clash:
+        raise RetrofitError(f"architecture {spec.name!r} ({spec.module}) is already registered as {clash[0]!r}")
+    ARCHITECTURES[spec.name] = spec
+    return spec
+
+
+def register_adapter(spec: AdapterSpec) -> AdapterSpec:
+    """Add `spec`; a second adapter with the same name or for the same part is refused."""
+    clash = [s.name for s in ADAPTERS.values() if s.name == spec.name or s.part == spec.part]
+    if clash:
+        raise RetrofitError(f"adapter {spec.name!r} (part {spec.part!r}) clashes with registered adapter {clash[0]!r}")
+    ADAPTERS[spec.name] = spec
+    return spec
+
+
+def architecture_of(model: nn.Module) -> ArchitectureSpec:
+    """The spec of `model`'s architecture, found by the module defining its class.
+
+    Raises RetrofitError naming the unsupported architecture and the supported ones.
+    """
+    module = type(model).__module__
+    for spec in ARCHITECTURES.values():
+        if spec.module == module:
+            return spec
+    supported = ", ".join(sorted(ARCHITECTURES))
+    raise RetrofitError(
+        f"cannot retrofit a {type(model).__name__} ({module}): its architecture has no adapter spec. "
+        f"Supported architectures: {supported}. Use a host of one of them, or register an "
+        "ArchitectureSpec for this one (retrofit.adapters.register_architecture)."
+    )
+
+
+def adapter(name: str) -> AdapterSpec:
+    """The registered adapter `name`; RetrofitError listing the known ones otherwise."""
+    if name not in ADAPTERS:
+        raise RetrofitError(f"unknown adapter {name!r}; known adapters: {sorted(ADAPTERS)}")
+    return ADAPTERS[name]

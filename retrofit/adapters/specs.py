@@ -1,0 +1,37 @@
+"""The registered architectures (tabpfn_v3 and the v2 family) and the three O adapters."""
+
+from retrofit.adapters.registry import AdapterSpec, ArchitectureSpec, register_adapter, register_architecture
+from retrofit.adapters.tabpfn_v2 import OTabPFNBlockV2
+from retrofit.adapters.tabpfn_v3 import OICLBlockV3
+
+register_architecture(
+    ArchitectureSpec(
+        name="tabpfn_v3",
+        module="tabpfn.architectures.tabpfn_v3",
+        blocks="icl_blocks",
+        block_class="ICLTransformerBlock",
+        parts={"attention": ("icl_attention",), "ffn": ("mlp",), "norm": ("layernorm", "layernorm_mlp")},
+        wrapper=OICLBlockV3,
+    )
+)
+for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):
+    register_architecture(
+        ArchitectureSpec(
+            name=_name,
+            module=f"tabpfn.architectures.{_name}",
+            blocks="blocks",
+            block_class="TabPFNBlock",
+            parts={
+                "attention": ("per_column_attention_between_cells",),
+                "ffn": ("mlp",),
+                "norm": ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp"),
+            },
+            wrapper=OTabPFNBlockV2,
+        )
+    )
+
+register_adapter(
+    AdapterSpec("o_attention", "attention", "retrofit.ops.o_attention: hidden-carrier OAttention (p_i gates, p_j weighs)")
+)
+register_adapter(AdapterSpec("o_ffn", "ffn", "retrofit.ops.o_ffn: h + p * FFN(norm(h))"))
+register_adapter(AdapterSpec("o_norm", "norm", "retrofit.ops.o_norm: norm with its bias gated by p (0 -> 0)"))

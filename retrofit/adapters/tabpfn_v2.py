@@ -1,0 +1,59 @@
+"""O wrapper for the v2 family's blocks (`TabPFNBlock` of tabpfn_v2, v2_5, v2_6; post-norm).
+
+Stock block on cells x (B, R, C, E): `x = norm1(x + attention_between_features(x))`,
+`x = norm2(x + attention_between_cells(x))` per column, `x = norm3(x + mlp(x))`.
+The in-context attention is the between-cells one (rows of a column attend to the train rows;
+test rows through the first key/value head only). Hidden carrier: each cell's `x` entering a
+residual branch or norm (post-norm: the branch reads the carrier itself).
+"""
+
+import torch
+
+from retrofit.adapters.attention import o_in_context_attention
+from retrofit.adapters.block import OBlock
+from retrofit.ops import o_ffn
+
+
+class OTabPFNBlockV2(OBlock):
+    """v2-family `TabPFNBlock` with OAttention / OFFN / ONorm (see `OBlock`).
+
+    attention: OAttention between cells, presence per cell; ffn: `x + p * mlp(x)`; norm: the
+    three post-norms as ONorm. The within-row attention between features is left as stock: it
+    never mixes rows, and on an all-null row it returns exactly 0 (bias-free values).
+    """
+
+    required = {
+        "per_sample_attention_between_features": (),
+        "per_column_attention_between_cells": ("q_projection", "k_projection", "v_projection", "out_projection", "head_dim"),
+        "layernorm_mha1": (),
+        "layernorm_mha2": (),
+        "layernorm_mlp": (),
+        "mlp": (),
+    }
+
+    def _forward_batch(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        base = self.base_layer
+        N = single_eval_pos
+        x_BRCE = x_BRCE + base.per_sample_attention_between_features(x_BRCE.flatten(0, 1)).view(x_BRCE.shape)
+        x_BRCE = self._norm(base.layernorm_mha1, x_BRCE, N)
+        x_BRCE = x_BRCE + self._cell_attention(x_BRCE, N)
+        x_BRCE = self._norm(base.layernorm_mha2, x_BRCE, N)
+        if "ffn" in self.parts:
+            x_BRCE = o_ffn(x_BRCE, self._presence(x_BRCE, N), base.mlp)
+        else:
+            x_BRCE = x_BRCE + base.mlp(x_BRCE)
+        return self._norm(base.layernorm_mlp, x_BRCE, N)
+
+    def _cell_attention(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        """The between-cells branch (B, R, C, E): each column's rows attend to its train rows."""
+        attention = self.base_layer.per_column_attention_between_cells
+        B, R, C, E = x_BRCE.shape
+        x_BcRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
+        if "attention" in self.parts:
+            p_BcR = self._presence(x_BRCE, single_eval_pos).transpose(1, 2).reshape(B * C, R)
+            out_BcRE = o_in_context_attention(
+                attention, x_BcRE, p_BcR, single_eval_pos, test_kv_heads=1, eps_den=self.eps_den, compact=self.compact
+            )
+        else:
+            out_BcRE = attention(x_BcRE, single_eval_pos=single_eval_pos)[0]
+        return out_BcRE.view(B, C, R, E).transpose(1, 2)

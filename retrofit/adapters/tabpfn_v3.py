@@ -1,0 +1,77 @@
+"""O wrapper for tabpfn_v3's in-context blocks (`ICLTransformerBlock`, pre-norm).
+
+Stock block: `x += icl_attention(layernorm(x))`, then `x += mlp(layernorm_mlp(x))`, x (B, R, E).
+Hidden carrier: `x` entering each residual branch (not `layernorm(x)`).
+"""
+
+from functools import partial
+
+import torch
+
+from retrofit.adapters.attention import o_in_context_attention
+from retrofit.adapters.block import OBlock
+from retrofit.ops import o_ffn
+
+
+def scale_queries(layer: torch.nn.Module, q_BRHD: torch.Tensor, n_B: torch.Tensor) -> torch.Tensor:
+    """tabpfn_v3's `SoftmaxScalingMLP` with a per-batch key count `n_B` instead of the length.
+
+    `q * base_mlp(log n) * (1 + tanh(query_mlp(q)))`, log n clamped at n >= 1 as tabpfn does.
+    OAttention passes the presence mass of the keys, `n = sum_j p_j`: a null source adds no
+    mass, so inserting one leaves the query scale unchanged (it would move `log(length)`).
+    """
+    logn_B1 = n_B.to(torch.float32).clamp(min=1).log().to(q_BRHD.dtype)[:, None]
+    base_B1HD = layer.base_mlp(logn_B1).view(-1, 1, layer.num_heads, layer.head_dim)
+    return q_BRHD * (base_B1HD * (1 + torch.tanh(layer.query_mlp(q_BRHD))))
+
+
+class OICLBlockV3(OBlock):
+    """tabpfn_v3 `ICLTransformerBlock` with OAttention / OFFN / ONorm (see `OBlock`).
+
+    attention: OAttention on the block's projections (GQA and test-row KV heads as stock),
+    softmax scaling by the keys' presence mass; ffn: `x + p * mlp(layernorm_mlp(x))`;
+    norm: both pre-norms as ONorm (an RMSNorm, which already maps 0 to 0, is left as it is).
+    """
+
+    required = {
+        "icl_attention": (
+            "q_projection",
+            "k_projection",
+            "v_projection",
+            "out_projection",
+            "head_dim",
+            "num_kv_heads_test",
+            "softmax_scaling_layer",
+        ),
+        "layernorm": (),
+        "layernorm_mlp": (),
+        "mlp": (),
+    }
+
+    def _forward_batch(self, x_BRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        base = self.base_layer
+        N = single_eval_pos
+        h_BRE = self._norm(base.layernorm, x_BRE, N)
+        if "attention" in self.parts:
+            x_BRE = x_BRE + self._o_attention(h_BRE, self._presence(x_BRE, N), N)
+        else:
+            x_BRE = x_BRE + base.icl_attention(h_BRE, single_eval_pos=N)[0]
+        norm = partial(self._norm, base.layernorm_mlp, single_eval_pos=N)
+        if "ffn" in self.parts:
+            return o_ffn(x_BRE, self._presence(x_BRE, N), base.mlp, norm)
+        return x_BRE + base.mlp(norm(x_BRE))
+
+    def _o_attention(self, h_BRE: torch.Tensor, p_BR: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        attention = self.base_layer.icl_attention
+        layer = attention.softmax_scaling_layer
+        mass_B = p_BR[:, :single_eval_pos].sum(1)
+        return o_in_context_attention(
+            attention,
+            h_BRE,
+            p_BR,
+            single_eval_pos,
+            test_kv_heads=attention.num_kv_heads_test,
+            eps_den=self.eps_den,
+            compact=self.compact,
+            scale_queries=None if layer is None else partial(scale_queries, layer, n_B=mass_B),
+        )

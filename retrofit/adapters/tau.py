@@ -1,0 +1,55 @@
+"""The presence scale tau of a retrofitted block: absolute, or calibrated on the context.
+
+Calibration rule (`mode: calibrated`): for every batch element b (one ensemble member's
+table) and every O part, `tau_b = c * median{ ||h_j||^2 : j a context (train) carrier of b
+entering that part, h_j != 0 }` (the lower median). Null carriers are left out, so inserting
+them never moves tau; test rows are left out, so a test row never influences another test
+row's prediction. With small `c` an active carrier of median norm gets `p = 1 / (1 + c)`:
+calibrated near-identity. `mode: absolute` uses one fixed `tau = value` everywhere.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from retrofit.errors import RetrofitError
+
+
+@dataclass(frozen=True)
+class TauRule:
+    """`mode` absolute (reads `value`) or calibrated (reads `c`); the read key must be > 0."""
+
+    mode: Literal["absolute", "calibrated"]
+    value: float | None = None
+    c: float | None = None
+
+    def __post_init__(self) -> None:
+        key = {"absolute": "value", "calibrated": "c"}.get(self.mode)
+        if key is None:
+            raise RetrofitError(f"tau.mode must be 'absolute' or 'calibrated', got {self.mode!r}")
+        number = getattr(self, key)
+        if not isinstance(number, (int, float)) or not number > 0:
+            raise RetrofitError(f"tau.mode={self.mode} needs tau.{key} > 0, got {number!r}; set it in the variant")
+
+    def describe(self) -> str:
+        """The rule in one line, for logs and reports."""
+        if self.mode == "absolute":
+            return f"tau = {self.value:g} (absolute)"
+        return (
+            f"tau = {self.c:g} * median ||h||^2 of the non-null context carriers entering each O part, "
+            "per batch element (calibrated)"
+        )
+
+    def tau(self, context_BXE: torch.Tensor) -> torch.Tensor:
+        """tau per batch element, shape (B,), float32 or wider, from the context carriers.
+
+        `context_BXE`: the X context carriers (train rows, or train cells) of each batch element.
+        A batch element whose context is entirely null gets tau = c (any positive scale gives
+        p = 0 to null carriers, so the value is immaterial there).
+        """
+        dtype = torch.promote_types(context_BXE.dtype, torch.float32)
+        if self.mode == "absolute":
+            return torch.full(context_BXE.shape[:1], self.value, dtype=dtype, device=context_BXE.device)
+        sq_BX = context_BXE.to(dtype).square().sum(-1)
+        median_B = torch.nanmedian(sq_BX.masked_fill(sq_BX == 0, torch.nan), dim=1).values
+        return self.c * torch.nan_to_num(median_B, nan=1.0)
