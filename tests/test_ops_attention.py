@@ -1,7 +1,6 @@
 """OAttention contracts (PAPER.md section 3), property-based over shapes, seeds and dtypes."""
 
 import math
-from dataclasses import dataclass
 
 import pytest
 import torch
@@ -10,59 +9,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrofit.ops import o_attention, o_attention_materialised, o_attention_reference
+from retrofit.ops_experiments.inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from retrofit.ops_experiments.insertion import insert_rows, keep_mask
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # Insertion tolerance in units of eps(dtype) * rowmax|out| (the issue's contract).
 INSERTION_TOL = {torch.float32: 10.0, torch.bfloat16: 2.0, torch.float16: 2.0}
 # Accuracy vs the float64 reference in units of eps(dtype) * max|ref|, unit-variance scores.
 ACCURACY_TOL = {torch.float32: 8.0, torch.bfloat16: 1.0, torch.float16: 1.0}
-FAST = settings(max_examples=25, deadline=None)
-
-
-@dataclass
-class Inputs:
-    q: torch.Tensor  # (B, H, Q, D)
-    k: torch.Tensor  # (B, G, K, D)
-    v: torch.Tensor  # (B, G, K, D)
-    p_q: torch.Tensor  # (B, Q)
-    p_k: torch.Tensor  # (B, K)
-
-    def args(self):
-        return self.q, self.k, self.v, self.p_q, self.p_k
+FAST = settings(max_examples=15, deadline=None)
 
 
 @st.composite
-def inputs(draw, dtype=torch.float32, score_std=1.0, null_frac=0.3):
-    """Random OAttention inputs; scores q.k/sqrt(D) have standard deviation `score_std`."""
+def inputs(draw, dtype=torch.float32, score_std=1.0, null_fraction=0.3) -> AttentionInputs:
+    """Random OAttention inputs (GQA included); scores q.k/sqrt(D) have std `score_std`."""
     B, G, groups = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
     Q, K, D = draw(st.integers(1, 24)), draw(st.integers(1, 24)), draw(st.sampled_from([8, 16, 32]))
     g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
-    sigma = math.sqrt(score_std)
-    p_q, p_k = (torch.rand(B, L, generator=g).clamp_min(0.05) for L in (Q, K))
-    for p_BL in (p_q, p_k):
-        p_BL[torch.rand(p_BL.shape, generator=g) < null_frac] = 0.0
-    return Inputs(
-        q=(sigma * torch.randn(B, G * groups, Q, D, generator=g)).to(dtype),
-        k=(sigma * torch.randn(B, G, K, D, generator=g)).to(dtype),
-        v=torch.randn(B, G, K, D, generator=g).to(dtype),
-        p_q=p_q,
-        p_k=p_k,
-    )
-
-
-def insert_null_keys(x: Inputs, positions: list[int], fill: float) -> Inputs:
-    """Insert null sources (p = 0, arbitrary k/v contents `fill`) before the given key indices."""
-    keep_K = torch.ones(x.k.shape[2] + len(positions), dtype=torch.bool)
-    keep_K[[pos + i for i, pos in enumerate(sorted(positions))]] = False
-
-    def spread(t, dim, value):
-        shape = list(t.shape)
-        shape[dim] = keep_K.numel()
-        out = t.new_full(shape, value)
-        out.index_copy_(dim, keep_K.nonzero().squeeze(1), t)
-        return out
-
-    return Inputs(x.q, spread(x.k, 2, fill), spread(x.v, 2, fill), x.p_q, spread(x.p_k, 1, 0.0))
+    return random_attention_inputs(B, G * groups, G, Q, K, D, dtype=dtype, score_std=score_std,
+                                   null_fraction=null_fraction, generator=g)
 
 
 def eps(dtype):
@@ -89,9 +54,10 @@ def test_null_source_insertion_leaves_outputs_unchanged(data, dtype, compact):
     x = data.draw(inputs(dtype))
     K = x.k.shape[2]
     positions = data.draw(st.lists(st.integers(0, K), min_size=1, max_size=5))
-    fill = data.draw(st.sampled_from([0.0, 3.0, -50.0]))
+    scale = data.draw(st.sampled_from([0.0, 1.0, 50.0]))
+    x_ins = with_null_keys(x, positions, scale=scale, generator=torch.Generator().manual_seed(len(positions)))
     out = o_attention(*x.args(), compact=compact)
-    out_ins = o_attention(*insert_null_keys(x, positions, fill).args(), compact=compact)
+    out_ins = o_attention(*x_ins.args(), compact=compact)
     if compact:
         assert torch.equal(out, out_ins)
     else:
@@ -114,20 +80,20 @@ def test_self_attention_null_insertion(seed, L, pos, dtype, compact):
     B, H, D, E = 2, 2, 8, 16
     w_EE, b_E = torch.randn(3 * E, E, generator=g) / 4, torch.randn(3 * E, generator=g)
     h_BLE = torch.randn(B, L, E, generator=g)
-    pos = min(pos, L)
+    keep_L = keep_mask(L, [min(pos, L)])
     qkv_BLE = F.linear(h_BLE, w_EE, b_E)
-    null_B1E = F.linear(torch.zeros(B, 1, E), w_EE, b_E)
-    qkv_ins_BLE = torch.cat([qkv_BLE[:, :pos], null_B1E, qkv_BLE[:, pos:]], dim=1)
+    null_row_E = F.linear(torch.zeros(E), w_EE, b_E)
+    qkv_ins_BLE = torch.where(keep_L[:, None], insert_rows(qkv_BLE, keep_L, dim=1), null_row_E)
     p_BL = torch.rand(B, L, generator=g).clamp_min(0.05)
-    p_ins_BL = torch.cat([p_BL[:, :pos], torch.zeros(B, 1), p_BL[:, pos:]], dim=1)
+    p_ins_BL = insert_rows(p_BL, keep_L, dim=1)
 
     def attend(qkv, p):
         q, k, v = (t.view(B, -1, H, D).transpose(1, 2).to(dtype) for t in qkv.chunk(3, -1))
         return o_attention(q, k, v, p, p, compact=compact)
 
     out, out_ins = attend(qkv_BLE, p_BL), attend(qkv_ins_BLE, p_ins_BL)
-    assert (out_ins[:, :, pos] == 0).all()
-    others = torch.cat([out_ins[:, :, :pos], out_ins[:, :, pos + 1 :]], dim=2)
+    assert (out_ins[:, :, ~keep_L] == 0).all()
+    others = out_ins[:, :, keep_L]
     if compact:
         assert torch.equal(others, out)
     else:
@@ -201,7 +167,7 @@ def test_reference_is_the_formula(data):
 def test_equal_presences_reduce_to_softmax_attention(data, c, compact):
     """p_q = p_k = c: the presences cancel in the softmax, leaving c * SDPA scaled by the
     eps_den factor c S / (eps_den + c S), S = sum_j exp(s_ij) (eps_den in absolute exp units)."""
-    x = data.draw(inputs(torch.float32, null_frac=0.0))
+    x = data.draw(inputs(torch.float32, null_fraction=0.0))
     p_q, p_k = torch.full_like(x.p_q, c), torch.full_like(x.p_k, c)
     out = o_attention(x.q, x.k, x.v, p_q, p_k, compact=compact)
     k, v = (t.repeat_interleave(x.q.shape[1] // x.k.shape[1], 1) for t in (x.k, x.v))

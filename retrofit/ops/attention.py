@@ -101,38 +101,41 @@ def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
         enable_gqa=G != q_BHQD.shape[1],
     )
     acc_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
-    gated_BHQD = out_BHQD.to(acc_dtype) * p_BQ.to(acc_dtype)[:, None, :, None]
-    return gated_BHQD.to(q_BHQD.dtype)
+    gate_B1Q1 = p_BQ.to(acc_dtype)[:, None, :, None]
+    if out_BHQD.dtype == acc_dtype and not out_BHQD.requires_grad:
+        return out_BHQD.mul_(gate_B1Q1)  # in place: saves one output-sized buffer
+    return (out_BHQD.to(acc_dtype) * gate_B1Q1).to(q_BHQD.dtype)
 
 
 def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
-    """Gather present queries and keys (in order, padded per batch), run `_fused`, scatter back."""
-    iq_BN = _present_index(p_BQ)
-    ik_BM = _present_index(p_BK)
+    """Gather present queries and keys (in order, padded per batch), run `_fused`, scatter back.
+
+    An axis whose tokens are all present is used as it is: its gather would be the identity.
+    """
+    iq_BN, ik_BM = _present_index(p_BQ), _present_index(p_BK)
     if mask is not None:
         mask = _gather_mask(mask, iq_BN, ik_BM)
-    out_BHND = _fused(
-        _gather_tokens(q_BHQD, iq_BN),
-        _gather_tokens(k_BGKD, ik_BM),
-        _gather_tokens(v_BGKD, ik_BM),
-        p_BQ.gather(1, iq_BN),
-        p_BK.gather(1, ik_BM),
-        mask,
-        eps_den,
-    )
+    if ik_BM is not None:
+        k_BGKD, v_BGKD, p_BK = _gather_tokens(k_BGKD, ik_BM), _gather_tokens(v_BGKD, ik_BM), p_BK.gather(1, ik_BM)
+    if iq_BN is None:
+        return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+    out_BHND = _fused(_gather_tokens(q_BHQD, iq_BN), k_BGKD, v_BGKD, p_BQ.gather(1, iq_BN), p_BK, mask, eps_den)
     B, H, Q, _ = q_BHQD.shape
     index_BHND = iq_BN[:, None, :, None].expand_as(out_BHND)
     return out_BHND.new_zeros(B, H, Q, out_BHND.shape[-1]).scatter(2, index_BHND, out_BHND)
 
 
-def _present_index(p_BL: torch.Tensor) -> torch.Tensor:
-    """(B, N) indices of the present tokens of each batch in order, N = max present count.
+def _present_index(p_BL: torch.Tensor) -> torch.Tensor | None:
+    """(B, N) indices of the present tokens (p > 0) of each batch in order, N = max present
+    count; None when every token is present (the gather would be the identity).
 
     Batches with fewer present tokens are padded with their own null tokens (p = 0), which
     OAttention weighs by exactly 0, so the padding never changes a result.
     """
     null_BL = (p_BL <= 0).to(torch.uint8)
-    n = int(p_BL.shape[1] - null_BL.sum(1).min()) if p_BL.shape[1] else 0
+    if not null_BL.any():
+        return None
+    n = int(p_BL.shape[1] - null_BL.sum(1).min())
     return torch.argsort(null_BL, dim=1, stable=True)[:, :n]
 
 
@@ -142,14 +145,13 @@ def _gather_tokens(x_BHLD: torch.Tensor, i_BN: torch.Tensor) -> torch.Tensor:
     return x_BHLD.gather(2, i_BN[:, None, :, None].expand(B, H, i_BN.shape[1], D))
 
 
-def _gather_mask(mask: torch.Tensor, iq_BN: torch.Tensor, ik_BM: torch.Tensor) -> torch.Tensor:
+def _gather_mask(mask: torch.Tensor, iq_BN: torch.Tensor | None, ik_BM: torch.Tensor | None) -> torch.Tensor:
     """Restrict a mask broadcastable to (B, H, Q, K) to the gathered queries and keys."""
     mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-    B = iq_BN.shape[0]
     for dim, i_BN in ((2, iq_BN), (3, ik_BM)):
-        if mask.shape[dim] > 1:
-            mask = mask.expand(B, -1, -1, -1)
-            shape = [B, 1, 1, 1]
+        if i_BN is not None and mask.shape[dim] > 1:
+            mask = mask.expand(i_BN.shape[0], -1, -1, -1)
+            shape = [i_BN.shape[0], 1, 1, 1]
             shape[dim] = i_BN.shape[1]
             index = i_BN.reshape(shape).expand(*mask.shape[:dim], i_BN.shape[1], *mask.shape[dim + 1 :])
             mask = mask.gather(dim, index)
