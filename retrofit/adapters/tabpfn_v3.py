@@ -18,7 +18,8 @@ def scale_queries(layer: torch.nn.Module, q_BRHD: torch.Tensor, n_B: torch.Tenso
 
     `q * base_mlp(log n) * (1 + tanh(query_mlp(q)))`, log n clamped at n >= 1 as tabpfn does.
     OAttention passes the presence mass of the keys, `n = sum_j p_j`: a null source adds no
-    mass, so inserting one leaves the query scale unchanged (it would move `log(length)`).
+    mass, so inserting one leaves the query scale unchanged (it would move `log(length)`). The
+    mass is summed in float64, where adding zeros cannot change the rounding of the sum.
     """
     logn_B1 = n_B.to(torch.float32).clamp(min=1).log().to(q_BRHD.dtype)[:, None]
     base_B1HD = layer.base_mlp(logn_B1).view(-1, 1, layer.num_heads, layer.head_dim)
@@ -64,7 +65,7 @@ class OICLBlockV3(OBlock):
     def _o_attention(self, h_BRE: torch.Tensor, p_BR: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
         attention = self.base_layer.icl_attention
         layer = attention.softmax_scaling_layer
-        mass_B = p_BR[:, :single_eval_pos].sum(1)
+        mass_B = p_BR[:, :single_eval_pos].sum(1, dtype=torch.float64)
         return o_in_context_attention(
             attention,
             h_BRE,
