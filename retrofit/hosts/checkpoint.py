@@ -46,33 +46,36 @@ def set_borders(model: torch.nn.Module, borders_K1: torch.Tensor) -> FullSupport
     return FullSupportBarDistribution(borders_K1.clone())
 
 
-def inference_config(preset: str) -> dict[str, Any]:
-    """The regression inference config stored in the checkpoint, by preset name.
+_ORDINAL = "ordinal_very_common_categories_shuffled"
+INFERENCE_PRESETS: dict[str, list[dict[str, Any]]] = {
+    # Raw columns (the model standardises internally): what the prior shows the host in training.
+    "raw": [dict(name="none", categorical_name=_ORDINAL, append_original=False)],
+    # One squashing-scaler view per estimator (robust scaling with soft clipping of outliers).
+    "lean": [dict(name="squashing_scaler_default", categorical_name=_ORDINAL, append_original=False)],
+    # Estimators alternate between the raw and the squashed view.
+    "raw_and_squashed": [
+        dict(name="none", categorical_name=_ORDINAL, append_original=False),
+        dict(name="squashing_scaler_default", categorical_name=_ORDINAL, append_original=False),
+    ],
+}
+"""Preset name -> the preprocessing views its estimators cycle through (no fingerprint feature,
+no target transform: y is only z-scored, as in pretraining). `v2_default` is tabpfn's own."""
 
-    `lean`: one squashing-scaler view per estimator, no fingerprint feature, no target
-    transform (what a small host pretrained on raw-scale prior tables sees best).
-    `v2_default`: tabpfn's own v2 regression defaults (quantile + power views, safepower y).
-    """
+
+def inference_config(preset: str) -> dict[str, Any]:
+    """The regression inference config stored in (or passed over) a checkpoint, by preset name
+    (see `INFERENCE_PRESETS`; `v2_default` is tabpfn's v2 regression default). Which preset a
+    shipped host stores is chosen by measurement (`experiments/host_quality.py presets=[...]`)."""
     if preset == "v2_default":
         return dataclasses.asdict(InferenceConfig.get_default("regression", ModelVersion.V2))
-    if preset == "lean":
-        base = InferenceConfig.get_default("regression", ModelVersion.V2_5)
-        lean = dataclasses.replace(
-            base,
-            PREPROCESS_TRANSFORMS=[
-                PreprocessorConfig(
-                    name="squashing_scaler_default",
-                    append_original=False,
-                    categorical_name="ordinal_very_common_categories_shuffled",
-                    global_transformer_name=None,
-                    max_features_per_estimator=500,
-                )
-            ],
-            FINGERPRINT_FEATURE=False,
-            REGRESSION_Y_PREPROCESS_TRANSFORMS=(None,),
-        )
-        return dataclasses.asdict(lean)
-    raise ValueError(f"unknown inference preset {preset!r}; use 'lean' or 'v2_default'")
+    if preset not in INFERENCE_PRESETS:
+        raise ValueError(f"unknown inference preset {preset!r}; use one of {sorted(INFERENCE_PRESETS) + ['v2_default']}")
+    base = InferenceConfig.get_default("regression", ModelVersion.V2_5)
+    views = [PreprocessorConfig(max_features_per_estimator=500, global_transformer_name=None, **v) for v in INFERENCE_PRESETS[preset]]
+    config = dataclasses.replace(
+        base, PREPROCESS_TRANSFORMS=views, FINGERPRINT_FEATURE=False, REGRESSION_Y_PREPROCESS_TRANSFORMS=(None,)
+    )
+    return dataclasses.asdict(config)
 
 
 def save_host(

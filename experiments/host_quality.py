@@ -1,0 +1,39 @@
+"""Host quality bar -> `<results_dir>/host_quality.csv` (per case) and a printed summary."""
+
+import logging
+from pathlib import Path
+
+import hydra
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from retrofit.data import DatasetSpec, load_table, split
+from retrofit.hosts import get_path
+from retrofit.hosts.quality import score_case, summarise
+
+log = logging.getLogger(__name__)
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="host_quality")
+def main(cfg: DictConfig) -> None:
+    hosts = {name: get_path(name) for name in cfg.hosts}
+    rows = []
+    for name in cfg.datasets:
+        spec = DatasetSpec.from_mapping(OmegaConf.load(CONFIG_DIR / "dataset" / f"{name}.yaml"))
+        table = load_table(spec, Path.cwd())
+        for seed in cfg.seeds:
+            rows += score_case(name, seed, split(table, seed, max_rows=spec.max_rows), hosts, list(cfg.presets), cfg.n_estimators)
+            log.info("%s seed %d done", name, seed)
+    scores = pd.DataFrame(rows)
+    out = Path(cfg.results_dir) / "host_quality.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scores.to_csv(out, index=False, float_format="%.6g")
+    summary = summarise(scores)
+    summary.to_csv(out.with_name("host_quality_summary.csv"), index=False)
+    print(summary.to_string(index=False))
+    log.info("wrote %s", out)
+
+
+if __name__ == "__main__":
+    main()

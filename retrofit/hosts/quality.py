@@ -1,0 +1,93 @@
+"""How good is a host at in-context regression? RMSE on real data against simple baselines.
+
+For each dataset x seed (the sweep's own seeded 70/30 split), the host through
+`TabPFNRegressor` (optionally under several stored-inference-config presets) is compared with
+the mean predictor, standardised ridge (CV alpha; one-hot categoricals; mean-imputed NaN) and a
+random forest (300 trees). The bar a shipped host must meet: RMSE <= 0.85 x the mean predictor's
+on every dataset, and geometric mean RMSE(host)/RMSE(ridge) <= 1.05.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.dummy import DummyRegressor
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import RidgeCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from retrofit.data import Split
+from retrofit.hosts.checkpoint import inference_config
+from retrofit.hosts.regressor import make_regressor
+
+MEAN_RATIO_BAR = 0.85
+RIDGE_GEOMEAN_BAR = 1.05
+
+
+def _ridge(split: Split, seed: int):
+    cats = list(split.categorical_indices)
+    nums = [i for i in range(split.X_train.shape[1]) if i not in cats]
+    encode = ColumnTransformer(
+        [
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), nums),
+            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")), cats),
+        ]
+    )
+    return make_pipeline(encode, RidgeCV(alphas=np.logspace(-3, 3, 13)))
+
+
+BASELINES: dict[str, Callable[[Split, int], object]] = {
+    "mean": lambda split, seed: DummyRegressor(strategy="mean"),
+    "ridge": _ridge,
+    "random_forest": lambda split, seed: RandomForestRegressor(n_estimators=300, random_state=seed, n_jobs=1),
+}
+"""Baseline name -> factory of an unfitted sklearn regressor for a split."""
+
+
+def _rmse(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((np.asarray(y) - np.asarray(pred)) ** 2)))
+
+
+def score_case(
+    dataset: str, seed: int, split: Split, hosts: Mapping[str, Path], presets: Sequence[str], n_estimators: int
+) -> list[dict]:
+    """RMSE rows (`model` = baseline name or `<host>[<preset>]`) for one dataset x seed."""
+    common = dict(dataset=dataset, seed=seed, n_train=len(split.y_train), n_test=len(split.y_test), n_features=split.X_train.shape[1])
+    rows = []
+    for name, factory in BASELINES.items():
+        model = factory(split, seed).fit(split.X_train, split.y_train)
+        rows.append({**common, "model": name, "rmse": _rmse(split.y_test, model.predict(split.X_test))})
+    for host, path in hosts.items():
+        for preset in presets:
+            overrides = {} if preset == "stored" else {"inference_config": inference_config(preset)}
+            reg = make_regressor(
+                path, n_estimators=n_estimators, random_state=seed,
+                categorical_features_indices=list(split.categorical_indices), **overrides,
+            )
+            pred = reg.fit(split.X_train, split.y_train).predict(split.X_test)
+            rows.append({**common, "model": f"{host}[{preset}]", "rmse": _rmse(split.y_test, pred)})
+    return rows
+
+
+def summarise(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per model: worst dataset RMSE/mean ratio, geometric-mean RMSE ratios to ridge and RF, and
+    whether the host bar holds. Ratios are taken per dataset x seed, then averaged per dataset."""
+    wide = scores.pivot_table(index=["dataset", "seed"], columns="model", values="rmse")
+    rows = []
+    for model in wide.columns:
+        to_mean = (wide[model] / wide["mean"]).groupby(level="dataset").mean()
+        geo_ridge = float(np.exp(np.log(wide[model] / wide["ridge"]).mean()))
+        geo_rf = float(np.exp(np.log(wide[model] / wide["random_forest"]).mean()))
+        rows.append({
+            "model": model,
+            "worst_rmse_over_mean": round(float(to_mean.max()), 4),
+            "worst_dataset": to_mean.idxmax(),
+            "geomean_rmse_over_ridge": round(geo_ridge, 4),
+            "geomean_rmse_over_rf": round(geo_rf, 4),
+            "meets_bar": bool(to_mean.max() <= MEAN_RATIO_BAR and geo_ridge <= RIDGE_GEOMEAN_BAR),
+        })
+    return pd.DataFrame(rows).sort_values("geomean_rmse_over_ridge").reset_index(drop=True)
