@@ -9,7 +9,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.hosts import get_path
-from retrofit.hosts.quality import score_case, summarise
+from retrofit.hosts.card import render_card
+from retrofit.hosts.quality import per_dataset_ratios, score_case, summarise
 
 log = logging.getLogger(__name__)
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -32,6 +33,9 @@ def main(cfg: DictConfig) -> None:
     summary = summarise(scores)
     summary.to_csv(out.with_name("host_quality_summary.csv"), index=False)
     print(summary.to_string(index=False))
+    for host, path in hosts.items():
+        card = render_card(host, path, per_dataset_ratios(scores, f"{host}[{cfg.presets[0]}]"), Path(cfg.cards_dir))
+        log.info("model card %s", card)
     log.info("wrote %s", out)
 
 

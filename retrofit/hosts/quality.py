@@ -91,3 +91,10 @@ def summarise(scores: pd.DataFrame) -> pd.DataFrame:
             "meets_bar": bool(to_mean.max() <= MEAN_RATIO_BAR and geo_ridge <= RIDGE_GEOMEAN_BAR),
         })
     return pd.DataFrame(rows).sort_values("geomean_rmse_over_ridge").reset_index(drop=True)
+
+
+def per_dataset_ratios(scores: pd.DataFrame, model: str) -> pd.DataFrame:
+    """Mean over seeds of RMSE(model)/RMSE(baseline) per dataset, for each baseline."""
+    wide = scores.pivot_table(index=["dataset", "seed"], columns="model", values="rmse")
+    ratios = pd.DataFrame({f"rmse / {b}": wide[model] / wide[b] for b in BASELINES})
+    return ratios.groupby(level="dataset").mean().round(3).reset_index()
