@@ -63,9 +63,9 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                 "variant": variant,
                 "cases": len(group),
                 "mean ΔRMSE %": f"{group['delta_rmse_pct'].mean():+.3f}",
-                "95% CI": f"[{low:+.3f}, {high:+.3f}]",
-                "max |ΔRMSE| %": f"{group['delta_rmse_pct'].abs().max():.3f}",
-                "predict time / baseline": f"{(group['predict_seconds'] / group['baseline_predict_seconds']).mean():.2f}×",
+                "95% CI": f"[{low:+.3f}, {high:+.3f}]" if len(group) > 1 else "n/a (1 case)",
+                "max abs ΔRMSE %": f"{group['delta_rmse_pct'].abs().max():.3f}",
+                "median predict time / baseline": f"{(group['predict_seconds'] / group['baseline_predict_seconds']).median():.2f}×",
             }
         )
     return pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.data import DatasetSpec
-from retrofit.hosts import get_path
+from retrofit.hosts import check_checkpoint, get_path
 from retrofit.runner.case import Case, UnitSpec
 from retrofit.runner.errors import RunnerError
 from retrofit.variants import resolve_variant
@@ -46,15 +46,13 @@ def unit_specs(names: Sequence[str], hparams: dict) -> tuple[UnitSpec, ...]:
 
 
 def host_path(cfg: DictConfig, base_dir: Path) -> Path:
-    """The host's checkpoint file: `host.path` when given, else the shipped host `host.name`."""
+    """The host's checkpoint file: `host.path` when given (validated offline: exists, is a TabPFN
+    checkpoint of a supported architecture), else the shipped host `host.name`."""
     if OmegaConf.is_missing(cfg.host, "path"):
         raise RunnerError("host=checkpoint needs host.path=<file of a TabPFN checkpoint>")
     if cfg.host.path is None:
         return get_path(cfg.host.name)
-    path = resolve(base_dir, cfg.host.path)
-    if not path.is_file():
-        raise RunnerError(f"host checkpoint {path} does not exist; set host.path to a TabPFN checkpoint file")
-    return path
+    return check_checkpoint(resolve(base_dir, cfg.host.path))
 
 
 def case_from_config(cfg: DictConfig, *, variant_choice: str | None, variant_options: Sequence[str], base_dir: Path) -> Case:

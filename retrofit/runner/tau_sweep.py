@@ -1,0 +1,101 @@
+"""The τ sweep: matched ΔRMSE% of each variant as the calibration constant c varies.
+
+Each (dataset, seed) is one `Case` whose units are every variant × c (tau rule
+`{"mode": "calibrated", "c": c}`), so all c share one fit and one baseline. Unit files live
+under `<results_dir>/tau_sweep/runs/`; `tau_sweep.csv` has one row per host × variant × c with
+the mean ΔRMSE% over the cases and its bootstrap 95% CI; `tau_sweep.png` plots it.
+"""
+
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from retrofit.data import DatasetSpec
+from retrofit.runner.aggregate import bootstrap_ci, write_csv
+from retrofit.runner.case import Case
+from retrofit.runner.config import host_path, resolve, unit_specs
+from retrofit.runner.io import write_atomic
+from retrofit.runner.units import UnitStore, reject_duplicates
+
+
+def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
+    """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated, duplicates rejected."""
+    path = host_path(cfg, base_dir)
+    units = tuple(
+        unit
+        for c in cfg.c_values
+        for unit in unit_specs(list(cfg.variants), {"tau": {"mode": "calibrated", "c": float(c)}})
+    )
+    cases = [
+        Case(
+            dataset=DatasetSpec.from_mapping(OmegaConf.to_container(dataset, resolve=True)),
+            seed=int(seed),
+            host=str(cfg.host.name),
+            host_path=path,
+            units=units,
+            results_dir=resolve(base_dir, cfg.results_dir) / "tau_sweep",
+            base_dir=base_dir,
+            n_estimators=int(cfg.n_estimators),
+            test_size=float(cfg.test_size),
+            overwrite=bool(cfg.overwrite),
+        )
+        for dataset in cfg.datasets.values()
+        for seed in cfg.seeds
+    ]
+    reject_duplicates(case.key(unit) for case in cases for unit in case.units)
+    return cases
+
+
+def tau_table(runs_dir: Path) -> pd.DataFrame:
+    """Mean ΔRMSE% (and bootstrap 95% CI over cases) per host × variant × c."""
+    rows = pd.DataFrame(UnitStore(runs_dir).rows())
+    rows["c"] = rows["hparams"].map(lambda h: h["tau"]["c"])
+    table = []
+    for (host, variant, c), group in rows.groupby(["host", "variant", "c"]):
+        low, high = bootstrap_ci(group["delta_rmse_pct"].to_numpy())
+        table.append(
+            {
+                "host": host,
+                "variant": variant,
+                "c": c,
+                "cases": len(group),
+                "mean_delta_rmse_pct": group["delta_rmse_pct"].mean(),
+                "ci_low": low,
+                "ci_high": high,
+                "max_abs_delta_rmse_pct": group["delta_rmse_pct"].abs().max(),
+            }
+        )
+    return pd.DataFrame(table)
+
+
+def plot_tau(table: pd.DataFrame, path: Path) -> Path:
+    """Mean ΔRMSE% against c (log axis) per host × variant, with its 95% CI band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for (host, variant), group in table.groupby(["host", "variant"]):
+        group = group.sort_values("c")
+        ax.plot(group["c"], group["mean_delta_rmse_pct"], marker="o", label=f"{host} {variant}")
+        ax.fill_between(group["c"], group["ci_low"], group["ci_high"], alpha=0.2)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("calibration constant c  (tau = c · median ||h||²)")
+    ax.set_ylabel("mean ΔRMSE vs baseline (%)")
+    ax.set_title(f"Retrofit cost against c ({int(table['cases'].max())} cases, bootstrap 95% CI)")
+    ax.legend()
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+    return path
+
+
+def write_tau_results(results_dir: Path) -> pd.DataFrame:
+    """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from its `tau_sweep/runs/`."""
+    table = tau_table(results_dir / "tau_sweep" / "runs")
+    write_csv(table, results_dir / "tau_sweep.csv")
+    plot_tau(table, results_dir / "tau_sweep.png")
+    return table
