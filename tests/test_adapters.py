@@ -1,0 +1,197 @@
+"""Retrofit adapters on tiny random hosts of every supported architecture (fast)."""
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+from tabpfn import TabPFNRegressor
+
+from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, TauRule, architecture_of
+from retrofit.audit import active_random_host
+from retrofit.errors import RetrofitError
+from retrofit.hosts import make_regressor
+from retrofit.patching import retrofit, unpatch
+from retrofit.variants import available_variants, load_variant, resolve_variant
+
+ARCHS = ["tabpfn_v3", "tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"]
+HOST_KWARGS = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "configs" / "audit.yaml").random_host_kwargs)
+EXPECTED_COUNTS = {  # two blocks per tiny host; parts per block from the registry
+    ("tabpfn_v3", "baseline"): {"attention": 0, "ffn": 0, "norm": 0},
+    ("tabpfn_v3", "oa_only"): {"attention": 2, "ffn": 0, "norm": 0},
+    ("tabpfn_v3", "full_o"): {"attention": 2, "ffn": 2, "norm": 4},
+    ("tabpfn_v2", "baseline"): {"attention": 0, "ffn": 0, "norm": 0},
+    ("tabpfn_v2", "oa_only"): {"attention": 2, "ffn": 0, "norm": 0},
+    ("tabpfn_v2", "full_o"): {"attention": 2, "ffn": 2, "norm": 6},
+}
+
+
+def _data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(80, 4))
+    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=80)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """arch -> (fitted float32 regressor on a tiny random host, X_test)."""
+    cache = {}
+
+    def make(arch: str, **overrides) -> tuple[TabPFNRegressor, np.ndarray]:
+        key = (arch, tuple(sorted(overrides.items())))
+        if key not in cache:
+            path = active_random_host(arch, HOST_KWARGS[arch], seed=0, folder=tmp_path_factory.mktemp(arch))
+            regressor = make_regressor(path, n_estimators=1, random_state=0, inference_precision=torch.float32, **overrides)
+            X, y = _data()
+            cache[key] = (regressor.fit(X[:60], y[:60]), X[60:])
+        return cache[key]
+
+    return make
+
+
+def _frozen_stock(regressor: TabPFNRegressor) -> TabPFNRegressor:
+    """The stock regressor with frozen parameters: tabpfn picks other CPU kernels for frozen
+    weights (1e-7-level differences), so 'stock' means frozen, like every retrofitted clone."""
+    stock = copy.deepcopy(regressor)
+    for model in stock.models_:
+        model.requires_grad_(False)
+    return stock
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_baseline_is_bitwise_the_frozen_stock(fitted, arch):
+    regressor, X_test = fitted(arch)
+    baseline = retrofit(regressor, "baseline")
+    assert np.array_equal(baseline.predict(X_test), _frozen_stock(regressor).predict(X_test))
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2_6"])
+@pytest.mark.parametrize("variant", ["oa_only", "full_o"])
+def test_unpatch_restores_state_dict_and_predictions(fitted, arch, variant):
+    regressor, X_test = fitted(arch)
+    stock = _frozen_stock(regressor)
+    patched = retrofit(regressor, variant)
+    assert any(k.endswith("base_layer.mlp.0.weight") for k in patched.models_[0].state_dict())
+    restored = unpatch(patched)
+    for (name, a), (name_b, b) in zip(
+        stock.models_[0].state_dict().items(), restored.models_[0].state_dict().items(), strict=True
+    ):
+        assert name == name_b and torch.equal(a, b)
+    assert np.array_equal(restored.predict(X_test), stock.predict(X_test))
+    assert not hasattr(restored, "retrofit_report_")
+
+
+@pytest.mark.parametrize(("arch", "variant"), sorted(EXPECTED_COUNTS))
+def test_patched_module_counts(fitted, arch, variant):
+    regressor, _ = fitted(arch)
+    report = retrofit(regressor, variant).retrofit_report_
+    assert report.counts() == EXPECTED_COUNTS[(arch, variant)]
+    assert report.architectures == (arch,)
+    assert all(m.path.startswith(ARCHITECTURES[arch].blocks + ".") for m in report.patched)
+
+
+def test_original_regressor_untouched(fitted):
+    regressor, X_test = fitted("tabpfn_v3")
+    before = {k: v.clone() for k, v in regressor.models_[0].state_dict().items()}
+    trainable = [p.requires_grad for p in regressor.models_[0].parameters()]
+    prediction = regressor.predict(X_test)
+    patched = retrofit(regressor, "full_o")
+    assert [p.requires_grad for p in regressor.models_[0].parameters()] == trainable and any(trainable)
+    assert not any(p.requires_grad for p in patched.models_[0].parameters())
+    assert all(torch.equal(before[k], v) for k, v in regressor.models_[0].state_dict().items())
+    assert np.array_equal(regressor.predict(X_test), prediction)
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2"])
+@pytest.mark.parametrize("variant", ["oa_only", "full_o"])
+def test_variants_change_predictions_a_little(fitted, arch, variant):
+    regressor, X_test = fitted(arch)
+    stock = _frozen_stock(regressor).predict(X_test)
+    delta = np.abs(retrofit(regressor, variant).predict(X_test) - stock).max() / np.abs(stock).max()
+    assert 1e-7 < delta < 1e-2
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2_5"])
+def test_presence_one_recovers_the_stock_block(fitted, arch):
+    """tau -> 0 makes p = 1 on every carrier: OAttention/OFFN/ONorm reduce to the stock maps."""
+    regressor, X_test = fitted(arch)
+    stock = _frozen_stock(regressor).predict(X_test)
+    exact = retrofit(regressor, "full_o", tau={"mode": "absolute", "value": 1e-30}, eps_den=1e-30)
+    assert np.allclose(exact.predict(X_test), stock, rtol=0, atol=1e-5 * np.abs(stock).max())
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2"])
+def test_chunked_block_equals_unchunked(fitted, arch):
+    regressor, _ = fitted(arch)
+    patched = retrofit(regressor, "full_o")
+    spec = architecture_of(patched.models_[0])
+    block = patched.models_[0].get_submodule(spec.blocks)[0]
+    shape = (4, 20, 128) if arch == "tabpfn_v3" else (4, 20, 3, 32)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        whole, _ = block(x.clone(), 15, None)
+        chunked, _ = block(x.clone(), 15, 3)
+    # same mathematics; only the matrix-multiply batch sizes (hence rounding) differ
+    torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-6 * float(whole.abs().max()))
+
+
+def test_tau_calibration_ignores_null_carriers():
+    rule = TauRule("calibrated", c=1e-3)
+    h_BXE = torch.randn(2, 9, 8, generator=torch.Generator().manual_seed(0))
+    with_nulls = torch.cat([h_BXE[:, :4], torch.zeros(2, 5, 8), h_BXE[:, 4:]], dim=1)
+    assert torch.equal(rule.tau(h_BXE), rule.tau(with_nulls))
+    median = h_BXE.square().sum(-1).median(dim=1).values
+    assert torch.allclose(rule.tau(h_BXE), 1e-3 * median)
+
+
+def test_variant_files_resolve():
+    assert {"baseline", "oa_only", "full_o"} <= set(available_variants())
+    full_o = resolve_variant(load_variant("full_o"), tau={"mode": "calibrated", "c": 0.01}, compact=True)
+    assert full_o.parts == {"attention", "ffn", "norm"} and full_o.tau.c == 0.01 and full_o.compact
+    assert resolve_variant("oa_only").parts == {"attention"}
+    assert resolve_variant({"name": "mine", "adapters": ["o_ffn"], "tau": {"mode": "absolute", "value": 2.0}, "eps_den": 1e-6}).tau.value == 2.0
+
+
+@pytest.mark.parametrize(
+    ("variant", "hparams", "message"),
+    [
+        ("nope", {}, "unknown variant 'nope'"),
+        ("full_o", {"tua": 1}, "unknown retrofit hyper-parameters"),
+        ({"name": "x", "adapters": ["o_magic"]}, {}, "unknown adapter 'o_magic'"),
+        ("full_o", {"tau": {"mode": "calibrated", "c": -1}}, "needs tau.c > 0"),
+        ("full_o", {"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
+        ({"name": "x", "adapters": ["o_ffn"]}, {}, "needs both 'tau' and 'eps_den'"),
+    ],
+)
+def test_bad_variants_are_refused(fitted, variant, hparams, message):
+    regressor, _ = fitted("tabpfn_v3")
+    with pytest.raises(RetrofitError, match=message):
+        retrofit(regressor, variant, **hparams)
+
+
+def test_refusals(fitted, tmp_path):
+    regressor, X_test = fitted("tabpfn_v3")
+    with pytest.raises(RetrofitError, match="cannot retrofit a Linear"):
+        architecture_of(torch.nn.Linear(2, 2))
+    with pytest.raises(RetrofitError, match="call .fit"):
+        retrofit(TabPFNRegressor(), "full_o")
+    with pytest.raises(RetrofitError, match="already retrofitted"):
+        retrofit(retrofit(regressor, "oa_only"), "full_o")
+    cached, _ = fitted("tabpfn_v3", fit_mode="fit_with_cache")
+    with pytest.raises(RetrofitError, match="fit_with_cache"):
+        retrofit(cached, "full_o")
+    block = retrofit(regressor, "full_o").models_[0].icl_blocks[0]
+    with pytest.raises(RuntimeError, match="KV cache"):
+        block(torch.zeros(1, 4, 128), 2, None, return_kv=True)
+    assert "fit_mode='fit_preprocessors'" in KV_CACHE_REFUSAL
+
+
+def test_unknown_architecture_is_refused_before_anything_is_patched(fitted, monkeypatch):
+    regressor, _ = fitted("tabpfn_v2")
+    monkeypatch.setitem(ARCHITECTURES, "tabpfn_v2", ARCHITECTURES["tabpfn_v2"].__class__(
+        **{**vars(ARCHITECTURES["tabpfn_v2"]), "module": "not.tabpfn_v2"}))
+    with pytest.raises(RetrofitError, match="Supported architectures"):
+        retrofit(regressor, "full_o")
+    assert not any("base_layer" in k for k in regressor.models_[0].state_dict())
