@@ -15,7 +15,7 @@ def main(cfg: DictConfig) -> None:
     )
     goal = table.R.map(lambda R: cfg.goal_ratio_small if R <= cfg.goal_small_rows else cfg.goal_ratio_large)
     table["fused_meets_goal"] = table.fused_time_ratio <= goal
-    print("time ratios are method / plain SDPA (median of interleaved paired rounds, 1 thread);")
+    print("time ratios: method / plain SDPA, thread CPU time, median of interleaved paired rounds, 1 thread;")
     print("*_mem_mib: peak growth of live tensor memory in one call; output_mib: the (B, H, R, D) fp32 output")
     print(table.to_string(index=False, float_format="%.3f"))
 

@@ -3,6 +3,8 @@
 Per case (B, R): Q = R queries, K = key_fraction * R keys, H heads of width D, float32, one
 thread. Timing: methods run in interleaved rounds (the order rotates each round); a method's
 time ratio is the median over rounds of its time divided by SDPA's time in the same round.
+Time is the calling thread's CPU time (`time.thread_time`): with one intra-op thread the
+kernels run on it, and on a shared machine wall time mostly measures the other processes.
 Memory (a second pass, after all timing): one call per method, peak RSS during the call minus
 RSS before it (Linux: VmHWM reset via /proc/self/clear_refs). For that pass glibc is told to
 mmap every allocation >= 64 KiB and trim at once, so RSS tracks live memory; it comes after
@@ -71,9 +73,9 @@ def _time_case(x: AttentionInputs, names: list[str], seconds_per_case: float, ma
     n_rounds, r = 1, 0
     while r < n_rounds:
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
+            start = time.thread_time()
             METHODS[name](x)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time.thread_time() - start)
         if r == 0:
             n_rounds = max(1, min(max_repeats, int(seconds_per_case / sum(t[0] for t in times.values()))))
         r += 1
