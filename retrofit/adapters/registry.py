@@ -59,19 +59,20 @@ ADAPTERS: dict[str, AdapterSpec] = {}
 
 def register_architecture(spec: ArchitectureSpec) -> ArchitectureSpec:
     """Add `spec`; a second spec for the same name or module is refused."""
-    clash = [s.name for s in ARCHITECTURES.values() if s.name == spec.name or s.module == spec.module]
-    if clash:
-        raise RetrofitError(f"architecture {spec.name!r} ({spec.module}) is already registered as {clash[0]!r}")
-    ARCHITECTURES[spec.name] = spec
-    return spec
+    return _register(ARCHITECTURES, spec, "name", "module")
 
 
 def register_adapter(spec: AdapterSpec) -> AdapterSpec:
     """Add `spec`; a second adapter with the same name or for the same part is refused."""
-    clash = [s.name for s in ADAPTERS.values() if s.name == spec.name or s.part == spec.part]
+    return _register(ADAPTERS, spec, "name", "part")
+
+
+def _register(registry: dict, spec: ArchitectureSpec | AdapterSpec, *keys: str):
+    """Add `spec` to `registry` under its name unless a registered spec shares any of `keys`."""
+    clash = [s.name for s in registry.values() if any(getattr(s, key) == getattr(spec, key) for key in keys)]
     if clash:
-        raise RetrofitError(f"adapter {spec.name!r} (part {spec.part!r}) clashes with registered adapter {clash[0]!r}")
-    ADAPTERS[spec.name] = spec
+        raise RetrofitError(f"{type(spec).__name__} {spec.name!r} clashes with registered {clash[0]!r} (same {' or '.join(keys)})")
+    registry[spec.name] = spec
     return spec
 
 
