@@ -8,8 +8,9 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from retrofit.audit import active_random_host, audit_table
+from retrofit.audit import audit_table
 from retrofit.hosts import get_path
+from retrofit.hosts.random_host import random_host
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="audit")
@@ -18,8 +19,7 @@ def main(cfg: DictConfig) -> None:
     with tempfile.TemporaryDirectory() as folder:
         hosts = {name: get_path(name) for name in cfg.hosts}
         for entry in cfg.random_hosts:
-            kwargs = OmegaConf.to_container(cfg.random_host_kwargs[entry.arch])
-            hosts[f"random_{entry.arch}_seed{entry.seed}"] = active_random_host(entry.arch, kwargs, entry.seed, Path(folder))
+            hosts[f"random_{entry.arch}_seed{entry.seed}"] = random_host(entry.arch, Path(folder), entry.seed)
         table = audit_table(
             hosts,
             OmegaConf.to_container(cfg.variants),

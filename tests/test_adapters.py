@@ -1,23 +1,20 @@
 """Retrofit adapters on tiny random hosts of every supported architecture (fast)."""
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 from tabpfn import TabPFNRegressor
 
 from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, TauRule, architecture_of
-from retrofit.audit import active_random_host
 from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
+from retrofit.hosts.random_host import random_host
 from retrofit.patching import retrofit, unpatch
 from retrofit.variants import available_variants, load_variant, resolve_variant
 
 ARCHS = ["tabpfn_v3", "tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"]
-HOST_KWARGS = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "configs" / "audit.yaml").random_host_kwargs)
 EXPECTED_COUNTS = {  # two blocks per tiny host; parts per block from the registry
     ("tabpfn_v3", "baseline"): {"attention": 0, "ffn": 0, "norm": 0},
     ("tabpfn_v3", "oa_only"): {"attention": 2, "ffn": 0, "norm": 0},
@@ -42,7 +39,7 @@ def fitted(tmp_path_factory):
     def make(arch: str, **overrides) -> tuple[TabPFNRegressor, np.ndarray]:
         key = (arch, tuple(sorted(overrides.items())))
         if key not in cache:
-            path = active_random_host(arch, HOST_KWARGS[arch], seed=0, folder=tmp_path_factory.mktemp(arch))
+            path = random_host(arch, tmp_path_factory.mktemp(arch))
             regressor = make_regressor(path, n_estimators=1, random_state=0, inference_precision=torch.float32, **overrides)
             X, y = _data()
             cache[key] = (regressor.fit(X[:60], y[:60]), X[60:])

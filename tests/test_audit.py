@@ -1,16 +1,14 @@
 """The O-closure audit on tiny random hosts: null rows in the in-context stage."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
-from retrofit.audit import COLUMNS, active_random_host, audit_host
+from retrofit.audit import COLUMNS, audit_host
 from retrofit.hosts import make_regressor
+from retrofit.hosts.random_host import random_host
 
-HOST_KWARGS = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[1] / "configs" / "audit.yaml").random_host_kwargs)
 VARIANTS = {
     "baseline": {"variant": "baseline"},
     "oa_only": {"variant": "oa_only"},
@@ -26,7 +24,7 @@ states <= 1e-4, i.e. a few float32 ulps of the carriers; measured ~1e-6 on these
 @pytest.fixture(scope="module", params=sorted(ATTENTION))
 def audit(request, tmp_path_factory):
     arch = request.param
-    path = active_random_host(arch, HOST_KWARGS[arch], seed=0, folder=tmp_path_factory.mktemp(arch))
+    path = random_host(arch, tmp_path_factory.mktemp(arch))
     regressor = make_regressor(path, n_estimators=1, random_state=0, inference_precision=torch.float32)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(70, 4))

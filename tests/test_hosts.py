@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from conftest import TINY_RANDOM_ARCHS
 from retrofit.errors import RetrofitError
+from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.hosts import available, check_checkpoint, get_path, make_regressor
 
 
@@ -18,7 +18,7 @@ def _data(seed: int = 0, n: int = 120, f: int = 4):
     return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
 
 
-@pytest.mark.parametrize("arch_name", sorted(TINY_RANDOM_ARCHS))
+@pytest.mark.parametrize("arch_name", sorted(TINY_ARCHS))
 def test_saved_host_loads_through_tabpfn_and_predicts(make_random_host, arch_name):
     path = make_random_host(arch_name)
     X, y = _data()

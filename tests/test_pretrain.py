@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TINY_RANDOM_ARCHS
 from retrofit.hosts import make_regressor
+from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
 from retrofit.pretrain.trainer import PretrainConfig, Pretrainer
 from retrofit.pretrain.validation import evaluate_host
@@ -17,7 +17,7 @@ CURRICULUM = [
 
 
 def _config(tmp_path, **kw) -> PretrainConfig:
-    arch = dict(TINY_RANDOM_ARCHS["tabpfn_v2"])
+    arch = dict(TINY_ARCHS["tabpfn_v2"])
     defaults = dict(
         host_name="test_v2", arch_name="tabpfn_v2", arch=arch, run_dir=str(tmp_path / "run"),
         curriculum=CURRICULUM, border_samples=5000, eval_every_s=1e9, checkpoint_every_s=1e9,
@@ -63,7 +63,7 @@ def test_export_is_a_loadable_host_with_its_card(tmp_path):
 
 def test_resume_into_another_architecture_is_refused(tmp_path):
     Pretrainer(_config(tmp_path, max_steps=1)).run()
-    cfg = _config(tmp_path, arch_name="tabpfn_v3", arch=dict(TINY_RANDOM_ARCHS["tabpfn_v3"]))
+    cfg = _config(tmp_path, arch_name="tabpfn_v3", arch=dict(TINY_ARCHS["tabpfn_v3"]))
     with pytest.raises(ValueError, match="holds a tabpfn_v2 run"):
         Pretrainer(cfg)
 

@@ -1,0 +1,46 @@
+"""Tiny randomly initialised hosts of every supported architecture, for tests and audits.
+
+tabpfn zero-initialises the output projection of every attention and FFN branch, so a freshly
+built host is an identity stack: no attention output reaches the carriers and nothing an adapter
+does can show. `random_host` therefore redraws those all-zero matrices (Xavier-uniform, like
+their sibling projections) before writing the checkpoint.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
+
+TINY_ARCHS: dict[str, dict[str, Any]] = {
+    # v3 with grouped KV heads (4 query heads, 2 KV heads for train rows, 1 for test rows), so
+    # the GQA/MQA paths are exercised.
+    "tabpfn_v3": dict(
+        embed_dim=32, nlayers=2, icl_num_heads=4, icl_num_kv_heads=2, icl_num_kv_heads_test=1,
+        dist_embed_num_blocks=1, dist_embed_num_heads=2, dist_embed_num_inducing_points=8,
+        feat_agg_num_blocks=1, feat_agg_num_heads=2, decoder_num_heads=2, decoder_head_dim=8,
+        max_num_classes=0, num_buckets=32,
+    ),
+    "tabpfn_v2": dict(emsize=32, nlayers=2, nhead=2, max_num_classes=0, num_buckets=32),
+    "tabpfn_v2_5": dict(emsize=32, nlayers=2, nhead=2, num_thinking_rows=4, max_num_classes=0, num_buckets=32),
+    "tabpfn_v2_6": dict(emsize=32, nlayers=2, nhead=2, num_thinking_rows=4, max_num_classes=0, num_buckets=32),
+}
+"""Architecture -> config of its tiny test host (two in-context blocks each)."""
+
+VERSION_TAG = {"tabpfn_v2": "v2", "tabpfn_v2_5": "v2.5", "tabpfn_v2_6": "v2.6", "tabpfn_v3": "v3"}
+"""tabpfn reads a checkpoint's version off its file name."""
+
+
+def random_host(arch_name: str, folder: Path, seed: int = 0, arch_kwargs: dict[str, Any] | None = None) -> Path:
+    """Write a random `arch_name` host (zero-initialised branches redrawn) into `folder`."""
+    model, config = build_host(arch_name, arch_kwargs or TINY_ARCHS[arch_name], seed=seed)
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for weight in model.parameters():
+            if weight.dim() == 2 and not weight.any():
+                bound = (6.0 / sum(weight.shape)) ** 0.5
+                weight.uniform_(-bound, bound, generator=generator)
+    criterion = set_borders(model, torch.linspace(-4.0, 4.0, config.num_buckets + 1))
+    path = Path(folder) / f"tabpfn-random-{VERSION_TAG[arch_name]}-seed{seed}-regressor.safetensors"
+    return save_host(path, model, config, arch_name, criterion, inference_config("lean"))
