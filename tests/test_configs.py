@@ -163,3 +163,19 @@ def test_bad_input_exits_nonzero_with_a_clear_message_and_no_rows(name, tmp_path
     assert message in out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "runs").exists() and not (tmp_path / "retrofit_rmse.csv").exists()
+
+
+@pytest.mark.slow
+def test_tau_sweep_writes_one_row_per_variant_and_c(hydra_compose, host, tmp_path):
+    from retrofit.runner.case import run_case
+    from retrofit.runner.tau_sweep import write_tau_results
+
+    overrides = ["seeds=[0,1]", "c_values=[0.001,0.1]", f"results_dir={tmp_path}", *host_args(host)]
+    overrides += [f"~datasets.{name}" for name in DATASETS if name != "diabetes"]
+    cfg = hydra_compose("tau_sweep", overrides)
+    for case in tau_cases(cfg, tmp_path):
+        run_case(case)
+    table = write_tau_results(tmp_path)
+    assert sorted(zip(table["variant"], table["c"])) == [("full_o", 0.001), ("full_o", 0.1), ("oa_only", 0.001), ("oa_only", 0.1)]
+    assert set(table["cases"]) == {2}
+    assert pd.read_csv(tmp_path / "tau_sweep.csv").shape[0] == 4 and (tmp_path / "tau_sweep.png").is_file()

@@ -1,12 +1,14 @@
 """One case: fit ONE regressor on one dataset × seed, then every requested variant on that fit.
 
 Matched comparison: all units of a case share the split, the fitted preprocessing, the ensemble
-members and the `random_state` (= the seed); the baseline prediction is computed once per case
-and each variant is `retrofit.retrofit(fitted, variant, **hparams)` on the same fitted regressor.
-A variant that patches nothing (`baseline`) reuses the stock prediction, which `retrofit`
-guarantees bit-identical, instead of predicting again.
-Finished units (see `retrofit.runner.units`) are skipped unless `overwrite`; a case whose units
-are all finished loads no data and fits nothing.
+members and the `random_state` (= the seed). The baseline prediction, from the frozen stock host
+`retrofit.retrofit(fitted, "baseline")`, is computed once per case; each variant is
+`retrofit.retrofit(fitted, variant, **hparams)` on the same fitted regressor, and a variant that
+patches nothing reuses the baseline prediction. Inference runs in float32: tabpfn's
+`inference_precision="auto"` means bfloat16 autocast on CPUs that have it, whose rounding
+(~1e-3 relative) would swamp the deltas being measured. Finished units (see
+`retrofit.runner.units`) are skipped unless `overwrite`; a case whose units are all finished
+loads no data and fits nothing.
 """
 
 import logging
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 import retrofit
@@ -26,6 +29,10 @@ from retrofit.runner.units import UnitKey, UnitStore, file_digest, fingerprint, 
 from retrofit.variants import resolve_variant
 
 log = logging.getLogger(__name__)
+
+BASELINE = "baseline"
+"""The variant that patches nothing; its prediction is every unit's reference."""
+INFERENCE_PRECISION = torch.float32
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ def run_case(case: Case) -> list[dict[str, Any]]:
                 "variant": resolve_variant(unit.variant, **unit.hparams),
                 "n_estimators": case.n_estimators,
                 "test_size": case.test_size,
+                "inference_precision": str(INFERENCE_PRECISION),
             }
         )
         for unit, key in zip(case.units, keys)
@@ -114,13 +122,16 @@ def run_case(case: Case) -> list[dict[str, Any]]:
 
     table = load_table(case.dataset, case.base_dir)
     data = split(table, case.seed, case.test_size, case.dataset.max_rows)
-    regressor = make_regressor(case.host_path, n_estimators=case.n_estimators, random_state=case.seed)
+    regressor = make_regressor(
+        case.host_path, n_estimators=case.n_estimators, random_state=case.seed, inference_precision=INFERENCE_PRECISION
+    )
     regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
     log.info("%s: fitting on %d rows × %d features", label, *data.X_train.shape)
     start = time.perf_counter()
     regressor.fit(data.X_train, data.y_train)
     fit_seconds = time.perf_counter() - start
-    baseline_pred, baseline_seconds = _timed(regressor.predict, data.X_test)
+    # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
+    baseline_pred, baseline_seconds = _timed(retrofit.retrofit(regressor, BASELINE).predict, data.X_test)
     baseline_rmse = _rmse(baseline_pred, data.y_test)
     log.info("%s: baseline RMSE %.4g (%d test rows)", label, baseline_rmse, len(data.y_test))
 
@@ -142,7 +153,7 @@ def run_case(case: Case) -> list[dict[str, Any]]:
         patched = retrofit.retrofit(regressor, unit.variant, **unit.hparams)
         if patched.retrofit_report_.patched:
             pred, seconds = _timed(patched.predict, data.X_test)
-        else:  # nothing patched (the baseline): the stock prediction, bit-identical by contract
+        else:  # nothing patched: the baseline prediction, bit-identical by contract
             pred, seconds = baseline_pred, baseline_seconds
         if not np.isfinite(pred).all():
             raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")

@@ -50,7 +50,7 @@ def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
 def tau_table(runs_dir: Path) -> pd.DataFrame:
     """Mean ΔRMSE% (and bootstrap 95% CI over cases) per host × variant × c."""
     rows = pd.DataFrame(UnitStore(runs_dir).rows())
-    rows["c"] = rows["hparams"].map(lambda h: h["tau"]["c"])
+    rows["c"] = rows["hparams"].map(lambda h: h["tau.c"])
     table = []
     for (host, variant, c), group in rows.groupby(["host", "variant", "c"]):
         low, high = bootstrap_ci(group["delta_rmse_pct"].to_numpy())
