@@ -45,7 +45,7 @@ def test_ablation_config_runs_with_paper_columns(compose_config):
 def test_bench_entry_point_prints_ratios(tmp_path):
     """In a subprocess: the benchmark changes process-wide allocator settings for its memory pass."""
     script = CONFIGS.parent / "experiments" / "bench_attention.py"
-    overrides = ["batch_sizes=[1]", "rows=[32]", "seconds_per_case=0", "max_repeats=1"]
+    overrides = ["batch_sizes=[1]", "rows=[32]", "seconds_per_case=0", "min_repeats=1", "max_repeats=1"]
     run = subprocess.run([sys.executable, str(script), *overrides], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr

@@ -35,8 +35,8 @@ PROC_STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs
 
 
 def bench_table(batch_sizes: list[int], rows: list[int], n_heads: int, head_dim: int, key_fraction: float,
-                null_fraction: float, seconds_per_case: float, max_repeats: int, materialised_max_bytes: float,
-                seed: int) -> pd.DataFrame:
+                null_fraction: float, seconds_per_case: float, min_repeats: int, max_repeats: int,
+                materialised_max_bytes: float, seed: int) -> pd.DataFrame:
     """One row per (B, R): SDPA's median time, each method's time ratio and memory growth (MiB).
 
     `materialised` is skipped (NaN) where its B*H*R*K fp32 scores exceed materialised_max_bytes.
@@ -58,7 +58,7 @@ def bench_table(batch_sizes: list[int], rows: list[int], n_heads: int, head_dim:
         cases = [(B, R) for B in batch_sizes for R in rows]
         for method in METHODS.values():  # warm-up: first-call dispatch and allocation
             method(case_inputs(1, 64))
-        table = pd.DataFrame([_time_case(case_inputs(B, R), methods(B, R), seconds_per_case, max_repeats)
+        table = pd.DataFrame([_time_case(case_inputs(B, R), methods(B, R), seconds_per_case, min_repeats, max_repeats)
                               for B, R in cases])
         _make_rss_track_live_memory()
         memory = pd.DataFrame([_memory_case(case_inputs(B, R), methods(B, R)) for B, R in cases])
@@ -67,8 +67,10 @@ def bench_table(batch_sizes: list[int], rows: list[int], n_heads: int, head_dim:
         torch.set_num_threads(threads)
 
 
-def _time_case(x: AttentionInputs, names: list[str], seconds_per_case: float, max_repeats: int) -> dict:
-    """Interleaved rounds; their number = seconds_per_case / (first round's time), in [1, max_repeats]."""
+def _time_case(x: AttentionInputs, names: list[str], seconds_per_case: float, min_repeats: int,
+               max_repeats: int) -> dict:
+    """Interleaved rounds; their number = seconds_per_case / (first round's time), clamped to
+    [min_repeats, max_repeats]."""
     times = {name: [] for name in names}
     n_rounds, r = 1, 0
     while r < n_rounds:
@@ -77,7 +79,7 @@ def _time_case(x: AttentionInputs, names: list[str], seconds_per_case: float, ma
             METHODS[name](x)
             times[name].append(time.thread_time() - start)
         if r == 0:
-            n_rounds = max(1, min(max_repeats, int(seconds_per_case / sum(t[0] for t in times.values()))))
+            n_rounds = max(min_repeats, min(max_repeats, int(seconds_per_case / sum(t[0] for t in times.values()))))
         r += 1
     B, H, R, D = x.q.shape
     row = {"B": B, "R": R, "K": x.k.shape[2], "rounds": n_rounds, "sdpa_ms": 1e3 * statistics.median(times["sdpa"])}
