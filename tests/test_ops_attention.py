@@ -128,9 +128,8 @@ def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K):
 
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mask_kind", [None, "QK", "B1QK", "B11K"])
-@FAST
-@given(data=st.data())
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), mask_kind=st.sampled_from([None, "QK", "B1QK", "B11K"]))
 def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind):
     x = data.draw(inputs(dtype))
     B, H, Q, _ = x.q.shape

@@ -14,8 +14,8 @@ def hosts(seed: int):
     return build_hosts(E, H, F, n_blocks=2, bias_std=0.5, generator=torch.Generator().manual_seed(seed))
 
 
-@settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), L=st.integers(2, 24), positions=st.lists(st.integers(0, 24), min_size=1, max_size=4))
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), L=st.integers(2, 16), positions=st.lists(st.integers(0, 16), min_size=1, max_size=4))
 def test_otransformer_keeps_old_tokens_and_null_tokens(seed, L, positions):
     """Null tokens stay exactly 0; old tokens move at most by GEMM rounding (a CPU GEMM over
     more rows need not be bitwise equal per row; the attention itself is bitwise invariant)."""
