@@ -208,11 +208,10 @@ def test_gradients_finite_and_match_reference(data, compact):
 
 
 def test_gqa_equals_repeated_heads():
-    g = torch.Generator().manual_seed(3)
-    q, k, v = torch.randn(2, 6, 9, 16, generator=g), torch.randn(2, 2, 11, 16, generator=g), torch.randn(2, 2, 11, 16, generator=g)
-    p_q, p_k = torch.rand(2, 9, generator=g), torch.rand(2, 11, generator=g)
-    out = o_attention(q, k, v, p_q, p_k)
-    out_rep = o_attention(q, k.repeat_interleave(3, 1), v.repeat_interleave(3, 1), p_q, p_k)
+    x = random_attention_inputs(2, 6, 2, 9, 11, 16, dtype=torch.float32, score_std=1.0, null_fraction=0.2,
+                                generator=torch.Generator().manual_seed(3))
+    out = o_attention(*x.args())
+    out_rep = o_attention(x.q, x.k.repeat_interleave(3, 1), x.v.repeat_interleave(3, 1), x.p_q, x.p_k)
     torch.testing.assert_close(out, out_rep, rtol=0, atol=1e-6)
 
 

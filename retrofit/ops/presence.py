@@ -7,9 +7,10 @@ def presence(h_xE: torch.Tensor, tau: float | torch.Tensor) -> torch.Tensor:
     """Presence `p (...)` of the carriers `h (..., E)`.
 
     Contract: `p` lies in `[0, 1)` (in floating point it rounds to 1.0 once tau / ||h||^2 is
-    below eps) and is exactly 0.0 where the row `h` is the zero vector, in every float dtype. The squared norm is accumulated in at least float32 (so half-precision
-    rows cannot overflow) and `p` is returned in `promote_types(h.dtype, float32)`: a bf16 `p`
-    would round values near 1 up to exactly 1 and make `log p` (OAttention's bias) coarse.
+    below eps) and is exactly 0.0 where the row `h` is the zero vector, in every float dtype.
+    The squared norm is accumulated in at least float32 (so half-precision rows cannot
+    overflow) and `p` is returned in `promote_types(h.dtype, float32)`: a bf16 `p` would round
+    values near 1 up to exactly 1 and make `log p` (OAttention's bias) coarse.
     `tau` is a positive python float or a positive tensor broadcastable to `p`'s shape (a
     per-row or per-layer calibrated scale).
     """
