@@ -151,6 +151,7 @@ BAD_INPUTS = {
     "missing-target": (["dataset.target=nope"], "no target column 'nope'"),
     "unknown-hparam": (["+hparams.temperature=2"], "unknown retrofit hyper-parameters"),
     "duplicate-jobs": (["-m", "seed=0,0"], "duplicate units in this sweep"),
+    "bad-table-later-in-sweep": (["-m", "dataset=hitters,diabetes", "dataset.target=Salary"], "no target column 'Salary'"),
 }
 
 

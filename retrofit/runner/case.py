@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 import retrofit
-from retrofit.data import DatasetSpec, load_table, split
+from retrofit.data import DatasetSpec, Split, Table, load_table, split
 from retrofit.hosts import check_checkpoint, make_regressor
 from retrofit.runner.units import UnitKey, UnitStore, file_digest, fingerprint, hparams_key, reject_duplicates
 from retrofit.variants import resolve_variant
@@ -91,6 +91,12 @@ def effective_hparams(patched: Any) -> dict[str, Any]:
     return {"tau": tau, "eps_den": variant.eps_den}
 
 
+def case_data(case: Case) -> tuple[Table, Split]:
+    """The cleaned table and the seeded split of `case`; DatasetError if either is unusable."""
+    table = load_table(case.dataset, case.base_dir)
+    return table, split(table, case.seed, case.test_size, case.dataset.max_rows)
+
+
 def run_case(case: Case) -> list[dict[str, Any]]:
     """Run the unfinished units of `case`; return one results row per unit (finished ones read back).
 
@@ -120,8 +126,7 @@ def run_case(case: Case) -> list[dict[str, Any]]:
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(keys))
         return [done[k] for k in keys]
 
-    table = load_table(case.dataset, case.base_dir)
-    data = split(table, case.seed, case.test_size, case.dataset.max_rows)
+    table, data = case_data(case)
     regressor = make_regressor(
         case.host_path, n_estimators=case.n_estimators, random_state=case.seed, inference_precision=INFERENCE_PRECISION
     )

@@ -2,13 +2,15 @@
 
 Before the first job (`on_multirun_start`) it expands the sweep exactly as Hydra's basic sweeper
 does (`hydra.sweeper.params`, then command-line overrides), composes every job's config, builds
-each job's `Case` (which validates dataset specs, variant names and host files) and rejects
-duplicate unit keys. A progress bar over jobs is shown when jobs run in this process (the basic
+each job's `Case` (which validates dataset specs, variant names and host files), loads and splits
+each job's data (so a bad table fails before any unit is written) and rejects duplicate unit
+keys. A progress bar over jobs is shown when jobs run in this process (the basic
 launcher); parallel launchers report progress themselves.
 """
 
 from typing import Any
 
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn
@@ -16,7 +18,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from retrofit.runner.case import Case
+from retrofit.runner.case import Case, case_data
 from retrofit.runner.cli import exit_on_user_error
 from retrofit.runner.config import case_from_hydra
 from retrofit.runner.units import reject_duplicates
@@ -26,8 +28,6 @@ _BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
     """The override list of every job the basic sweeper will launch for this multirun `config`."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
     params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
     overrides = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
     return BasicSweeper.split_arguments(overrides, None)[0]
@@ -50,6 +50,8 @@ class CheckSweep(Callback):
         with exit_on_user_error():
             cases = sweep_cases(config)
             reject_duplicates(case.key(unit) for case in cases for unit in case.units)
+            for case in cases:
+                case_data(case)
         if config.hydra.launcher._target_ == _BASIC_LAUNCHER:
             self.bar = tqdm(total=len(cases), desc="sweep", unit="case")
 

@@ -13,14 +13,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.data import DatasetSpec
 from retrofit.runner.aggregate import bootstrap_ci, write_csv
-from retrofit.runner.case import Case
+from retrofit.runner.case import Case, case_data
 from retrofit.runner.config import host_path, resolve, unit_specs
 from retrofit.runner.io import write_atomic
 from retrofit.runner.units import UnitStore, reject_duplicates
 
 
 def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
-    """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated, duplicates rejected."""
+    """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
+    split), duplicates rejected — all before any unit runs."""
     path = host_path(cfg, base_dir)
     units = tuple(
         unit
@@ -44,6 +45,8 @@ def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
         for seed in cfg.seeds
     ]
     reject_duplicates(case.key(unit) for case in cases for unit in case.units)
+    for case in cases:
+        case_data(case)
     return cases
 
 
