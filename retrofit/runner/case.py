@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tabpfn import TabPFNRegressor
 from tqdm.auto import tqdm
 
 import retrofit
@@ -97,16 +98,10 @@ def case_data(case: Case) -> tuple[Table, Split]:
     return table, split(table, case.seed, case.test_size, case.dataset.max_rows)
 
 
-def run_case(case: Case) -> list[dict[str, Any]]:
-    """Run the unfinished units of `case`; return one results row per unit (finished ones read back).
-
-    Raises DatasetError / RunnerError for user-fixable problems before any unit file is written.
-    """
-    keys = [case.key(u) for u in case.units]
-    reject_duplicates(keys)
-    store = UnitStore(case.runs_dir)
+def _fingerprints(case: Case, keys: list[UnitKey]) -> dict[UnitKey, str]:
+    """Per unit, a digest of everything its number depends on (see `retrofit.runner.units`)."""
     host_digest = file_digest(check_checkpoint(case.host_path))
-    stamps = {
+    return {
         key: fingerprint(
             {
                 "host": host_digest,
@@ -119,6 +114,28 @@ def run_case(case: Case) -> list[dict[str, Any]]:
         )
         for unit, key in zip(case.units, keys)
     }
+
+
+def _fitted_regressor(case: Case, data: Split) -> tuple[TabPFNRegressor, float]:
+    """The case's one `TabPFNRegressor`, fitted on the training rows; and the fit time in seconds."""
+    regressor = make_regressor(
+        case.host_path, n_estimators=case.n_estimators, random_state=case.seed, inference_precision=INFERENCE_PRECISION
+    )
+    regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
+    start = time.perf_counter()
+    regressor.fit(data.X_train, data.y_train)
+    return regressor, time.perf_counter() - start
+
+
+def run_case(case: Case) -> list[dict[str, Any]]:
+    """Run the unfinished units of `case`; return one results row per unit (finished ones read back).
+
+    Raises DatasetError / RunnerError for user-fixable problems before any unit file is written.
+    """
+    keys = [case.key(u) for u in case.units]
+    reject_duplicates(keys)
+    store = UnitStore(case.runs_dir)
+    stamps = _fingerprints(case, keys)
     done = {k: None if case.overwrite else store.finished(k, stamps[k]) for k in keys}
     todo = [(u, k) for u, k in zip(case.units, keys) if done[k] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
@@ -127,14 +144,8 @@ def run_case(case: Case) -> list[dict[str, Any]]:
         return [done[k] for k in keys]
 
     table, data = case_data(case)
-    regressor = make_regressor(
-        case.host_path, n_estimators=case.n_estimators, random_state=case.seed, inference_precision=INFERENCE_PRECISION
-    )
-    regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
-    log.info("%s: fitting on %d rows × %d features", label, *data.X_train.shape)
-    start = time.perf_counter()
-    regressor.fit(data.X_train, data.y_train)
-    fit_seconds = time.perf_counter() - start
+    regressor, fit_seconds = _fitted_regressor(case, data)
+    log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fit_seconds)
     # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
     baseline_pred, baseline_seconds = _timed(retrofit.retrofit(regressor, BASELINE).predict, data.X_test)
     baseline_rmse = _rmse(baseline_pred, data.y_test)
