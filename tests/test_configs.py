@@ -87,7 +87,7 @@ def test_checkpoint_host_needs_an_existing_tabpfn_file(hydra_compose, tmp_path):
 def test_tau_sweep_config_fits_each_case_once(hydra_compose, tmp_path):
     cfg = hydra_compose("tau_sweep")
     cases = tau_cases(cfg, tmp_path)
-    assert len(cases) == 18
+    assert len(cases) == 6
     assert len(cases[0].units) == len(cfg.variants) * len(cfg.c_values) == 10
     assert cases[0].results_dir == tmp_path / "results" / "tau_sweep"
 

@@ -73,7 +73,7 @@ def tau_table(runs_dir: Path) -> pd.DataFrame:
 
 
 def plot_tau(table: pd.DataFrame, path: Path) -> Path:
-    """Mean ΔRMSE% against c (log axis) per host × variant, with its 95% CI band."""
+    """Mean ΔRMSE% against c (log axis; symlog ΔRMSE axis) per host × variant, with its 95% CI band."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -86,6 +86,7 @@ def plot_tau(table: pd.DataFrame, path: Path) -> Path:
         ax.fill_between(group["c"], group["ci_low"], group["ci_high"], alpha=0.2)
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=0.1)  # linear within ±0.1 %, logarithmic beyond
     ax.set_xlabel("calibration constant c  (tau = c · median ||h||²)")
     ax.set_ylabel("mean ΔRMSE vs baseline (%)")
     ax.set_title(f"Retrofit cost against c ({int(table['cases'].max())} cases, bootstrap 95% CI)")
