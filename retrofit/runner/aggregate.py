@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from retrofit.runner.io import write_atomic, write_text_atomic
+from retrofit.runner.io import write_atomic, write_png, write_text_atomic
 from retrofit.runner.units import UnitStore
 
 COLUMNS = [
@@ -127,7 +127,7 @@ def plot_deltas(frame: pd.DataFrame, path: Path) -> Path:
     ax.set_title("Matched RMSE change per case (black: mean, bootstrap 95% CI)")
     ax.legend(title="dataset", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    write_png(fig, path)
     plt.close(fig)
     return path
 

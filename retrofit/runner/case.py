@@ -98,6 +98,14 @@ def case_data(case: Case) -> tuple[Table, Split]:
     return table, split(table, case.seed, case.test_size, case.dataset.max_rows)
 
 
+def check_cases(cases: list[Case]) -> None:
+    """Validate a whole sweep before it runs: no unit key twice, every case's data loads and
+    splits. Raises RunnerError / DatasetError."""
+    reject_duplicates(case.key(unit) for case in cases for unit in case.units)
+    for case in cases:
+        case_data(case)
+
+
 def _fingerprints(case: Case, keys: list[UnitKey]) -> dict[UnitKey, str]:
     """Per unit, a digest of everything its number depends on (see `retrofit.runner.units`)."""
     host_digest = file_digest(check_checkpoint(case.host_path))

@@ -53,20 +53,33 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     return check_checkpoint(resolve(base_dir, cfg.host.path))
 
 
-def case_from_config(cfg: DictConfig, *, variant_choice: str | None, variant_options: Sequence[str], base_dir: Path) -> Case:
-    """The `Case` a composed config describes; raise RunnerError/DatasetError for bad values."""
-    hparams = OmegaConf.to_container(cfg.hparams, resolve=True) if cfg.get("hparams") else {}
-    return Case(
-        dataset=DatasetSpec.from_mapping(OmegaConf.to_container(cfg.dataset, resolve=True)),
-        seed=int(cfg.seed),
+def run_settings(cfg: DictConfig, base_dir: Path) -> dict:
+    """The `Case` fields every case of a config shares (host, start directory, regressor and
+    split settings, `overwrite`), read from `cfg` (`configs/config.yaml` or `tau_sweep.yaml`)."""
+    return dict(
         host=str(cfg.host.name),
         host_path=host_path(cfg, base_dir),
-        units=unit_specs(variant_names(variant_choice, variant_options), hparams),
-        results_dir=resolve(base_dir, cfg.results_dir),
         base_dir=Path(base_dir),
         n_estimators=int(cfg.n_estimators),
         test_size=float(cfg.test_size),
         overwrite=bool(cfg.overwrite),
+    )
+
+
+def dataset_spec(node: DictConfig) -> DatasetSpec:
+    """The validated `DatasetSpec` of a dataset config node."""
+    return DatasetSpec.from_mapping(OmegaConf.to_container(node, resolve=True))
+
+
+def case_from_config(cfg: DictConfig, *, variant_choice: str | None, variant_options: Sequence[str], base_dir: Path) -> Case:
+    """The `Case` a composed config describes; raise RunnerError/DatasetError for bad values."""
+    hparams = OmegaConf.to_container(cfg.hparams, resolve=True) if cfg.get("hparams") else {}
+    return Case(
+        dataset=dataset_spec(cfg.dataset),
+        seed=int(cfg.seed),
+        units=unit_specs(variant_names(variant_choice, variant_options), hparams),
+        results_dir=resolve(base_dir, cfg.results_dir),
+        **run_settings(cfg, base_dir),
     )
 
 

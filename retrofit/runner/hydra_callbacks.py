@@ -18,10 +18,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from retrofit.runner.case import Case, case_data
+from retrofit.runner.case import Case, check_cases
 from retrofit.runner.cli import exit_on_user_error
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.units import reject_duplicates
 
 _BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
@@ -49,9 +48,7 @@ class CheckSweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_user_error():
             cases = sweep_cases(config)
-            reject_duplicates(case.key(unit) for case in cases for unit in case.units)
-            for case in cases:
-                case_data(case)
+            check_cases(cases)
         if config.hydra.launcher._target_ == _BASIC_LAUNCHER:
             self.bar = tqdm(total=len(cases), desc="sweep", unit="case")
 

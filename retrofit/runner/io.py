@@ -28,3 +28,8 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
 def write_text_atomic(path: Path, text: str) -> Path:
     """`write_atomic` for text."""
     return write_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def write_png(fig, path: Path) -> Path:
+    """Save a matplotlib figure as PNG (120 dpi) atomically."""
+    return write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))

@@ -9,50 +9,40 @@ the mean ΔRMSE% over the cases and its bootstrap 95% CI; `tau_sweep.png` plots 
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from retrofit.data import DatasetSpec
 from retrofit.runner.aggregate import bootstrap_ci, write_csv
-from retrofit.runner.case import Case, case_data
-from retrofit.runner.config import host_path, resolve, unit_specs
-from retrofit.runner.io import write_atomic
-from retrofit.runner.units import UnitStore, reject_duplicates
+from retrofit.runner.case import Case, check_cases
+from retrofit.runner.config import dataset_spec, resolve, run_settings, unit_specs
+from retrofit.runner.errors import RunnerError
+from retrofit.runner.io import write_png
+from retrofit.runner.units import UnitStore
 
 
 def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
     """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
     split), duplicates rejected — all before any unit runs."""
-    path = host_path(cfg, base_dir)
+    settings = run_settings(cfg, base_dir)
     units = tuple(
         unit
         for c in cfg.c_values
         for unit in unit_specs(list(cfg.variants), {"tau": {"mode": "calibrated", "c": float(c)}})
     )
+    results_dir = resolve(base_dir, cfg.results_dir) / "tau_sweep"
     cases = [
-        Case(
-            dataset=DatasetSpec.from_mapping(OmegaConf.to_container(dataset, resolve=True)),
-            seed=int(seed),
-            host=str(cfg.host.name),
-            host_path=path,
-            units=units,
-            results_dir=resolve(base_dir, cfg.results_dir) / "tau_sweep",
-            base_dir=base_dir,
-            n_estimators=int(cfg.n_estimators),
-            test_size=float(cfg.test_size),
-            overwrite=bool(cfg.overwrite),
-        )
+        Case(dataset=dataset_spec(dataset), seed=int(seed), units=units, results_dir=results_dir, **settings)
         for dataset in cfg.datasets.values()
         for seed in cfg.seeds
     ]
-    reject_duplicates(case.key(unit) for case in cases for unit in case.units)
-    for case in cases:
-        case_data(case)
+    check_cases(cases)
     return cases
 
 
 def tau_table(runs_dir: Path) -> pd.DataFrame:
     """Mean ΔRMSE% (and bootstrap 95% CI over cases) per host × variant × c."""
     rows = pd.DataFrame(UnitStore(runs_dir).rows())
+    if rows.empty:
+        raise RunnerError(f"no tau-sweep results under {runs_dir}; run `make tau-sweep` first")
     rows["c"] = rows["hparams"].map(lambda h: h["tau.c"])
     table = []
     for (host, variant, c), group in rows.groupby(["host", "variant", "c"]):
@@ -92,7 +82,7 @@ def plot_tau(table: pd.DataFrame, path: Path) -> Path:
     ax.set_title(f"Retrofit cost against c ({int(table['cases'].max())} cases, bootstrap 95% CI)")
     ax.legend()
     fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    write_png(fig, path)
     plt.close(fig)
     return path
 
