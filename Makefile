@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
 
 retrofit: $(STAMP) ## the main job: datasets x seeds x variants -> results/retrofit_rmse.csv + table
-	$(PY) experiments/run_retrofit.py -m +experiment=paper_table
+	$(PY) experiments/retrofit.py -m +experiment=paper_table
 	$(PY) experiments/aggregate.py
 
 test: $(STAMP) ## the whole test suite (what CI runs)
