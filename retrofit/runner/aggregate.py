@@ -40,13 +40,6 @@ def bootstrap_ci(values: np.ndarray, seed: int = 0, n: int = N_BOOTSTRAP) -> tup
     return float(low), float(high)
 
 
-def _markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
-
-
 def _variant_label(frame: pd.DataFrame, sep: str = " ") -> pd.Series:
     """`variant`, with its hyper-parameter overrides appended when there are any."""
     return frame["variant"] + frame["hparams"].map(lambda h: f"{sep}({h})" if h else "")
@@ -90,11 +83,11 @@ def table_markdown(frame: pd.DataFrame) -> str:
             "",
             f"{len(cases)} host × dataset × seed cases; 95% CI: bootstrap over cases ({N_BOOTSTRAP} draws, percentile).",
             "",
-            _markdown(summary(frame)),
+            summary(frame).to_markdown(index=False),
             "",
             "## Per dataset (mean over seeds, ΔRMSE %)",
             "",
-            _markdown(per_dataset(frame)),
+            per_dataset(frame).to_markdown(index=False),
             "",
         ]
     )
