@@ -83,11 +83,11 @@ def table_markdown(frame: pd.DataFrame) -> str:
             "",
             f"{len(cases)} host × dataset × seed cases; 95% CI: bootstrap over cases ({N_BOOTSTRAP} draws, percentile).",
             "",
-            summary(frame).to_markdown(index=False),
+            summary(frame).to_markdown(index=False, disable_numparse=True),
             "",
             "## Per dataset (mean over seeds, ΔRMSE %)",
             "",
-            per_dataset(frame).to_markdown(index=False),
+            per_dataset(frame).to_markdown(index=False, disable_numparse=True),
             "",
         ]
     )
