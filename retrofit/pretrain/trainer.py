@@ -43,7 +43,7 @@ class PretrainConfig:
     run_dir: str
     curriculum: list[dict]
     export_path: str | None = None
-    inference_preset: str = "raw"
+    inference_preset: str = "v2_default"
     lr: float = 3e-3
     warmup_steps: int = 100
     grad_clip: float = 1.0
