@@ -17,7 +17,7 @@ from retrofit.patching import retrofit
 def main(host: str = "tiny_v3", n_train: int = 1000, repeats: int = 5) -> None:
     torch.set_num_threads(1)
     X, y = make_regression(n_samples=n_train + 200, n_features=8, noise=1.0, random_state=0)
-    regressor = make_regressor(get_path(host), n_estimators=2, random_state=0, inference_precision=torch.float32)
+    regressor = make_regressor(get_path(host), n_estimators=2, random_state=0)
     regressor.fit(X[:n_train], y[:n_train])
     clones = {name: retrofit(regressor, name) for name in ("baseline", "oa_only", "full_o")}
     seconds = {name: [] for name in clones}

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 from tabpfn import TabPFNRegressor
@@ -70,7 +69,7 @@ def audit_table(
     rows = []
     for name, path in hosts.items():
         regressor = make_regressor(
-            path, n_estimators=n_estimators, random_state=random_state, inference_precision=torch.float32
+            path, n_estimators=n_estimators, random_state=random_state
         )
         regressor.fit(X_train, y_train)
         rows += audit_host(name, regressor, X_test, variants, n_nulls, seed=seed)

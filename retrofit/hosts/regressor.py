@@ -7,11 +7,14 @@ from tabpfn import TabPFNRegressor
 
 from retrofit.hosts.registry import check_checkpoint
 
+INFERENCE_PRECISION = torch.float32
+"""The one precision the harness predicts in (see `make_regressor`)."""
+
 
 def make_regressor(path: str | Path, *, n_estimators: int = 8, random_state: int = 0, **overrides) -> TabPFNRegressor:
     """An unfitted regressor on the checkpoint at `path`, on the CPU, in float32, offline.
 
-    `inference_precision=torch.float32` is explicit: tabpfn's "auto" turns on bfloat16 autocast
+    `inference_precision=INFERENCE_PRECISION` (float32) is explicit: tabpfn's "auto" turns on bfloat16 autocast
     on CPUs with native bf16, whose ~1e-3 rounding would swamp the retrofit deltas and make
     every number depend on the machine.
 
@@ -24,7 +27,7 @@ def make_regressor(path: str | Path, *, n_estimators: int = 8, random_state: int
         n_estimators=n_estimators,
         random_state=random_state,
         device="cpu",
-        inference_precision=torch.float32,
+        inference_precision=INFERENCE_PRECISION,
         ignore_pretraining_limits=True,
     )
     settings.update(overrides)

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tabpfn import TabPFNRegressor
 from tqdm.auto import tqdm
 
 import retrofit
 from retrofit.data import DatasetSpec, Split, Table, load_table, split
 from retrofit.hosts import check_checkpoint, make_regressor
+from retrofit.hosts.regressor import INFERENCE_PRECISION
 from retrofit.runner.units import UnitKey, UnitStore, file_digest, fingerprint, hparams_key, reject_duplicates
 from retrofit.variants import resolve_variant
 
@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
 """The variant that patches nothing; its prediction is every unit's reference."""
-INFERENCE_PRECISION = torch.float32
 
 
 @dataclass(frozen=True)
@@ -126,9 +125,7 @@ def _fingerprints(case: Case, keys: list[UnitKey]) -> dict[UnitKey, str]:
 
 def _fitted_regressor(case: Case, data: Split) -> tuple[TabPFNRegressor, float]:
     """The case's one `TabPFNRegressor`, fitted on the training rows; and the fit time in seconds."""
-    regressor = make_regressor(
-        case.host_path, n_estimators=case.n_estimators, random_state=case.seed, inference_precision=INFERENCE_PRECISION
-    )
+    regressor = make_regressor(case.host_path, n_estimators=case.n_estimators, random_state=case.seed)
     regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
     start = time.perf_counter()
     regressor.fit(data.X_train, data.y_train)
