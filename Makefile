@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit test test-fast exactness ablation bench audit tau-sweep host-quality pretrain-v2 pretrain-v3 clean
+.PHONY: help install retrofit test test-fast exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_s
 
 host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_quality.csv
 	$(PY) experiments/host_quality.py
+
+preset-selection: $(STAMP) ## hosts' inference presets on datasets disjoint from the bar -> results/preset_selection/
+	$(PY) experiments/host_quality.py --config-name preset_selection
 
 pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v2

@@ -1,4 +1,5 @@
-"""Host quality bar -> `<results_dir>/host_quality.csv` (per case) and a printed summary."""
+"""Host quality bar -> `<results_dir>/host_quality.csv` (per case) and a printed summary; with
+`--config-name preset_selection`, the same on the preset-selection datasets (no model cards)."""
 
 import logging
 from pathlib import Path
@@ -33,9 +34,10 @@ def main(cfg: DictConfig) -> None:
     summary = summarise(scores)
     summary.to_csv(out.with_name("host_quality_summary.csv"), index=False)
     print(summary.to_string(index=False))
-    for host, path in hosts.items():
-        card = render_card(host, path, per_dataset_ratios(scores, f"{host}[{cfg.presets[0]}]"), Path(cfg.cards_dir))
-        log.info("model card %s", card)
+    if cfg.cards_dir:
+        for host, path in hosts.items():
+            card = render_card(host, path, per_dataset_ratios(scores, f"{host}[{cfg.presets[0]}]"), Path(cfg.cards_dir))
+            log.info("model card %s", card)
     log.info("wrote %s", out)
 
 

@@ -21,6 +21,7 @@ from retrofit.runner.tau_sweep import tau_cases
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 DATASETS = ["auto", "carseats", "college", "diabetes", "hitters", "wage"]
+SELECTION_DATASETS = ["bdims", "boston", "cps1985", "cpus", "credit", "housing"]
 
 
 @pytest.fixture
@@ -34,9 +35,17 @@ def hydra_compose():
 
 def test_every_dataset_config_is_a_valid_spec():
     names = sorted(p.stem for p in (CONFIGS / "dataset").glob("*.yaml"))
-    assert names == DATASETS
+    assert names == sorted(DATASETS + SELECTION_DATASETS)
     for name in names:
         assert DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{name}.yaml").read_text())).name == name
+
+
+def test_presets_are_selected_on_datasets_disjoint_from_the_quality_bar(hydra_compose):
+    bar = hydra_compose("host_quality")
+    selection = hydra_compose("preset_selection")
+    assert sorted(bar.datasets) == DATASETS and sorted(selection.datasets) == SELECTION_DATASETS
+    assert selection.cards_dir is None and selection.results_dir != bar.results_dir
+    assert "stored" not in selection.presets and len(selection.presets) >= 2
 
 
 def test_default_case_runs_every_variant_on_tiny_v3(hydra_compose, tmp_path):

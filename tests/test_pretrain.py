@@ -7,7 +7,7 @@ import torch
 from retrofit.hosts import make_regressor
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
-from retrofit.pretrain.trainer import PretrainConfig, Pretrainer
+from retrofit.pretrain.trainer import PretrainConfig, Pretrainer, quantile_borders
 from retrofit.pretrain.validation import evaluate_host
 
 CURRICULUM = [
@@ -31,11 +31,35 @@ def test_short_run_lowers_the_held_out_loss(tmp_path):
     trainer = Pretrainer(_config(tmp_path, curriculum=CURRICULUM[:1], warmup_steps=5))
     vset = trainer.val_sets[0]
     before = evaluate_host(trainer.model, trainer.criterion, vset)["small_nll"]
-    for _ in range(80):
+    for _ in range(200):
         trainer.train_step()
     with trainer.averaged_weights():
         after = evaluate_host(trainer.model, trainer.criterion, vset)["small_nll"]
     assert after < before - 0.1, (before, after)
+
+
+def test_tail_share_gives_the_tails_their_own_buckets():
+    """Pure quantile borders leave one bucket for every z above ~2.7 (session 2: the host jumped
+    to z ~ 8 when extrapolating); a 20% uniform share keeps every bucket under 1 sd wide."""
+    plain = quantile_borders(100, seed=0, n_values=20_000)
+    mixed = quantile_borders(100, seed=0, n_values=20_000, tail_share=0.2)
+    assert plain.diff().max() > 4.0 and mixed.diff().max() < 1.0
+    assert (mixed[0], mixed[-1]) == (-8.0, 8.0) and bool((mixed.diff() > 0).all())
+    with pytest.raises(ValueError, match="tail_share"):
+        quantile_borders(100, seed=0, n_values=1000, tail_share=1.0)
+
+
+def test_resume_keeps_its_borders_unless_told_to_reborder(tmp_path):
+    original = Pretrainer(_config(tmp_path, max_steps=2, border_tail_share=0.0))
+    original.run()
+    kept = Pretrainer(_config(tmp_path, max_steps=2, border_tail_share=0.2))
+    assert torch.equal(kept.borders, original.borders) and kept.reborder_steps == []
+    adopted = Pretrainer(_config(tmp_path, max_steps=2, border_tail_share=0.2, reborder=True))
+    expected = quantile_borders(len(original.borders) - 1, seed=777, n_values=5000, tail_share=0.2)
+    assert torch.equal(adopted.borders, expected) and not torch.equal(expected, original.borders)
+    assert adopted.reborder_steps == [2]
+    torch.testing.assert_close(adopted.criterion.borders, adopted.borders, rtol=0, atol=0)
+    assert adopted.host_card()["reborder_steps"] == [2]
 
 
 def test_resume_continues_the_same_stream(tmp_path):

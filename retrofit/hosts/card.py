@@ -47,6 +47,10 @@ def _curriculum_table(curriculum: list[dict]) -> pd.DataFrame:
     ).fillna({"weight": 1.0})
 
 
+def _notes_section(notes: list[str]) -> list[str]:
+    return ["## Training notes", "", *(f"- {note}" for note in notes), ""] if notes else []
+
+
 def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Path) -> Path:
     """Write `<out_dir>/<name>.md` (+ its curve PNG) for the host file at `path`."""
     header = read_header(path)
@@ -64,6 +68,8 @@ def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Pa
         f"- training: {card['steps']:,} steps, {card['train_minutes']} minutes of one CPU thread, "
         f"schedule-free AdamW lr {card['lr']}",
         f"- prior: {card['prior']}",
+        f"- bucket borders: quantiles of prior targets with a {card.get('border_tail_share', 0.0)} uniform "
+        f"share on [-8, 8]; re-drawn at steps {card.get('reborder_steps') or 'never'}",
         f"- stored inference preprocessing: "
         f"{[t['name'] for t in header['inference_config']['PREPROCESS_TRANSFORMS']]}",
         "",
@@ -77,6 +83,7 @@ def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Pa
         json.dumps(arch, indent=1, sort_keys=True),
         "```",
         "",
+        *_notes_section(card.get("notes", [])),
         "## Curriculum (shape buckets drawn per step, by weight, from `from_step` on)",
         "",
         _curriculum_table(card["curriculum"]).to_markdown(index=False),

@@ -7,7 +7,8 @@ State lives in `run_dir`:
 - `host.safetensors`: the latest evaluation-mode (averaged) weights as a loadable tabpfn
   checkpoint (`export_path`, if set, receives a copy).
 Re-running with the same `run_dir` resumes where the state left off, bit-for-bit the same
-stream of prior batches.
+stream of prior batches. The bucket borders are part of the state: a resumed run keeps its own
+unless `reborder=True` adopts the ones the config computes now (recorded in the model card).
 """
 
 import json
@@ -54,17 +55,29 @@ class PretrainConfig:
     checkpoint_every_s: float = 120.0
     threads: int = 1
     border_samples: int = 200_000
+    # Share of the border sample drawn uniformly on [-8, 8]: without it the quantile borders leave
+    # one bucket for every z above ~2.7, and the host jumps to z ~ 6-8 when it extrapolates.
+    border_tail_share: float = 0.2
+    reborder: bool = False
     val: dict[str, dict] = field(default_factory=dict)
+    # What changed during this host's training (prior, curriculum), in words, for its model card.
+    notes: list[str] = field(default_factory=list)
 
 
-def quantile_borders(num_buckets: int, seed: int, n_values: int) -> torch.Tensor:
-    """Bucket borders at quantiles of z-scored prior test targets; outer borders at +-8 (clip)."""
+def quantile_borders(num_buckets: int, seed: int, n_values: int, tail_share: float = 0.0) -> torch.Tensor:
+    """Bucket borders at quantiles of z-scored prior test targets mixed with a `tail_share` of
+    uniform draws on [-8, 8] (so the tails keep buckets of about 16 / (tail_share * num_buckets)
+    sd); outer borders at +-8 (the clip)."""
+    if not 0.0 <= tail_share < 1.0:
+        raise ValueError(f"border tail_share must be in [0, 1), got {tail_share}")
     g = torch.Generator().manual_seed(seed)
     values = []
     while sum(v.numel() for v in values) < n_values:
         b = sample_batch(sample_shape(g, (30, 200), (1, 10)), 16, g)
         values.append(zscore_targets(b.y_RB, b.shape.n_train)[b.shape.n_train :].flatten())
-    v = torch.cat(values)[:n_values].double()
+    n_uniform = round(n_values * tail_share)
+    uniform = torch.empty(n_uniform, dtype=torch.float64).uniform_(-8.0, 8.0, generator=g)
+    v = torch.cat([torch.cat(values)[: n_values - n_uniform].double(), uniform])
     borders = torch.quantile(v, torch.linspace(0, 1, num_buckets + 1, dtype=torch.float64)).float()
     borders[0], borders[-1] = -8.0, 8.0
     return borders.contiguous()
@@ -84,15 +97,17 @@ class Pretrainer:
         torch.set_num_threads(cfg.threads)
         self.curriculum = parse_curriculum(cfg.curriculum)
         self.model, self.arch_config = build_host(cfg.arch_name, cfg.arch, seed=cfg.seed)
-        self.borders = quantile_borders(int(cfg.arch["num_buckets"]), cfg.seed + 777, cfg.border_samples)
-        self.criterion = set_borders(self.model, self.borders)
+        self.borders = quantile_borders(
+            int(cfg.arch["num_buckets"]), cfg.seed + 777, cfg.border_samples, cfg.border_tail_share
+        )
         self.opt = schedulefree.AdamWScheduleFree(
             self.model.parameters(), lr=cfg.lr, warmup_steps=cfg.warmup_steps, weight_decay=0.0
         )
         self.generator = torch.Generator().manual_seed(cfg.seed + 1)
         self.val_sets = [make_validation_set(name, **spec) for name, spec in cfg.val.items()]
-        self.step, self.elapsed_s, self.history = 0, 0.0, []
+        self.step, self.elapsed_s, self.history, self.reborder_steps = 0, 0.0, [], []
         self._resume()
+        self.criterion = set_borders(self.model, self.borders)
         self.model.train()
         self.opt.train()
 
@@ -108,6 +123,14 @@ class Pretrainer:
         self.opt.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
         self.step, self.elapsed_s, self.history = state["step"], state["elapsed_s"], state["history"]
+        self.reborder_steps = state.get("reborder_steps", [])
+        # States before borders were stored: v3 keeps them as a model buffer, v2 recomputed them.
+        stored = state.get("borders", state["model"].get("regression_borders"))
+        if stored is not None and not self.cfg.reborder:
+            self.borders = stored.reshape(self.borders.shape)
+        elif self.cfg.reborder and (stored is None or not torch.equal(stored.flatten(), self.borders.flatten())):
+            self.reborder_steps.append(self.step)
+            log.warning("step %d: adopting the config's bucket borders (reborder=True)", self.step)
         log.info("resumed %s at step %d (%.1f min trained)", path, self.step, self.elapsed_s / 60)
 
     def _save_state(self) -> None:
@@ -120,6 +143,8 @@ class Pretrainer:
                 "step": self.step,
                 "elapsed_s": self.elapsed_s,
                 "history": self.history,
+                "borders": self.borders,
+                "reborder_steps": self.reborder_steps,
             },
             self.run_dir / "state.pt",
         )
@@ -133,7 +158,11 @@ class Pretrainer:
             "train_minutes": round(self.elapsed_s / 60, 2),
             "lr": self.cfg.lr,
             "curriculum": self.cfg.curriculum,
-            "prior": "retrofit.prior (linear, gp, mlp, trees, interactions; categorical, skewed, missing)",
+            "prior": "retrofit.prior (linear, gp, mlp, trees, interactions on factor-correlated columns; "
+            "categorical, skewed, heavy-tailed, missing)",
+            "notes": list(self.cfg.notes),
+            "border_tail_share": self.cfg.border_tail_share,
+            "reborder_steps": list(self.reborder_steps),
             "history": self.history,
         }
 
