@@ -1,4 +1,5 @@
-"""Host quality bar -> `<results_dir>/host_quality.csv` (per case) and a printed summary; with
+"""Host quality bar -> `<results_dir>/host_quality.csv` (per case), `host_quality_summary.csv`,
+`host_extrapolation.csv` (`retrofit.hosts.quality.extrapolation_probe`) and a printed summary; with
 `--config-name preset_selection`, the same on the preset-selection datasets (no model cards)."""
 
 import logging
@@ -11,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.hosts import get_path
 from retrofit.hosts.card import render_card
-from retrofit.hosts.quality import per_dataset_ratios, score_case, summarise
+from retrofit.hosts.quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
 
 log = logging.getLogger(__name__)
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -34,6 +35,14 @@ def main(cfg: DictConfig) -> None:
     summary = summarise(scores)
     summary.to_csv(out.with_name("host_quality_summary.csv"), index=False)
     print(summary.to_string(index=False))
+    probes = pd.concat(
+        [
+            extrapolation_probe(host_regressor(path, cfg.presets[0], cfg.n_estimators, seed=0)).assign(model=f"{host}[{cfg.presets[0]}]")
+            for host, path in hosts.items()
+        ]
+    )
+    probes.to_csv(out.with_name("host_extrapolation.csv"), index=False, float_format="%.4f")
+    print(probes.pivot_table(index="x_z", columns="model", values="pred_y_z").assign(true_y_z=probes.groupby("x_z")["true_y_z"].first()).round(2).to_string())
     if cfg.cards_dir:
         for host, path in hosts.items():
             card = render_card(host, path, per_dataset_ratios(scores, f"{host}[{cfg.presets[0]}]"), Path(cfg.cards_dir))

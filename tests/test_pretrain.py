@@ -1,10 +1,12 @@
 """Pretraining: a short run's loss falls, state resumes exactly, the export loads in tabpfn."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from retrofit.hosts import make_regressor
+from retrofit.hosts.card import render_card
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
 from retrofit.pretrain.trainer import PretrainConfig, Pretrainer, quantile_borders
@@ -98,3 +100,13 @@ def test_curriculum_switches_stage_and_rejects_bad_stages():
     assert draw_shape(stages, 0, g)[1] == 16 and draw_shape(stages, 3, g)[1] == 8
     with pytest.raises(ValueError, match="start at step 0"):
         parse_curriculum([{"from_step": 5, "buckets": CURRICULUM[0]["buckets"]}])
+
+
+def test_model_card_renders_the_checkpoint_record(tmp_path):
+    notes = ["borders re-drawn at step 2 (test)"]
+    path = Pretrainer(_config(tmp_path, max_steps=3, notes=notes, export_path=str(tmp_path / "h.safetensors"))).run()
+    quality = pd.DataFrame({"dataset": ["a"], "rmse / ridge": [1.01]})
+    card = render_card("test_v2", path, quality, tmp_path / "cards").read_text()
+    assert "3 steps" in card and "## Training notes" in card and notes[0] in card
+    assert "re-drawn at steps never" in card and "| a " in card
+    assert (tmp_path / "cards" / "test_v2_curve.png").stat().st_size > 1000

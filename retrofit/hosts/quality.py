@@ -52,6 +52,13 @@ def _rmse(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.sqrt(np.mean((np.asarray(y) - np.asarray(pred)) ** 2)))
 
 
+def host_regressor(path: Path, preset: str, n_estimators: int, seed: int, **kwargs):
+    """The host at `path` as an unfitted `TabPFNRegressor`, under its stored inference config
+    (`preset="stored"`) or a named preset (`retrofit.hosts.checkpoint.INFERENCE_PRESETS`)."""
+    overrides = {} if preset == "stored" else {"inference_config": inference_config(preset)}
+    return make_regressor(path, n_estimators=n_estimators, random_state=seed, **overrides, **kwargs)
+
+
 def score_case(
     dataset: str, seed: int, split: Split, hosts: Mapping[str, Path], presets: Sequence[str], n_estimators: int
 ) -> list[dict]:
@@ -63,11 +70,7 @@ def score_case(
         rows.append({**common, "model": name, "rmse": _rmse(split.y_test, model.predict(split.X_test))})
     for host, path in hosts.items():
         for preset in presets:
-            overrides = {} if preset == "stored" else {"inference_config": inference_config(preset)}
-            reg = make_regressor(
-                path, n_estimators=n_estimators, random_state=seed,
-                categorical_features_indices=list(split.categorical_indices), **overrides,
-            )
+            reg = host_regressor(path, preset, n_estimators, seed, categorical_features_indices=list(split.categorical_indices))
             pred = reg.fit(split.X_train, split.y_train).predict(split.X_test)
             rows.append({**common, "model": f"{host}[{preset}]", "rmse": _rmse(split.y_test, pred)})
     return rows
@@ -91,6 +94,20 @@ def summarise(scores: pd.DataFrame) -> pd.DataFrame:
             "meets_bar": bool(to_mean.max() <= MEAN_RATIO_BAR and geo_ridge <= RIDGE_GEOMEAN_BAR),
         })
     return pd.DataFrame(rows).sort_values("geomean_rmse_over_ridge").reset_index(drop=True)
+
+
+def extrapolation_probe(model: object, n_train: int = 500, seed: int = 0, x_z: Sequence[float] = (0, 1, 2, 3, 4, 5, 6)) -> pd.DataFrame:
+    """How a regressor extends a plain linear trend past its data: fit `y = 1.6 x + noise` (x
+    standard normal, noise sd 0.16) on `n_train` rows, predict at `x_z` training standard
+    deviations. Returns x, the true y and the prediction, all in training-y z units; an exact
+    linear learner predicts `true_y_z` (a host whose tail bucket is too wide overshoots there)."""
+    rng = np.random.default_rng(seed)
+    x_train = rng.normal(size=n_train)
+    y_train = 1.6 * x_train + 0.16 * rng.normal(size=n_train)
+    x_test = x_train.mean() + x_train.std() * np.asarray(x_z, dtype=float)
+    pred = model.fit(x_train[:, None], y_train).predict(x_test[:, None])
+    z = lambda v: (np.asarray(v) - y_train.mean()) / y_train.std()  # noqa: E731
+    return pd.DataFrame({"x_z": np.asarray(x_z, dtype=float), "true_y_z": z(1.6 * x_test), "pred_y_z": z(pred)})
 
 
 def per_dataset_ratios(scores: pd.DataFrame, model: str) -> pd.DataFrame:
