@@ -6,6 +6,7 @@ import pytest
 from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 
+from retrofit.hosts.checkpoint import INFERENCE_PRESETS, TABPFN_PRESETS, inference_config
 from retrofit.hosts.quality import extrapolation_probe, host_regressor, summarise
 
 
@@ -57,3 +58,15 @@ def test_host_regressor_applies_a_named_preset_or_keeps_the_stored_config(make_r
     stored = host_regressor(path, "stored", n_estimators=1, seed=0).fit(X, X[:, 0])
     assert [t.name for t in raw.inference_config_.PREPROCESS_TRANSFORMS] == ["none"]
     assert raw.inference_config_ != stored.inference_config_
+
+
+@pytest.mark.parametrize("preset", sorted([*INFERENCE_PRESETS, *TABPFN_PRESETS]))
+def test_every_preset_is_a_config_tabpfn_runs(make_random_host, preset):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    reg = host_regressor(make_random_host("tabpfn_v3"), preset, n_estimators=2, seed=0).fit(X[:40], X[:40, 0])
+    assert np.isfinite(reg.predict(X[40:])).all()
+
+
+def test_unknown_preset_names_the_choices():
+    with pytest.raises(ValueError, match="v2_5_default"):
+        inference_config("v9_default")

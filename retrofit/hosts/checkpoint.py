@@ -59,17 +59,21 @@ INFERENCE_PRESETS: dict[str, list[dict[str, Any]]] = {
     ],
 }
 """Preset name -> the preprocessing views its estimators cycle through (no fingerprint feature,
-no target transform: y is only z-scored, as in pretraining). `v2_default` is tabpfn's own."""
+no target transform: y is only z-scored, as in pretraining)."""
+
+TABPFN_PRESETS: dict[str, ModelVersion] = {"v2_default": ModelVersion.V2, "v2_5_default": ModelVersion.V2_5}
+"""Preset name -> the model version whose tabpfn regression defaults it is (fingerprint feature,
+`safepower` target view, quantile / power / squashing views with SVD features)."""
 
 
 def inference_config(preset: str) -> dict[str, Any]:
     """The regression inference config stored in (or passed over) a checkpoint, by preset name
-    (see `INFERENCE_PRESETS`; `v2_default` is tabpfn's v2 regression default). Which preset a
-    shipped host stores is chosen by measurement (`experiments/host_quality.py presets=[...]`)."""
-    if preset == "v2_default":
-        return dataclasses.asdict(InferenceConfig.get_default("regression", ModelVersion.V2))
+    (`INFERENCE_PRESETS` or `TABPFN_PRESETS`). Which preset a shipped host stores is chosen by
+    measurement on datasets disjoint from the quality bar (`make preset-selection`)."""
+    if preset in TABPFN_PRESETS:
+        return dataclasses.asdict(InferenceConfig.get_default("regression", TABPFN_PRESETS[preset]))
     if preset not in INFERENCE_PRESETS:
-        raise ValueError(f"unknown inference preset {preset!r}; use one of {sorted(INFERENCE_PRESETS) + ['v2_default']}")
+        raise ValueError(f"unknown inference preset {preset!r}; use one of {sorted([*INFERENCE_PRESETS, *TABPFN_PRESETS])}")
     base = InferenceConfig.get_default("regression", ModelVersion.V2_5)
     views = [PreprocessorConfig(max_features_per_estimator=500, global_transformer_name=None, **v) for v in INFERENCE_PRESETS[preset]]
     config = dataclasses.replace(
