@@ -16,9 +16,10 @@ VARIANTS = {
     "full_o_compact": {"variant": "full_o", "compact": True},
 }
 ATTENTION = {"tabpfn_v3": "icl_blocks.0.icl_attention", "tabpfn_v2_6": "blocks.0.per_column_attention_between_cells"}
-BOUND = 1e-4
-"""Stated bound without compaction (fp32, carriers of magnitude <= 10): L-inf change of old rows'
-states <= 1e-4, i.e. a few float32 ulps of the carriers; measured ~1e-6 on these hosts."""
+REL_BOUND = 1e-5
+"""Stated bound without compaction (fp32): the L-inf change of old rows' states is at most 1e-5 of
+their largest magnitude (~80 float32 ulps: inserting rows only changes the kernels' reduction
+order); measured ~1e-6 absolute on these hosts."""
 
 
 @pytest.fixture(scope="module", params=sorted(ATTENTION))
@@ -54,7 +55,8 @@ def test_o_variants_keep_old_rows_within_the_bound(audit, variant):
     """oa_only holds too: these hosts' FFNs and norms are bias-free, so they already map 0 to 0."""
     _, rows = audit
     for row in _rows(rows, variant):
-        assert row["linf_hidden"] <= BOUND and row["first_leaking_module"] == ""
+        assert row["max_abs_hidden"] > 0.1 and row["max_abs_pred"] > 0.1
+        assert row["linf_hidden"] <= REL_BOUND * row["max_abs_hidden"] and row["first_leaking_module"] == ""
 
 
 def test_full_o_with_compaction_is_bitwise_invariant(audit):

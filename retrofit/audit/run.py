@@ -18,7 +18,12 @@ from retrofit.audit.null_rows import NullRows, first_leaking_module
 from retrofit.hosts import make_regressor
 from retrofit.patching import retrofit
 
-COLUMNS = ("host", "variant", "n_null", "block", "linf_hidden", "linf_pred", "first_leaking_module")
+COLUMNS = (
+    "host", "variant", "n_null", "block", "linf_hidden", "linf_pred", "max_abs_hidden", "max_abs_pred", "first_leaking_module"
+)
+"""`linf_*`: largest change of an old row's state / a prediction when nulls are inserted;
+`max_abs_*`: the largest magnitude of those states / predictions without nulls (the scale that
+float32 rounding is relative to)."""
 
 
 def audit_host(
@@ -43,10 +48,12 @@ def audit_host(
             with NullRows(patched, k, seed=seed) as inserted:
                 pred = patched.predict(X_test)
             leak = first_leaking_module(inserted, reference)
-            linf_pred = float(np.max(np.abs(pred - pred_ref)))
+            linf_pred, scale_pred = float(np.max(np.abs(pred - pred_ref))), float(np.max(np.abs(pred_ref)))
             for block, states in reference.states.items():
                 linf = max(float((a - b).abs().max()) for a, b in zip(states, inserted.states[block], strict=True))
-                rows.append(dict(zip(COLUMNS, (host, label, k, block, linf, linf_pred, leak), strict=True)))
+                scale = max(float(a.abs().max()) for a in states)
+                values = (host, label, k, block, linf, linf_pred, scale, scale_pred, leak)
+                rows.append(dict(zip(COLUMNS, values, strict=True)))
     return rows
 
 
