@@ -56,8 +56,8 @@ def test_shipped_file_is_not_a_pickle():
 @pytest.mark.parametrize("name", ["tiny_v3", "tiny_v2"])
 def test_shipped_host_does_in_context_regression(name):
     """Offline, from the package file: on diabetes (seed-0 70/30 split) the shipped host is far
-    better than the mean predictor and within 10% of ridge (measured mid-training, session 2:
-    0.79-0.82 x the mean's RMSE, 1.02-1.05 x ridge's)."""
+    better than the mean predictor and within 10% of ridge (session-2 hosts: 0.81 / 0.82 x the
+    mean's RMSE, 1.04 / 1.05 x ridge's, tiny_v3 / tiny_v2)."""
     from sklearn.datasets import load_diabetes
     from sklearn.linear_model import RidgeCV
     from sklearn.model_selection import train_test_split
