@@ -123,12 +123,10 @@ class Pretrainer:
         self.opt.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
         self.step, self.elapsed_s, self.history = state["step"], state["elapsed_s"], state["history"]
-        self.reborder_steps = state.get("reborder_steps", [])
-        # States before borders were stored: v3 keeps them as a model buffer, v2 recomputed them.
-        stored = state.get("borders", state["model"].get("regression_borders"))
-        if stored is not None and not self.cfg.reborder:
-            self.borders = stored.reshape(self.borders.shape)
-        elif self.cfg.reborder and (stored is None or not torch.equal(stored.flatten(), self.borders.flatten())):
+        self.reborder_steps = state["reborder_steps"]
+        if not self.cfg.reborder:
+            self.borders = state["borders"]
+        elif not torch.equal(state["borders"], self.borders):
             self.reborder_steps.append(self.step)
             log.warning("step %d: adopting the config's bucket borders (reborder=True)", self.step)
         log.info("resumed %s at step %d (%.1f min trained)", path, self.step, self.elapsed_s / 60)
