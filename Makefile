@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit test test-fast exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
+.PHONY: help install retrofit test test-fast lint exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -24,11 +24,15 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
 
 retrofit: $(STAMP) ## the main job: datasets x seeds x variants -> results/retrofit_rmse.csv + table
-	$(PY) experiments/retrofit.py -m +experiment=paper_table
+	$(PY) experiments/sweep.py -m +experiment=paper_table
 	$(PY) experiments/aggregate.py
 
 test: $(STAMP) ## the whole test suite (what CI runs)
 	$(PY) -m pytest -q
+
+lint: $(STAMP) ## ruff: lint and formatting check (what CI runs)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-fast: $(STAMP) ## unit tests only (skips the slow real-host and sweep tests)
 	$(PY) -m pytest -q -m "not slow"

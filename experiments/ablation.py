@@ -6,7 +6,7 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from retrofit.ops_experiments.ablation import ablation_markdown, ablation_table
+from retrofit.measure.ablation import ablation_markdown, ablation_table
 
 NOTE = (
     "OA-only is exact in block 1 (OAttention ignores the null token) but its FFN and LayerNorm bias\n"

@@ -12,9 +12,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from retrofit.runner.aggregate import aggregate
-from retrofit.runner.cli import exit_on_user_error
+from retrofit.errors import exit_on_user_error
 from retrofit.runner.config import resolve
-from retrofit.runner.errors import RunnerError
+from retrofit.errors import RunnerError
 
 log = logging.getLogger(__name__)
 

@@ -1,19 +1,31 @@
 """Benchmark: OAttention vs plain SDPA vs naive, one thread; prints ratios (`make bench`)."""
 
+import ctypes
+
 import hydra
 from omegaconf import DictConfig
 
-from retrofit.ops_experiments.bench import bench_table
+from retrofit.measure.bench import BenchGrid, memory_table, time_table
+
+
+def make_rss_track_live_memory() -> None:
+    """glibc (process-wide): serve allocations >= 64 KiB with mmap and return freed memory at once."""
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 1 << 16)
+    libc.mallopt(m_trim_threshold, 1 << 16)
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="bench")
 def main(cfg: DictConfig) -> None:
-    table = bench_table(
-        batch_sizes=list(cfg.batch_sizes), rows=list(cfg.rows), n_heads=cfg.n_heads, head_dim=cfg.head_dim,
-        key_fraction=cfg.key_fraction, null_fraction=cfg.null_fraction, seconds_per_case=cfg.seconds_per_case,
-        min_repeats=cfg.min_repeats, max_repeats=cfg.max_repeats,
+    grid = BenchGrid(
+        batch_sizes=tuple(cfg.batch_sizes), rows=tuple(cfg.rows), n_heads=cfg.n_heads, head_dim=cfg.head_dim,
+        key_fraction=cfg.key_fraction, null_fraction=cfg.null_fraction,
         materialised_max_bytes=cfg.materialised_max_bytes, seed=cfg.seed,
     )
+    times = time_table(grid, cfg.seconds_per_case, cfg.min_repeats, cfg.max_repeats)
+    make_rss_track_live_memory()
+    table = times.join(memory_table(grid))
     goal = table.R.map(lambda R: cfg.goal_ratio_small if R <= cfg.goal_small_rows else cfg.goal_ratio_large)
     table["fused_meets_goal"] = table.fused_time_ratio <= goal
     print("time ratios: method / plain SDPA, thread CPU time, median of interleaved paired rounds, 1 thread;")

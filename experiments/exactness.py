@@ -6,7 +6,7 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from retrofit.ops_experiments.exactness import Shape, exactness_table
+from retrofit.measure.exactness import Shape, exactness_table
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="exactness")

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from retrofit.runner.case import run_case
-from retrofit.runner.cli import exit_on_user_error
+from retrofit.errors import exit_on_user_error
 from retrofit.runner.config import resolve
 from retrofit.runner.tau_sweep import tau_cases, write_tau_results
 

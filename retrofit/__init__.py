@@ -1,16 +1,21 @@
 """O-closed token dynamics retrofitted into frozen TabPFN regressors.
 
 `retrofit.retrofit(regressor, variant, **hparams)` patches a frozen clone and
-`retrofit.unpatch(patched)` restores it (both in `retrofit.patching`). They are resolved on
-first access, so `import retrofit.ops` does not pay for importing tabpfn.
+`retrofit.unpatch(patched)` restores it (both in `retrofit.patching`);
+`retrofit.RetrofitRegressor` is a variant on a host as a scikit-learn estimator
+(`retrofit.estimator`). They are resolved on first access, so `import retrofit.ops` does not
+pay for importing tabpfn.
 """
 
-__all__ = ["retrofit", "unpatch"]
+from importlib import import_module
+
+_LAZY = {"retrofit": "retrofit.patching", "unpatch": "retrofit.patching", "RetrofitRegressor": "retrofit.estimator"}
+"""Public name -> the module defining it, imported on first access."""
+
+__all__ = ["RetrofitRegressor", "retrofit", "unpatch"]
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        from retrofit import patching
-
-        return getattr(patching, name)
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'retrofit' has no attribute {name!r}")

@@ -4,19 +4,21 @@ Patching runs in phases so that a failure never leaves a half-patched model:
 prepare (check the regressor, deep-copy it, freeze the clone), match (find every in-context
 block of every model by its architecture spec), check (build every wrapper, which validates the
 block it wraps), replace (swap wrapper for block: `get_submodule`, `setattr`).
+The report is then read off the wrappers in place: the modules they actually took over.
 """
 
 import copy
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from omegaconf import DictConfig
+from sklearn.base import clone as sklearn_clone
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import PARTS, OBlock, adapter, architecture_of
+from retrofit.adapters import ADAPTERS, PARTS, OBlock, architecture_of
 from retrofit.variants import Variant, resolve_variant
 from retrofit.errors import RetrofitError
 
@@ -25,17 +27,24 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class PatchedModule:
-    """One host submodule taken over by an adapter: its dotted path in the model."""
+    """One host submodule an O operator took over: its dotted path in the model, the part, the
+    adapter and the operator (`AdapterSpec.operator`) that now computes it."""
 
     model_index: int
     path: str
     part: str
     adapter: str
+    operator: str
 
 
 @dataclass(frozen=True)
 class RetrofitReport:
-    """What `retrofit` did: the variant, the architectures, every submodule taken over."""
+    """What `retrofit` did: the variant, the architectures, the wrapped blocks, every submodule taken over.
+
+    `blocks` and `patched` are read off the wrappers in the models (`OBlock.replaced`), not off a
+    table of what a variant means to swap: a norm that already maps 0 to 0 (RMSNorm, a LayerNorm
+    without bias) is left to the host and not listed.
+    """
 
     variant: Variant
     architectures: tuple[str, ...]
@@ -53,19 +62,60 @@ class RetrofitReport:
         return (
             f"retrofit variant {self.variant.name!r} on {'/'.join(self.architectures)}: {len(self.blocks)} blocks "
             f"wrapped, {len(self.patched)} modules taken over ({counts}); {tau}; eps_den={self.variant.eps_den}, "
-            f"compact={self.variant.compact}"
+            f"eps_mode={self.variant.eps_mode}, compact={self.variant.compact}"
         )
+
+
+class PatchedTabPFNRegressor(TabPFNRegressor):
+    """What `retrofit` returns: a fitted TabPFNRegressor whose `predict` runs a variant.
+
+    `fit` (and tabpfn's other fit methods) raise RetrofitError instead of refitting: tabpfn's fit
+    reloads stock models from the checkpoint, which would drop the adapters while the report still
+    names them. Refusing, rather than re-applying the variant after a refit, keeps one way to make
+    a retrofitted model (`retrofit` on a fitted stock regressor), so a patched regressor is always
+    the frozen copy of one named stock fit: what a matched comparison of variants needs. Refitting
+    is `RetrofitRegressor`'s job (its `fit` fits the stock regressor and retrofits it).
+
+    `predict` first checks that the wrappers in the models are still those `retrofit_report_`
+    lists (RetrofitError if, say, `models_` was replaced). `sklearn.base.clone` gives a plain
+    unfitted TabPFNRegressor with the same parameters: clone copies parameters, and the variant
+    is fitted state. Pickling round-trips (the class lives at module level).
+    """
+
+    def fit(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused; see the class docstring."""
+        raise RetrofitError(
+            f"this regressor runs retrofit variant {self.retrofit_report_.variant.name!r}; fitting it would reload "
+            "the stock models and silently drop the O adapters. Fit a stock TabPFNRegressor and call "
+            "retrofit.retrofit on it, or use retrofit.RetrofitRegressor, whose fit does both."
+        )
+
+    fit_from_preprocessed = fit_with_differentiable_input = fit
+
+    def predict(self, X: Any, **kwargs: Any) -> Any:
+        """tabpfn's `predict` (same arguments), after checking the modules against the report."""
+        report = _report(self.retrofit_report_.variant, _models(self))
+        if report != self.retrofit_report_:
+            raise RetrofitError(
+                f"the models no longer run what retrofit_report_ says ({len(report.blocks)} wrapped blocks and "
+                f"{len(report.patched)} modules taken over, against {len(self.retrofit_report_.blocks)} and "
+                f"{len(self.retrofit_report_.patched)}): were models_ replaced? Retrofit the stock regressor again."
+            )
+        return super().predict(X, **kwargs)
+
+    def __sklearn_clone__(self) -> TabPFNRegressor:
+        return sklearn_clone(TabPFNRegressor(**self.get_params(deep=False)))
 
 
 def retrofit(
     regressor: TabPFNRegressor, variant: str | Mapping[str, Any] | DictConfig, **hparams: Any
-) -> TabPFNRegressor:
+) -> PatchedTabPFNRegressor:
     """A frozen deep copy of the fitted `regressor` with `variant`'s O adapters patched in.
 
     `variant`: a name in `configs/variant/` or a spec (dict / OmegaConf); `hparams` override
-    its `tau`, `eps_den`, `compact`. The result is still a fitted TabPFNRegressor (`.predict`
-    runs the variant) and carries `retrofit_report_` (a `RetrofitReport`). `regressor` is not
-    touched. Raises RetrofitError (a ValueError: unfitted, KV-cache fit mode, unknown architecture
+    its `tau`, `eps_den`, `eps_mode`, `compact`. The result is still a fitted TabPFNRegressor (`.predict`
+    runs the variant) and carries `retrofit_report_` (a `RetrofitReport`); it refuses `fit` (see
+    `PatchedTabPFNRegressor`). `regressor` is not touched. Raises RetrofitError (a ValueError: unfitted, KV-cache fit mode, unknown architecture
     or variant, a block that does not match its spec) before anything is swapped.
     """
     spec = resolve_variant(variant, **hparams)
@@ -74,13 +124,14 @@ def retrofit(
     targets = [(index, path, block) for index, model in enumerate(models) for path, block in _match(model)]
     if spec.adapters:
         wrappers = [
-            architecture_of(models[index]).wrapper(block, spec.parts, spec.tau, spec.eps_den, spec.compact)
+            architecture_of(models[index]).wrapper(block, spec.parts, spec.tau, spec.eps_den, spec.compact, spec.eps_mode)
             for index, _, block in targets
         ]
         for (index, path, _), wrapper in zip(targets, wrappers, strict=True):
             parent, _, child = path.rpartition(".")
             setattr(models[index].get_submodule(parent), child, wrapper)
-    clone.retrofit_report_ = _report(spec, models, targets)
+    clone.__class__ = PatchedTabPFNRegressor
+    clone.retrofit_report_ = _report(spec, models)
     log.info(clone.retrofit_report_.summary())
     return clone
 
@@ -88,7 +139,8 @@ def retrofit(
 def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
     """Put every wrapped block's `base_layer` back in place (in `patched` itself) and return it.
 
-    The original modules come back unchanged: same `state_dict`, same predictions, bit for bit.
+    The original modules come back unchanged: same `state_dict`, same predictions, bit for bit;
+    the result is a plain TabPFNRegressor again (it can be refitted).
     """
     for model in _models(patched):
         wrapped = [(name, m) for name, m in model.named_modules() if isinstance(m, OBlock)]
@@ -96,6 +148,8 @@ def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
             parent, _, child = name.rpartition(".")
             setattr(model.get_submodule(parent), child, wrapper.base_layer)
     patched.__dict__.pop("retrofit_report_", None)
+    if isinstance(patched, PatchedTabPFNRegressor):
+        patched.__class__ = TabPFNRegressor
     return patched
 
 
@@ -103,7 +157,7 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
     """Refuse what cannot be retrofitted; return a deep copy with every parameter frozen."""
     if not isinstance(regressor, TabPFNRegressor):
         raise RetrofitError(f"retrofit needs a fitted tabpfn.TabPFNRegressor, got {type(regressor).__name__}")
-    if not hasattr(regressor, "executor_"):
+    if not (hasattr(regressor, "executor_") or getattr(regressor, "is_constant_target_", False)):
         raise RetrofitError("retrofit needs a fitted TabPFNRegressor: call .fit(X, y) first")
     if regressor.fit_mode == "fit_with_cache":
         raise RetrofitError(
@@ -113,6 +167,11 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
         )
     if getattr(regressor, "retrofit_report_", None) is not None:
         raise RetrofitError("this regressor is already retrofitted; call retrofit.unpatch on it or retrofit the original")
+    if type(regressor) is not TabPFNRegressor:
+        raise RetrofitError(
+            f"retrofit needs a tabpfn.TabPFNRegressor itself, got its subclass {type(regressor).__name__}: the "
+            "retrofitted copy is a PatchedTabPFNRegressor and would lose the subclass's behaviour"
+        )
     clone = copy.deepcopy(regressor)
     for model in _models(clone):
         model.requires_grad_(False)
@@ -120,15 +179,18 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
 
 
 def _models(regressor: TabPFNRegressor) -> list[nn.Module]:
-    """The models `predict` runs; RetrofitError if the engine holds copies patching would miss."""
+    """The models `predict` runs; RetrofitError if the engine holds copies patching would miss.
+
+    A constant-target fit has no engine (tabpfn predicts the constant without running a model).
+    """
     models = list(regressor.models_)
-    caches = getattr(regressor.executor_, "model_caches", None) or []
+    caches = getattr(getattr(regressor, "executor_", None), "model_caches", None) or []
     for cache in caches:
         for device in cache.get_devices():
             if not any(cache.get(device) is model for model in models):
                 raise RetrofitError(
-                    f"the inference engine holds a model copy on {device} that is not in regressor.models_ "
-                    "(several devices?); retrofit a regressor fitted on a single device"
+                    f"the inference engine holds a model on {device} that is not in regressor.models_ (models_ "
+                    "replaced, or several devices?); retrofit a stock regressor fitted on a single device"
                 )
     return models
 
@@ -150,17 +212,17 @@ def _match(model: nn.Module) -> list[tuple[str, nn.Module]]:
     return [(f"{arch.blocks}.{i}", block) for i, block in enumerate(blocks)]
 
 
-def _report(spec: Variant, models: list[nn.Module], targets: list[tuple[int, str, nn.Module]]) -> RetrofitReport:
-    """The report of patching `targets` under `spec`: one entry per host submodule taken over."""
-    patched = tuple(
-        PatchedModule(index, f"{path}.{name}", adapter(adapter_name).part, adapter_name)
-        for index, path, _ in targets
-        for adapter_name in spec.adapters
-        for name in architecture_of(models[index]).parts[adapter(adapter_name).part]
-    )
+def _report(variant: Variant, models: list[nn.Module]) -> RetrofitReport:
+    """The report of `variant` on `models` as they are: every O wrapper and what it replaced."""
+    adapters = {spec.part: spec for spec in ADAPTERS.values()}
+    wrapped = [(i, name, m) for i, model in enumerate(models) for name, m in model.named_modules() if isinstance(m, OBlock)]
     return RetrofitReport(
-        variant=spec,
+        variant=variant,
         architectures=tuple(dict.fromkeys(architecture_of(model).name for model in models)),
-        blocks=tuple(f"{index}:{path}" for index, path, _ in targets) if spec.adapters else (),
-        patched=patched,
+        blocks=tuple(f"{i}:{name}" for i, name, _ in wrapped),
+        patched=tuple(
+            PatchedModule(i, f"{name}.{module}", part, adapters[part].name, adapters[part].operator)
+            for i, name, wrapper in wrapped
+            for part, module in wrapper.replaced
+        ),
     )

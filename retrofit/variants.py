@@ -1,8 +1,9 @@
 """Variants: a YAML list of adapters plus their hyper-parameters, read from `configs/variant/`.
 
 A variant file has `name`, `adapters` (registered adapter names), `tau` (`mode` absolute with
-`value`, or calibrated with `c`; see `retrofit.adapters.tau`), `eps_den` and `compact`. A variant
-without adapters (the baseline) needs no `tau` or `eps_den`.
+`value`, or calibrated with `c`; see `retrofit.adapters.tau`), `eps_den`, `eps_mode` (OAttention's sink
+semantics, `retrofit.ops.EPS_MODES`; absent means `absolute`) and `compact`. A variant without adapters
+(the baseline) needs no `tau`, `eps_den` or `eps_mode`.
 """
 
 from collections.abc import Mapping
@@ -14,9 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.adapters import PARTS, TauRule, adapter
 from retrofit.errors import RetrofitError
+from retrofit.ops import EPS_MODES
 
 VARIANT_DIR = Path(__file__).resolve().parents[1] / "configs" / "variant"
-HPARAMS = ("tau", "eps_den", "compact")
+HPARAMS = ("tau", "eps_den", "eps_mode", "compact")
 """The keys `retrofit.retrofit(..., **hparams)` may override."""
 
 
@@ -29,6 +31,7 @@ class Variant:
     tau: TauRule | None
     eps_den: float | None
     compact: bool
+    eps_mode: str | None = None  # None: nothing patched (the baseline)
 
     @property
     def parts(self) -> frozenset[str]:
@@ -79,4 +82,7 @@ def resolve_variant(variant: str | Mapping[str, Any] | DictConfig, **hparams: An
         raise RetrofitError(f"tau has unknown keys {sorted(tau)}; use mode, value (absolute), c (calibrated)")
     name = str(spec.get("name", "+".join(names)))
     ordered = tuple(sorted(names, key=lambda n: PARTS.index(adapter(n).part)))
-    return Variant(name, ordered, rule, float(spec["eps_den"]), bool(spec.get("compact", False)))
+    eps_mode = spec.get("eps_mode") or "absolute"
+    if eps_mode not in EPS_MODES:
+        raise RetrofitError(f"variant {name!r}: eps_mode must be one of {EPS_MODES}, got {eps_mode!r}")
+    return Variant(name, ordered, rule, float(spec["eps_den"]), bool(spec.get("compact", False)), eps_mode)

@@ -1,28 +1,34 @@
-"""Retrofit adapters on tiny random hosts of every supported architecture (fast)."""
+"""Retrofit adapters on tiny random hosts of every supported architecture (fast), and the
+report of what they took over on the shipped hosts (slow)."""
 
 import copy
+import re
 
 import numpy as np
 import pytest
 import torch
 from tabpfn import TabPFNRegressor
+from torch import nn
 
-from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, TauRule, architecture_of
+from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, OBlock, TauRule, architecture_of
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
+from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.random_host import random_host
 from retrofit.patching import retrofit, unpatch
 from retrofit.variants import available_variants, load_variant, resolve_variant
 
 ARCHS = ["tabpfn_v3", "tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"]
-EXPECTED_COUNTS = {  # two blocks per tiny host; parts per block from the registry
-    ("tabpfn_v3", "baseline"): {"attention": 0, "ffn": 0, "norm": 0},
-    ("tabpfn_v3", "oa_only"): {"attention": 2, "ffn": 0, "norm": 0},
-    ("tabpfn_v3", "full_o"): {"attention": 2, "ffn": 2, "norm": 4},
-    ("tabpfn_v2", "baseline"): {"attention": 0, "ffn": 0, "norm": 0},
-    ("tabpfn_v2", "oa_only"): {"attention": 2, "ffn": 0, "norm": 0},
-    ("tabpfn_v2", "full_o"): {"attention": 2, "ffn": 2, "norm": 6},
+TAKEN_OVER = {  # (arch, variant) -> (submodule, adapter) taken over in every in-context block
+    ("tabpfn_v3", "baseline"): (),
+    ("tabpfn_v3", "oa_only"): (("icl_attention", "o_attention"),),
+    # the pre-norms are RMSNorms: no bias, 0 -> 0 already, so ONorm leaves them to the host
+    ("tabpfn_v3", "full_o"): (("icl_attention", "o_attention"), ("mlp", "o_ffn")),
+    ("tabpfn_v2", "baseline"): (),
+    ("tabpfn_v2", "oa_only"): (("per_column_attention_between_cells", "o_attention"),),
+    # the post-norms are LayerNorms without elementwise affine: no bias either
+    ("tabpfn_v2", "full_o"): (("per_column_attention_between_cells", "o_attention"), ("mlp", "o_ffn")),
 }
+NORM_ONLY = {"name": "o_norm_only", "adapters": ["o_norm"], "tau": {"mode": "calibrated", "c": 1e-3}, "eps_den": 1e-6}
 
 
 def _data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -80,24 +86,87 @@ def test_unpatch_restores_state_dict_and_predictions(fitted, arch, variant):
     assert not hasattr(restored, "retrofit_report_")
 
 
-@pytest.mark.parametrize(("arch", "variant"), sorted(EXPECTED_COUNTS))
-def test_patched_module_counts(fitted, arch, variant):
+def _taken_over(regressor: TabPFNRegressor, arch: str, variant: str) -> list[tuple[str, str]]:
+    """(path, adapter) that `variant` should take over in every in-context block of `regressor`."""
+    blocks = ARCHITECTURES[arch].blocks
+    n_blocks = len(regressor.models_[0].get_submodule(blocks))
+    return [(f"{blocks}.{i}.{name}", adapter) for i in range(n_blocks) for name, adapter in TAKEN_OVER[(arch, variant)]]
+
+
+@pytest.mark.parametrize(("arch", "variant"), sorted(TAKEN_OVER))
+def test_report_lists_exactly_the_modules_taken_over(fitted, arch, variant):
     regressor, _ = fitted(arch)
     report = retrofit(regressor, variant).retrofit_report_
-    assert report.counts() == EXPECTED_COUNTS[(arch, variant)]
-    assert report.architectures == (arch,)
-    assert all(m.path.startswith(ARCHITECTURES[arch].blocks + ".") for m in report.patched)
+    assert [(m.path, m.adapter) for m in report.patched] == _taken_over(regressor, arch, variant)
+    assert report.counts()["norm"] == 0 and report.architectures == (arch,)
+    assert len(report.blocks) == (0 if variant == "baseline" else 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("host", "arch"), [("tiny_v3", "tabpfn_v3"), ("tiny_v2", "tabpfn_v2")])
+def test_report_on_shipped_hosts(host, arch):
+    """full_o on a shipped host takes over every in-context attention and FFN and no norm; an
+    ONorm-only variant, which takes over nothing there, predicts the frozen stock bit for bit."""
+    X, y = _data()
+    regressor = make_regressor(get_path(host), n_estimators=1, random_state=0).fit(X[:60], y[:60])
+    report = retrofit(regressor, "full_o").retrofit_report_
+    assert [(m.path, m.adapter) for m in report.patched] == _taken_over(regressor, arch, "full_o")
+    n_blocks = len(report.blocks)
+    assert n_blocks == len(regressor.models_[0].get_submodule(ARCHITECTURES[arch].blocks)) >= 3
+    assert report.counts() == {"attention": n_blocks, "ffn": n_blocks, "norm": 0}
+    norm_only = retrofit(regressor, NORM_ONLY)
+    assert norm_only.retrofit_report_.patched == ()
+    assert np.array_equal(norm_only.predict(X[60:]), _frozen_stock(regressor).predict(X[60:]))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_norm_without_bias_is_left_to_the_host(fitted, arch):
+    regressor, X_test = fitted(arch)
+    norm_only = retrofit(regressor, NORM_ONLY)
+    assert len(norm_only.retrofit_report_.blocks) == 2 and norm_only.retrofit_report_.patched == ()
+    assert np.array_equal(norm_only.predict(X_test), _frozen_stock(regressor).predict(X_test))
+
+
+def test_a_norm_with_bias_is_taken_over(fitted):
+    """Affine LayerNorms with a bias in the v2 blocks: ONorm takes all three over per block and
+    moves the prediction; tau -> 0 (presence 1, bias kept whole) gives the stock back bit for bit."""
+    regressor, X_test = fitted("tabpfn_v2")
+    biased = copy.deepcopy(regressor)
+    generator = torch.Generator().manual_seed(0)
+    for block in biased.models_[0].blocks:
+        for name, norm in list(block.named_children()):
+            if isinstance(norm, nn.LayerNorm):
+                setattr(block, name, nn.LayerNorm(norm.normalized_shape))
+                nn.init.normal_(getattr(block, name).bias, generator=generator)
+    stock = _frozen_stock(biased).predict(X_test)
+    patched = retrofit(biased, NORM_ONLY)
+    norms = ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp")
+    expected = [(f"blocks.{i}.{name}", "norm") for i in range(2) for name in norms]
+    assert [(m.path, m.part) for m in patched.retrofit_report_.patched] == expected
+    delta = np.abs(patched.predict(X_test) - stock).max() / np.abs(stock).max()
+    assert 1e-6 < delta < 1e-2
+    exact = retrofit(biased, NORM_ONLY, tau={"mode": "absolute", "value": 1e-30}).predict(X_test)
+    assert np.array_equal(exact, stock)
 
 
 def test_original_regressor_untouched(fitted):
+    """retrofit works on a copy: the original keeps its module objects, state, trainable flags,
+    class and predictions, and shares no parameter storage with the patched copy."""
     regressor, X_test = fitted("tabpfn_v3")
+    modules = dict(regressor.models_[0].named_modules())
     before = {k: v.clone() for k, v in regressor.models_[0].state_dict().items()}
     trainable = [p.requires_grad for p in regressor.models_[0].parameters()]
     prediction = regressor.predict(X_test)
     patched = retrofit(regressor, "full_o")
+    assert type(regressor) is TabPFNRegressor and not hasattr(regressor, "retrofit_report_")
+    after = dict(regressor.models_[0].named_modules())
+    assert after.keys() == modules.keys() and all(after[name] is module for name, module in modules.items())
+    assert not any(isinstance(module, OBlock) for module in after.values())
     assert [p.requires_grad for p in regressor.models_[0].parameters()] == trainable and any(trainable)
     assert not any(p.requires_grad for p in patched.models_[0].parameters())
     assert all(torch.equal(before[k], v) for k, v in regressor.models_[0].state_dict().items())
+    original_storage = {p.data_ptr() for p in regressor.models_[0].parameters()}
+    assert original_storage.isdisjoint(p.data_ptr() for p in patched.models_[0].parameters())
     assert np.array_equal(regressor.predict(X_test), prediction)
 
 
@@ -180,9 +249,11 @@ def test_refusals(fitted, tmp_path):
     with pytest.raises(RetrofitError, match="fit_with_cache"):
         retrofit(cached, "full_o")
     block = retrofit(regressor, "full_o").models_[0].icl_blocks[0]
-    with pytest.raises(RuntimeError, match="KV cache"):
-        block(torch.zeros(1, 4, 128), 2, None, return_kv=True)
-    assert "fit_mode='fit_preprocessors'" in KV_CACHE_REFUSAL
+    for kv_cache in ({"return_kv": True}, {"cached_kv": object()}):
+        with pytest.raises(RuntimeError, match=re.escape(KV_CACHE_REFUSAL)):
+            block(torch.zeros(1, 4, 128), 2, None, **kv_cache)
+    with pytest.raises(RetrofitError, match="subclass Subclassed"):
+        retrofit(type("Subclassed", (TabPFNRegressor,), {})(**regressor.get_params()).fit(*_data()), "full_o")
 
 
 def test_unknown_architecture_is_refused_before_anything_is_patched(fitted, monkeypatch):

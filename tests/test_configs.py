@@ -14,7 +14,7 @@ from omegaconf import open_dict
 
 from retrofit.data import DatasetSpec
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.errors import RunnerError
+from retrofit.errors import RunnerError
 from retrofit.runner.hydra_callbacks import sweep_jobs
 from retrofit.runner.tau_sweep import tau_cases
 
@@ -120,7 +120,7 @@ def host_args(host: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_one_case_from_the_command_line(host, tmp_path):
-    out = run("experiments/retrofit.py", "dataset=hitters", "seed=1", f"results_dir={tmp_path}", *host_args(host))
+    out = run("experiments/sweep.py", "dataset=hitters", "seed=1", f"results_dir={tmp_path}", *host_args(host))
     assert out.returncode == 0, out.stderr
     csv = pd.read_csv(tmp_path / "retrofit_rmse.csv")
     assert sorted(csv["variant"]) == ["baseline", "full_o", "oa_only"]
@@ -137,7 +137,7 @@ def test_joblib_sweep_with_a_csv_dataset_added_by_one_yaml(host, tmp_path):
     (tmp_path / "conf" / "dataset").mkdir(parents=True)
     (tmp_path / "conf" / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
     out = run(
-        str(ROOT / "experiments" / "retrofit.py"), "-m", "dataset=toy,diabetes", "seed=0,1", "variant=oa_only",
+        str(ROOT / "experiments" / "sweep.py"), "-m", "dataset=toy,diabetes", "seed=0,1", "variant=oa_only",
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
         f"hydra.sweep.dir={tmp_path / 'multirun'}", "results_dir=results", *host_args(host), cwd=tmp_path,
     )  # fmt: skip
@@ -168,7 +168,7 @@ BAD_INPUTS = {
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))
 def test_bad_input_exits_nonzero_with_a_clear_message_and_no_rows(name, tmp_path):
     overrides, message = BAD_INPUTS[name]
-    out = run("experiments/retrofit.py", *overrides, f"results_dir={tmp_path}", f"hydra.sweep.dir={tmp_path / 'm'}")
+    out = run("experiments/sweep.py", *overrides, f"results_dir={tmp_path}", f"hydra.sweep.dir={tmp_path / 'm'}")
     assert out.returncode != 0
     assert message in out.stderr
     assert "Traceback" not in out.stderr

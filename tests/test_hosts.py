@@ -1,5 +1,6 @@
 """Host checkpoints: save -> load -> predict round trips, offline validation, clear errors."""
 
+import pathlib
 import time
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.hosts import available, check_checkpoint, get_path, make_regressor
@@ -42,15 +44,36 @@ def test_saved_weights_round_trip_exactly(make_random_host, arch_name):
     assert set(header) >= {"config", "architecture_name", "inference_config"}
 
 
-def test_shipped_file_is_not_a_pickle():
-    for name in available():
-        try:
-            path = get_path(name)
-        except RetrofitError:
-            pytest.skip(f"shipped host {name} not built in this checkout")
-        assert path.suffix == ".safetensors"
-        with open(path, "rb") as fh:
-            assert fh.read(2) != b"\x80\x04"  # no pickle protocol header
+@pytest.mark.parametrize("name", available())
+def test_shipped_file_is_pure_safetensors_with_a_tabpfn_header(name):
+    """The whole file parses as safetensors (tensors + a string header, no pickle anywhere) and
+    names a registered architecture: what `check_checkpoint` and tabpfn both rely on."""
+    path = get_path(name)
+    assert path.suffix == ".safetensors"
+    with safe_open(str(path), framework="pt", device="cpu") as fh:
+        keys = list(fh.keys())
+        assert keys and all(isinstance(fh.get_tensor(key), torch.Tensor) for key in keys)
+        header = fh.metadata()
+    assert header["architecture_name"].strip('"') in ARCHITECTURES
+    assert check_checkpoint(path) == path
+
+
+class _RunsCode:
+    """A pickle payload that would create a marker file if it were ever unpickled unsafely."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (self.marker,))
+
+
+def test_checkpoint_whose_pickle_runs_code_is_refused_and_the_code_never_runs(tmp_path):
+    path, marker = tmp_path / "evil.ckpt", tmp_path / "code_ran"
+    torch.save({"state_dict": {}, "config": {}, "payload": _RunsCode(marker)}, path)
+    with pytest.raises(RetrofitError, match=r"is refused: its pickle calls .*pathlib.*weights_only=False"):
+        check_checkpoint(path)
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize("name", ["tiny_v3", "tiny_v2"])

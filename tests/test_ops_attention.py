@@ -8,9 +8,10 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrofit.ops import o_attention, o_attention_materialised, o_attention_reference
-from retrofit.ops_experiments.inputs import AttentionInputs, random_attention_inputs, with_null_keys
-from retrofit.ops_experiments.insertion import insert_rows, keep_mask
+from retrofit.errors import RetrofitError
+from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
+from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from retrofit.measure.insertion import insert_rows, keep_mask
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # Insertion tolerance in units of eps(dtype) * rowmax|out| (the issue's contract).
@@ -44,37 +45,40 @@ def assert_unchanged(after: torch.Tensor, before: torch.Tensor, bitwise: bool) -
         assert ((after.float() - before.float()).abs() <= tol).all()
 
 
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @FAST
 @given(data=st.data())
-def test_null_receiver_output_is_exactly_zero(data, dtype, compact):
+def test_null_receiver_output_is_exactly_zero(data, dtype, compact, eps_mode):
     x = data.draw(inputs(dtype))
-    out = o_attention(*x.args(), compact=compact)
+    out = o_attention(*x.args(), compact=compact, eps_mode=eps_mode)
     assert out.dtype == dtype and out.shape == x.q.shape
     assert torch.isfinite(out).all()
     assert (out.permute(0, 2, 1, 3)[x.p_q == 0] == 0).all()
 
 
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @FAST
 @given(data=st.data())
-def test_null_source_insertion_leaves_outputs_unchanged(data, dtype, compact):
+def test_null_source_insertion_leaves_outputs_unchanged(data, dtype, compact, eps_mode):
     x = data.draw(inputs(dtype))
     K = x.k.shape[2]
     positions = data.draw(st.lists(st.integers(0, K), min_size=1, max_size=5))
     scale = data.draw(st.sampled_from([0.0, 1.0, 50.0]))
     x_ins = with_null_keys(x, positions, scale=scale, generator=torch.Generator().manual_seed(len(positions)))
-    out = o_attention(*x.args(), compact=compact)
-    assert_unchanged(o_attention(*x_ins.args(), compact=compact), out, bitwise=compact)
+    out = o_attention(*x.args(), compact=compact, eps_mode=eps_mode)
+    assert_unchanged(o_attention(*x_ins.args(), compact=compact, eps_mode=eps_mode), out, bitwise=compact)
 
 
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @FAST
 @given(seed=st.integers(0, 2**31 - 1), L=st.integers(1, 20), pos=st.integers(0, 20))
-def test_self_attention_null_insertion(seed, L, pos, dtype, compact):
+def test_self_attention_null_insertion(seed, L, pos, dtype, compact, eps_mode):
     """A null token h = 0 inserted into self-attention: others unchanged, its own output 0.
 
     The projections have biases, so the null token's q, k, v are not zero: only its presence
@@ -94,18 +98,19 @@ def test_self_attention_null_insertion(seed, L, pos, dtype, compact):
 
     def attend(qkv, p):
         q, k, v = (t.view(B, -1, H, D).transpose(1, 2).to(dtype) for t in qkv.chunk(3, -1))
-        return o_attention(q, k, v, p, p, compact=compact)
+        return o_attention(q, k, v, p, p, compact=compact, eps_mode=eps_mode)
 
     out, out_ins = attend(qkv_BLE, p_BL), attend(qkv_ins_BLE, p_ins_BL)
     assert (out_ins[:, :, ~keep_L] == 0).all()
     assert_unchanged(out_ins[:, :, keep_L], out, bitwise=compact)
 
 
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("score_std", [1.0, 40.0])
 @pytest.mark.parametrize("K", [7, 1500])
-def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K):
+def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K, eps_mode):
     """All-null batch and all-masked rows give 0; with score_std=40, fp16 would underflow
     eps_den * exp(-max) if eps_den were added after max-subtraction in fp16; with K=1500 the
     kernel meets whole key blocks of -inf logits before the sink."""
@@ -118,19 +123,20 @@ def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K):
     p_k[0] = 0.0  # batch 0: every source null
     mask_BHQK = torch.ones(B, 1, Q, K, dtype=torch.bool)
     mask_BHQK[1, :, 2] = False  # batch 1, query 2: every source masked
-    out = o_attention(q, k, v, p_q, p_k, mask=mask_BHQK, compact=compact)
+    out = o_attention(q, k, v, p_q, p_k, mask=mask_BHQK, compact=compact, eps_mode=eps_mode)
     assert torch.isfinite(out).all()
     assert (out[0] == 0).all() and (out[1, :, 2] == 0).all()
     assert out[2].abs().sum() > 0
-    ref = o_attention_reference(q, k, v, p_q, p_k, mask=mask_BHQK)
+    ref = o_attention_reference(q, k, v, p_q, p_k, mask=mask_BHQK, eps_mode=eps_mode)
     assert (ref[0] == 0).all() and (ref[1, :, 2] == 0).all()
 
 
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), mask_kind=st.sampled_from([None, "QK", "B1QK", "B11K"]))
-def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind):
+def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind, eps_mode):
     x = data.draw(inputs(dtype))
     B, H, Q, _ = x.q.shape
     K = x.k.shape[2]
@@ -139,8 +145,8 @@ def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind):
         shape = {"QK": (Q, K), "B1QK": (B, 1, Q, K), "B11K": (B, 1, 1, K)}[mask_kind]
         g = torch.Generator().manual_seed(data.draw(st.integers(0, 1000)))
         mask = torch.rand(shape, generator=g) < 0.7
-    out = o_attention(*x.args(), mask=mask, compact=compact)
-    ref = o_attention_reference(*x.args(), mask=mask)
+    out = o_attention(*x.args(), mask=mask, compact=compact, eps_mode=eps_mode)
+    ref = o_attention_reference(*x.args(), mask=mask, eps_mode=eps_mode)
     err = (out.double() - ref).abs().max()
     assert err <= ACCURACY_TOL[dtype] * eps(dtype) * ref.abs().max()
 
@@ -160,6 +166,13 @@ def test_reference_is_the_formula(data):
     ref = o_attention_reference(*x.args(), eps_den=eps_den)
     torch.testing.assert_close(ref, textbook, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(o_attention(*x.args(), eps_den=eps_den), textbook, rtol=1e-9, atol=1e-9)
+    # relative: the denominator is (1 + eps_den) W_i, and 0 where W_i = 0 (every source null)
+    W_BHQ1 = w_BHQK.sum(-1, keepdim=True)
+    textbook = x.p_q.double()[:, None, :, None] * (w_BHQK @ v_BHKD) / ((1 + eps_den) * W_BHQ1.clamp_min(1e-300))
+    ref = o_attention_reference(*x.args(), eps_den=eps_den, eps_mode="relative")
+    torch.testing.assert_close(ref, textbook, rtol=1e-12, atol=1e-12)
+    fused = o_attention(*x.args(), eps_den=eps_den, eps_mode="relative")
+    torch.testing.assert_close(fused, textbook, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("compact", [False, True])
@@ -179,10 +192,11 @@ def test_equal_presences_reduce_to_softmax_attention(data, c, compact):
     torch.testing.assert_close(out.double(), expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
 @pytest.mark.parametrize("compact", [False, True])
 @FAST
 @given(data=st.data())
-def test_gradients_finite_and_match_reference(data, compact):
+def test_gradients_finite_and_match_reference(data, compact, eps_mode):
     """Gradients exist and are finite with null tokens and empty support; on present entries
     they match float64 autograd through the reference. At p = 0 the gradient w.r.t. p may be 0
     instead of the formula's one-sided derivative (log-presence bias, compaction); through
@@ -193,8 +207,8 @@ def test_gradients_finite_and_match_reference(data, compact):
     leaves64 = [t.detach().double().requires_grad_() for t in x.args()]
     g = torch.Generator().manual_seed(1)
     w = torch.randn(x.q.shape[:3] + (x.v.shape[-1],), generator=g)
-    (o_attention(*leaves, compact=compact) * w).sum().backward()
-    (o_attention_reference(*leaves64) * w.double()).sum().backward()
+    (o_attention(*leaves, compact=compact, eps_mode=eps_mode) * w).sum().backward()
+    (o_attention_reference(*leaves64, eps_mode=eps_mode) * w.double()).sum().backward()
     for name, leaf, leaf64 in zip("q k v p_q p_k".split(), leaves, leaves64):
         # None: the output does not depend on the leaf (compact with no present token at all).
         grad = torch.zeros_like(leaf) if leaf.grad is None else leaf.grad
@@ -207,6 +221,54 @@ def test_gradients_finite_and_match_reference(data, compact):
         torch.testing.assert_close(grad.double(), expected, rtol=1e-4, atol=1e-4, msg=name)
 
 
+def shifted_queries(x: AttentionInputs, shift_BHQ: torch.Tensor) -> AttentionInputs:
+    """Inputs with one extra head dimension such that s'_ij = s_ij + shift_i exactly in float64:
+    q' = [q sqrt((D+1)/D), shift sqrt(D+1)], k' = [k, 1], so q'.k'/sqrt(D+1) = q.k/sqrt(D) + shift."""
+    D = x.q.shape[-1]
+    q = torch.cat([x.q * math.sqrt((D + 1) / D), shift_BHQ[..., None] * math.sqrt(D + 1)], dim=-1)
+    k = torch.cat([x.k, torch.ones_like(x.k[..., :1])], dim=-1)
+    return AttentionInputs(q, k, x.v, x.p_q, x.p_k)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@FAST
+@given(data=st.data(), shift=st.sampled_from([-60.0, -20.0, 15.0]))
+def test_relative_is_shift_invariant(data, shift, compact):
+    """Shifting every logit of a query by a constant leaves `relative` unchanged (float64
+    reference to rounding, fused float32 to the accuracy tolerance) while `absolute` collapses to
+    ~0 at shift -60 (all logits ~60 below the sink logit log eps_den ~ -13.8)."""
+    x = data.draw(inputs(torch.float64))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 1000)))
+    shift_BHQ = shift + torch.rand(x.q.shape[:3], generator=g, dtype=torch.float64)  # per query
+    x_shift = shifted_queries(x, shift_BHQ)
+    ref = o_attention_reference(*x.args(), eps_mode="relative")
+    torch.testing.assert_close(o_attention_reference(*x_shift.args(), eps_mode="relative"), ref, rtol=1e-9, atol=1e-12)
+    x32 = AttentionInputs(*(t.float() if t.dtype == torch.float64 else t for t in x_shift.args()))
+    out = o_attention(*x32.args(), eps_mode="relative", compact=compact)
+    assert (out.double() - ref).abs().max() <= 200 * eps(torch.float32) * ref.abs().max().clamp_min(1e-30)
+    if shift == -60.0:
+        assert o_attention_reference(*x_shift.args()).abs().max() <= 1e-12 * ref.abs().max().clamp_min(1.0)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_relative_with_tiny_eps_is_presence_weighted_softmax_attention(data, dtype, compact):
+    """eps_den -> 0: `relative` is p_q * softmax attention with the bias log p_k, i.e. SDPA with
+    that bias, gated, to rounding; a row with no present source gives 0 (SDPA alone gives NaN)."""
+    x = data.draw(inputs(dtype))
+    out = o_attention(*x.args(), eps_den=1e-30, eps_mode="relative", compact=compact)
+    k, v = (t.repeat_interleave(x.q.shape[1] // x.k.shape[1], 1) for t in (x.k, x.v))
+    bias_B11K = torch.log(x.p_k.double())[:, None, None, :]
+    sdpa = F.scaled_dot_product_attention(x.q.double(), k.double(), v.double(), attn_mask=bias_B11K)
+    empty_B = (x.p_k == 0).all(1)
+    expected = torch.where(empty_B[:, None, None, None], 0.0, x.p_q.double()[:, None, :, None] * sdpa)
+    err = (out.double() - expected).abs().max()
+    assert err <= ACCURACY_TOL[dtype] * eps(dtype) * expected.abs().max()
+    assert (out[empty_B] == 0).all()
+
+
 def test_gqa_equals_repeated_heads():
     x = random_attention_inputs(2, 6, 2, 9, 11, 16, dtype=torch.float32, score_std=1.0, null_fraction=0.2,
                                 generator=torch.Generator().manual_seed(3))
@@ -215,19 +277,23 @@ def test_gqa_equals_repeated_heads():
     torch.testing.assert_close(out, out_rep, rtol=0, atol=1e-6)
 
 
-def test_materialised_baseline_matches_reference():
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
+def test_materialised_baseline_matches_reference(eps_mode):
     g = torch.Generator().manual_seed(4)
     q, k, v = (torch.randn(2, 2, 7, 8, generator=g) for _ in range(3))
     p_q, p_k = torch.rand(2, 7, generator=g), torch.rand(2, 7, generator=g)
-    out = o_attention_materialised(q, k, v, p_q, p_k)
-    assert out.dtype == torch.float32
-    torch.testing.assert_close(out.double(), o_attention_reference(q, k, v, p_q, p_k), rtol=1e-5, atol=1e-6)
+    p_k[1] = 0.0  # empty support
+    out = o_attention_materialised(q, k, v, p_q, p_k, eps_mode=eps_mode)
+    assert out.dtype == torch.float32 and (out[1] == 0).all() and out[0].abs().sum() > 0
+    ref = o_attention_reference(q, k, v, p_q, p_k, eps_mode=eps_mode)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(
     "shapes, kwargs, match",
     [
         (((2, 2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {"eps_den": 0.0}, "eps_den"),
+        (((2, 2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {"eps_mode": "Relative"}, "eps_mode"),
         (((2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {}, "4-D"),
         (((2, 3, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 4)), {}, "multiple"),
         (((2, 2, 3, 8), (2, 2, 4, 8), (2, 2, 4, 8), (2, 3), (2, 5)), {}, "presences"),

@@ -8,9 +8,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from retrofit.ops_experiments.ablation import ablation_markdown, ablation_table
-from retrofit.ops_experiments.exactness import Shape, exactness_table
-from retrofit.ops_experiments.insertion import keep_mask
+from retrofit.measure.ablation import ablation_markdown, ablation_table
+from retrofit.measure.exactness import Shape, exactness_table
+from retrofit.measure.insertion import keep_mask
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

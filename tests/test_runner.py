@@ -14,8 +14,8 @@ from retrofit.data import DatasetSpec
 from retrofit.runner import aggregate as agg
 from retrofit.runner import case as case_module
 from retrofit.runner.case import Case, UnitSpec, run_case
-from retrofit.runner.errors import RunnerError
-from retrofit.runner.io import write_atomic
+from retrofit.errors import RunnerError
+from retrofit.io import write_atomic
 from retrofit.runner.units import UnitKey, UnitStore, hparams_key, reject_duplicates
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

@@ -12,6 +12,25 @@ from torch import nn
 from retrofit.ops import o_attention
 
 
+def in_context_qkv(
+    attention: nn.Module,
+    h_BRE: torch.Tensor,
+    single_eval_pos: int,
+    scale_queries: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Queries (B, R, H, D) of all rows, keys and values (B, N, G, D) of the N context rows,
+    from `attention`'s own projections; `scale_queries` applied to the queries if given."""
+    B, R, _ = h_BRE.shape
+    N = single_eval_pos
+    D = attention.head_dim
+    q_BRHD = attention.q_projection(h_BRE).view(B, R, -1, D)
+    k_BNGD = attention.k_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    v_BNGD = attention.v_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    if scale_queries is not None:
+        q_BRHD = scale_queries(q_BRHD)
+    return q_BRHD, k_BNGD, v_BNGD
+
+
 def o_in_context_attention(
     attention: nn.Module,
     h_BRE: torch.Tensor,
@@ -20,6 +39,7 @@ def o_in_context_attention(
     *,
     test_kv_heads: int | None,
     eps_den: float,
+    eps_mode: str,
     compact: bool,
     scale_queries: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
@@ -34,12 +54,7 @@ def o_in_context_attention(
     """
     B, R, _ = h_BRE.shape
     N = single_eval_pos
-    D = attention.head_dim
-    q_BRHD = attention.q_projection(h_BRE).view(B, R, -1, D)
-    k_BNGD = attention.k_projection(h_BRE[:, :N]).view(B, N, -1, D)
-    v_BNGD = attention.v_projection(h_BRE[:, :N]).view(B, N, -1, D)
-    if scale_queries is not None:
-        q_BRHD = scale_queries(q_BRHD)
+    q_BRHD, k_BNGD, v_BNGD = in_context_qkv(attention, h_BRE, N, scale_queries)
 
     def attend(q_BSHD: torch.Tensor, kv_heads: int, p_BS: torch.Tensor) -> torch.Tensor:
         out_BHSD = o_attention(
@@ -49,6 +64,7 @@ def o_in_context_attention(
             p_BS,
             p_BR[:, :N],
             eps_den=eps_den,
+            eps_mode=eps_mode,
             compact=compact,
         )
         return out_BHSD.transpose(1, 2)

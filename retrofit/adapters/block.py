@@ -5,7 +5,7 @@ from torch import nn
 
 from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
-from retrofit.ops import o_norm, presence
+from retrofit.ops import EPS_MODES, o_norm, presence
 from retrofit.errors import RetrofitError
 
 KV_CACHE_REFUSAL = (
@@ -28,11 +28,32 @@ class OBlock(nn.Module):
 
     Hook for subclasses: `_forward_batch(x, single_eval_pos)`, the block on whole batch
     elements. `required` lists (submodule, attributes) the wrapper reads; checked at build time.
+    `part_modules` maps every part to the submodules of `required` its O operator replaces;
+    `replaced` lists those this wrapper actually computes with an O operator.
     """
 
     required: dict[str, tuple[str, ...]] = {}
+    part_modules: dict[str, tuple[str, ...]] = {}
 
-    def __init__(self, base_layer: nn.Module, parts: frozenset[str], tau: TauRule, eps_den: float, compact: bool):
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        unmapped = [part for part in PARTS if part not in cls.part_modules]
+        unread = [name for names in cls.part_modules.values() for name in names if name not in cls.required]
+        if unmapped or unread:
+            raise RetrofitError(
+                f"{cls.__name__}.part_modules must map every part in {PARTS} to submodules listed in `required`; "
+                f"unmapped parts {unmapped}, submodules not in `required` {unread}"
+            )
+
+    def __init__(
+        self,
+        base_layer: nn.Module,
+        parts: frozenset[str],
+        tau: TauRule,
+        eps_den: float,
+        compact: bool,
+        eps_mode: str = "absolute",
+    ):
         super().__init__()
         unknown = set(parts) - set(PARTS)
         if unknown or not parts:
@@ -48,11 +69,30 @@ class OBlock(nn.Module):
                 )
         if not eps_den > 0:
             raise RetrofitError(f"eps_den must be > 0, got {eps_den!r}")
+        if eps_mode not in EPS_MODES:
+            raise RetrofitError(f"eps_mode must be one of {EPS_MODES}, got {eps_mode!r}; set it in the variant")
         self.base_layer = base_layer
         self.parts = frozenset(parts)
         self.tau = tau
         self.eps_den = eps_den
         self.compact = compact
+        self.eps_mode = eps_mode
+
+    @property
+    def replaced(self) -> tuple[tuple[str, str], ...]:
+        """(part, submodule name) of every base submodule this wrapper computes with an O operator.
+
+        Every submodule of a patched attention or FFN part; of a patched norm part only the norms
+        with a bias: ONorm gates the bias, and a norm without one (RMSNorm, a LayerNorm without
+        bias or elementwise affine) already maps 0 to 0 and is left as it is (see `o_norm`).
+        """
+        return tuple(
+            (part, name)
+            for part in PARTS
+            if part in self.parts
+            for name in self.part_modules[part]
+            if part != "norm" or getattr(self.base_layer.get_submodule(name), "bias", None) is not None
+        )
 
     def forward(
         self,

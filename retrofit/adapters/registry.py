@@ -1,13 +1,12 @@
 """Registries: which tabpfn architectures can be retrofitted, and which adapters exist.
 
 An `ArchitectureSpec` is data: where an architecture keeps its in-context blocks, which class
-those blocks must be, which of their submodules are the in-context attention, the FFN and the
-norms, and which wrapper (an `OBlock` subclass) reimplements the block's dataflow with O parts.
-An `AdapterSpec` names one O part (the `part` it replaces and the operator it uses). Both
-registries are filled by `register_*` calls, which reject duplicates.
+those blocks must be, and which wrapper (an `OBlock` subclass) reimplements the block's dataflow
+with O parts (the wrapper names the submodules each part takes over). An `AdapterSpec` names one
+O part (the `part` it replaces and the operator it uses). Both registries are filled by
+`register_*` calls, which reject duplicates.
 """
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torch import nn
@@ -23,21 +22,14 @@ class ArchitectureSpec:
 
     `module`: the python module defining it (`type(model).__module__`); `blocks`: dotted path
     of the `nn.ModuleList` of in-context blocks; `block_class`: the class name every block must
-    have; `parts`: part -> names of the block's submodules that part takes over; `wrapper`: the
-    `OBlock` subclass wrapping one block.
+    have; `wrapper`: the `OBlock` subclass wrapping one block.
     """
 
     name: str
     module: str
     blocks: str
     block_class: str
-    parts: Mapping[str, tuple[str, ...]]
     wrapper: type[nn.Module]
-
-    def __post_init__(self) -> None:
-        missing = [part for part in PARTS if part not in self.parts]
-        if missing:
-            raise RetrofitError(f"architecture spec {self.name!r} does not map parts {missing}; map every part in {PARTS}")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ register_architecture(
         module="tabpfn.architectures.tabpfn_v3",
         blocks="icl_blocks",
         block_class="ICLTransformerBlock",
-        parts={"attention": ("icl_attention",), "ffn": ("mlp",), "norm": ("layernorm", "layernorm_mlp")},
         wrapper=OICLBlockV3,
     )
 )
@@ -21,11 +20,6 @@ for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):
             module=f"tabpfn.architectures.{_name}",
             blocks="blocks",
             block_class="TabPFNBlock",
-            parts={
-                "attention": ("per_column_attention_between_cells",),
-                "ffn": ("mlp",),
-                "norm": ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp"),
-            },
             wrapper=OTabPFNBlockV2,
         )
     )

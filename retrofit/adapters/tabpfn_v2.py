@@ -30,6 +30,11 @@ class OTabPFNBlockV2(OBlock):
         "layernorm_mlp": (),
         "mlp": (),
     }
+    part_modules = {
+        "attention": ("per_column_attention_between_cells",),
+        "ffn": ("mlp",),
+        "norm": ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp"),
+    }
 
     def _forward_batch(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
         base = self.base_layer
@@ -52,7 +57,14 @@ class OTabPFNBlockV2(OBlock):
         if "attention" in self.parts:
             p_BcR = self._presence(x_BRCE, single_eval_pos).transpose(1, 2).reshape(B * C, R)
             out_BcRE = o_in_context_attention(
-                attention, x_BcRE, p_BcR, single_eval_pos, test_kv_heads=1, eps_den=self.eps_den, compact=self.compact
+                attention,
+                x_BcRE,
+                p_BcR,
+                single_eval_pos,
+                test_kv_heads=1,
+                eps_den=self.eps_den,
+                eps_mode=self.eps_mode,
+                compact=self.compact,
             )
         else:
             out_BcRE = attention(x_BcRE, single_eval_pos=single_eval_pos)[0]

@@ -48,6 +48,7 @@ class OICLBlockV3(OBlock):
         "layernorm_mlp": (),
         "mlp": (),
     }
+    part_modules = {"attention": ("icl_attention",), "ffn": ("mlp",), "norm": ("layernorm", "layernorm_mlp")}
 
     def _forward_batch(self, x_BRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
         base = self.base_layer
@@ -73,6 +74,7 @@ class OICLBlockV3(OBlock):
             single_eval_pos,
             test_kv_heads=attention.num_kv_heads_test,
             eps_den=self.eps_den,
+            eps_mode=self.eps_mode,
             compact=self.compact,
             scale_queries=None if layer is None else partial(scale_queries, layer, n_B=mass_B),
         )

@@ -7,7 +7,7 @@
 
 from pathlib import Path
 
-from retrofit.data.errors import DatasetError
+from retrofit.errors import DatasetError
 from retrofit.data.prepare import MIN_ROWS, Split, Table, clean, split
 from retrofit.data.sources import SOURCES, load_frame
 from retrofit.data.spec import DatasetSpec

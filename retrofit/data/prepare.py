@@ -20,7 +20,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
-from retrofit.data.errors import DatasetError
+from retrofit.errors import DatasetError
 from retrofit.data.spec import DatasetSpec
 
 log = logging.getLogger(__name__)

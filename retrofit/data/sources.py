@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import sklearn.datasets
 
-from retrofit.data.errors import DatasetError
+from retrofit.errors import DatasetError
 from retrofit.data.spec import DatasetSpec
 
 OPENML_TIMEOUT_S = 10.0

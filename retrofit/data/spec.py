@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrofit.data.errors import DatasetError
+from retrofit.errors import DatasetError
 
 # Source name -> keys that source requires in the YAML.
 SOURCE_KEYS: dict[str, tuple[str, ...]] = {

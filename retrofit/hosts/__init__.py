@@ -1,12 +1,11 @@
 """Hosts: the shipped pretrained TabPFN regressors, user checkpoints, and writing checkpoints."""
 
 from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
-from retrofit.hosts.registry import SHIPPED_HOSTS, SUPPORTED_ARCHITECTURES, available, check_checkpoint, get_path
+from retrofit.hosts.shipped import SHIPPED_HOSTS, available, check_checkpoint, get_path
 from retrofit.hosts.regressor import make_regressor
 
 __all__ = [
     "SHIPPED_HOSTS",
-    "SUPPORTED_ARCHITECTURES",
     "available",
     "build_host",
     "check_checkpoint",

@@ -8,12 +8,9 @@ curriculum, steps, minutes, evaluation history); the quality table comes from
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from safetensors import safe_open  # noqa: E402
+import pandas as pd
+from matplotlib.figure import Figure
+from safetensors import safe_open
 
 
 def read_header(path: Path) -> dict:
@@ -23,9 +20,14 @@ def read_header(path: Path) -> dict:
 
 
 def plot_history(history: list[dict], out: Path) -> Path:
-    """Validation NLL and R² against training minutes, one line per validation set."""
+    """Validation NLL and R² against training minutes, one line per validation set.
+
+    Draws on a bare `Figure` (no pyplot, no global backend switch), so importing this module and
+    calling it leave matplotlib's state untouched.
+    """
     frame = pd.DataFrame(history)
-    fig, (ax_nll, ax_r2) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig = Figure(figsize=(9, 3.2))
+    ax_nll, ax_r2 = fig.subplots(1, 2)
     for col in [c for c in frame.columns if c.endswith("_nll")]:
         ax_nll.plot(frame["minutes"], frame[col], marker=".", label=col.removesuffix("_nll"))
     for col in [c for c in frame.columns if c.endswith("_r2")]:
@@ -37,7 +39,6 @@ def plot_history(history: list[dict], out: Path) -> Path:
         ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=110)
-    plt.close(fig)
     return out
 
 
@@ -58,7 +59,8 @@ def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Pa
     out_dir.mkdir(parents=True, exist_ok=True)
     curve = plot_history(card["history"], out_dir / f"{name}_curve.png")
     history = pd.DataFrame(card["history"])
-    history = history[["step", "minutes", "train_loss", *sorted(c for c in history if c not in ("step", "minutes", "train_loss"))]]
+    leading = ["step", "minutes", "train_loss"]
+    history = history[[*leading, *sorted(c for c in history if c not in leading)]]
     arch = {k: v for k, v in header["config"].items() if v is not None}
     lines = [
         f"# Host `{name}` — model card",
@@ -70,8 +72,7 @@ def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Pa
         f"- prior: {card['prior']}",
         f"- bucket borders: quantiles of prior targets with a {card.get('border_tail_share', 0.0)} uniform "
         f"share on [-8, 8]; re-drawn at steps {card.get('reborder_steps') or 'never'}",
-        f"- stored inference preprocessing: "
-        f"{[t['name'] for t in header['inference_config']['PREPROCESS_TRANSFORMS']]}",
+        f"- stored inference preprocessing: {[t['name'] for t in header['inference_config']['PREPROCESS_TRANSFORMS']]}",
         "",
         "## What it is and is not",
         "A small TabPFN-architecture regressor pretrained by this project on a synthetic prior, so "
@@ -95,7 +96,12 @@ def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Pa
         "",
     ]
     if quality is not None:
-        lines += ["## Quality on real data (RMSE ratios; `results/host_quality.csv`)", "", quality.to_markdown(index=False), ""]
+        lines += [
+            "## Quality on real data (RMSE ratios; `results/host_quality.csv`)",
+            "",
+            quality.to_markdown(index=False),
+            "",
+        ]
     out = out_dir / f"{name}.md"
     out.write_text("\n".join(lines))
     return out

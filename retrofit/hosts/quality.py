@@ -23,6 +23,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from retrofit.data import Split
 from retrofit.hosts.checkpoint import inference_config
 from retrofit.hosts.regressor import make_regressor
+from retrofit.metrics import rmse
 
 MEAN_RATIO_BAR = 0.85
 RIDGE_GEOMEAN_BAR = 1.05
@@ -48,10 +49,6 @@ BASELINES: dict[str, Callable[[Split, int], object]] = {
 """Baseline name -> factory of an unfitted sklearn regressor for a split."""
 
 
-def _rmse(y: np.ndarray, pred: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((np.asarray(y) - np.asarray(pred)) ** 2)))
-
-
 def host_regressor(path: Path, preset: str, n_estimators: int, seed: int, **kwargs):
     """The host at `path` as an unfitted `TabPFNRegressor`, under its stored inference config
     (`preset="stored"`) or a named preset (`retrofit.hosts.checkpoint.INFERENCE_PRESETS`)."""
@@ -67,12 +64,12 @@ def score_case(
     rows = []
     for name, factory in BASELINES.items():
         model = factory(split, seed).fit(split.X_train, split.y_train)
-        rows.append({**common, "model": name, "rmse": _rmse(split.y_test, model.predict(split.X_test))})
+        rows.append({**common, "model": name, "rmse": rmse(split.y_test, model.predict(split.X_test))})
     for host, path in hosts.items():
         for preset in presets:
             reg = host_regressor(path, preset, n_estimators, seed, categorical_features_indices=list(split.categorical_indices))
             pred = reg.fit(split.X_train, split.y_train).predict(split.X_test)
-            rows.append({**common, "model": f"{host}[{preset}]", "rmse": _rmse(split.y_test, pred)})
+            rows.append({**common, "model": f"{host}[{preset}]", "rmse": rmse(split.y_test, pred)})
     return rows
 
 

@@ -1,18 +1,52 @@
 """A `TabPFNRegressor` on a host checkpoint, configured the one way the harness uses it."""
 
 from pathlib import Path
+from typing import Literal
 
 import torch
 from tabpfn import TabPFNRegressor
 
-from retrofit.hosts.registry import check_checkpoint
+from retrofit.errors import RetrofitError
+from retrofit.hosts.shipped import check_checkpoint
 
 INFERENCE_PRECISION = torch.float32
 """The one precision the harness predicts in (see `make_regressor`)."""
 
+DEVICES = ("auto", "cpu", "cuda")
+"""What `make_regressor(device=...)` accepts; "auto" is "cuda" where CUDA is available, else "cpu"."""
 
-def make_regressor(path: str | Path, *, n_estimators: int = 8, random_state: int = 0, **overrides) -> TabPFNRegressor:
-    """An unfitted regressor on the checkpoint at `path`, on the CPU, in float32, offline.
+
+def resolve_device(device: Literal["auto", "cpu", "cuda"]) -> str:
+    """"cpu" or "cuda" for `device`; RetrofitError for another value or "cuda" without CUDA.
+
+    On CUDA, TF32 matrix products are turned off (torch.backends.cuda.matmul and cudnn; a
+    process-wide torch setting): TF32 keeps 10 mantissa bits, whose ~1e-3 rounding would swamp
+    the retrofit deltas just as bfloat16 would (see `make_regressor`).
+    """
+    if device not in DEVICES:
+        raise RetrofitError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise RetrofitError(
+                f"device='cuda' but torch {torch.__version__} sees no CUDA device; use device='cpu' (or 'auto'), "
+                "or install a CUDA build of torch on a machine with a GPU"
+            )
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return device
+
+
+def make_regressor(
+    path: str | Path,
+    *,
+    n_estimators: int = 8,
+    random_state: int | None = 0,
+    device: Literal["auto", "cpu", "cuda"] = "cpu",
+    **overrides,
+) -> TabPFNRegressor:
+    """An unfitted regressor on the checkpoint at `path`, on `device` (see `resolve_device`), in float32, offline.
 
     `inference_precision=INFERENCE_PRECISION` (float32) is explicit: tabpfn's "auto" turns on bfloat16 autocast
     on CPUs with native bf16, whose ~1e-3 rounding would swamp the retrofit deltas and make
@@ -26,7 +60,7 @@ def make_regressor(path: str | Path, *, n_estimators: int = 8, random_state: int
         model_path=str(check_checkpoint(path)),
         n_estimators=n_estimators,
         random_state=random_state,
-        device="cpu",
+        device=resolve_device(device),
         inference_precision=INFERENCE_PRECISION,
         ignore_pretraining_limits=True,
     )

@@ -1,7 +1,14 @@
 """OAttention (PAPER.md section 3): fused on SDPA, compact, and direct (materialised) evaluation.
 
-    out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij)),
-    s_ij = q_i . k_j / sqrt(D).
+Two sink semantics (`eps_mode`), with W_i = sum_j m_ij p_j exp(s_ij), s_ij = q_i . k_j / sqrt(D):
+
+    absolute:  out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + W_i)
+    relative:  out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / ((1 + eps_den) W_i),  0 when W_i = 0
+
+`absolute` (the paper's formula) puts the sink at logit `log eps_den`: a query whose logits are
+all far below it gives ~0. `relative` puts it at `log eps_den + log W_i`, so the sink always
+takes the share eps_den / (1 + eps_den) and the output is invariant to shifting the logits of a
+query; only empty support (every visible source null) gives 0.
 
 Shapes: B batch, H query heads, G key/value heads (H % G == 0: GQA/MQA), Q queries, K keys,
 D head dim (Dv for values). `mask` is bool, broadcastable to (B, H, Q, K), True = visible.
@@ -13,6 +20,11 @@ import math
 import torch
 import torch.nn.functional as F
 
+from retrofit.errors import RetrofitError
+
+EPS_MODES = ("absolute", "relative")
+"""OAttention's sink semantics: the sink logit is `log eps_den` or `log eps_den + log W_i`."""
+
 
 def o_attention(
     q_BHQD: torch.Tensor,
@@ -23,6 +35,7 @@ def o_attention(
     *,
     mask: torch.Tensor | None = None,
     eps_den: float = 1e-6,
+    eps_mode: str = "absolute",
     compact: bool = False,
 ) -> torch.Tensor:
     """OAttention on `torch.nn.functional.scaled_dot_product_attention`; returns (B, H, Q, Dv).
@@ -37,11 +50,14 @@ def o_attention(
     the gradient w.r.t. a presence that is exactly 0 is 0 (harmless: presence(h) has
     dp/dh = 0 at h = 0). GQA/MQA: k, v may have G heads with H % G == 0 (SDPA's enable_gqa).
     The result is in q's dtype.
+    `eps_mode="relative"` runs SDPA over the keys alone (no sink key, no copy of k, v) and
+    scales by p_q / (1 + eps_den); rows with empty support are detected from the bias (B x K
+    without a mask) and set to 0, with the same exactness contracts.
     """
-    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
     if compact:
-        return _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
-    return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
+        return _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
 
 
 def o_attention_reference(
@@ -53,16 +69,17 @@ def o_attention_reference(
     *,
     mask: torch.Tensor | None = None,
     eps_den: float = 1e-6,
+    eps_mode: str = "absolute",
     compact: bool = False,
 ) -> torch.Tensor:
     """Ground truth: the formula evaluated directly in float64; returns float64 (B, H, Q, Dv).
 
-    Max-subtracted with the row max taken over the visible logits and the sink logit
-    `log eps_den`, so `eps_den` is rescaled by exp(-max) exactly and empty rows give 0.
+    Max-subtracted with the row max taken over the visible logits (and, for `absolute`, the
+    sink logit `log eps_den`, so `eps_den` is rescaled by exp(-max) exactly); empty rows give 0.
     `compact` is accepted for signature parity; it does not change the mathematics.
     """
-    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
-    return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, torch.float64)
+    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, torch.float64)
 
 
 def o_attention_materialised(
@@ -74,40 +91,47 @@ def o_attention_materialised(
     *,
     mask: torch.Tensor | None = None,
     eps_den: float = 1e-6,
+    eps_mode: str = "absolute",
 ) -> torch.Tensor:
     """The naive baseline: the same direct evaluation as the reference, in q's dtype.
 
     Materialises the (B, H, Q, K) scores; for benchmarks and exactness comparisons only.
     """
-    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
-    return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, q_BHQD.dtype)
+    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, q_BHQD.dtype)
 
 
-def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
-    """SDPA over the keys plus one sink key (logit log eps_den, value 0), then receiver gating."""
+def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
+    """SDPA with the log-presence bias, then receiver gating.
+
+    absolute: one extra sink key (logit log eps_den, value 0) in the same kernel call.
+    relative: the keys alone; rows with no visible present key get a zero bias (so the kernel
+    never meets an all -inf row) and a zero gate; the others the gate p_q / (1 + eps_den).
+    """
     B, G, _, D = k_BGKD.shape
-    bias_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
-    bias_bhQK = _log_presence(p_BK.to(bias_dtype))[:, None, None, :]
+    acc_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
+    bias_bhQK = _log_presence(p_BK.to(acc_dtype))[:, None, None, :]
     if mask is not None:
         bias_bhQK = torch.where(mask, bias_bhQK, -math.inf)
-    sink_bhQ1 = bias_bhQK.new_full((*bias_bhQK.shape[:-1], 1), math.log(eps_den))
-    k_BGKD = torch.cat([k_BGKD, k_BGKD.new_zeros(B, G, 1, D)], dim=2)
-    v_BGKD = torch.cat([v_BGKD, v_BGKD.new_zeros(B, G, 1, v_BGKD.shape[-1])], dim=2)
+    gate_bhQ1 = p_BQ.to(acc_dtype)[:, None, :, None]
+    if eps_mode == "absolute":
+        sink_bhQ1 = bias_bhQK.new_full((*bias_bhQK.shape[:-1], 1), math.log(eps_den))
+        k_BGKD = torch.cat([k_BGKD, k_BGKD.new_zeros(B, G, 1, D)], dim=2)
+        v_BGKD = torch.cat([v_BGKD, v_BGKD.new_zeros(B, G, 1, v_BGKD.shape[-1])], dim=2)
+        bias_bhQK = torch.cat([bias_bhQK, sink_bhQ1], dim=-1)
+    else:
+        empty_bhQ1 = (bias_bhQK == -math.inf).all(-1, keepdim=True)
+        bias_bhQK = bias_bhQK.masked_fill(empty_bhQ1, 0.0)
+        gate_bhQ1 = torch.where(empty_bhQ1, 0.0, gate_bhQ1 / (1 + eps_den))
     out_BHQD = F.scaled_dot_product_attention(
-        q_BHQD,
-        k_BGKD,
-        v_BGKD,
-        attn_mask=torch.cat([bias_bhQK, sink_bhQ1], dim=-1),
-        enable_gqa=G != q_BHQD.shape[1],
+        q_BHQD, k_BGKD, v_BGKD, attn_mask=bias_bhQK, enable_gqa=G != q_BHQD.shape[1]
     )
-    acc_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
-    gate_B1Q1 = p_BQ.to(acc_dtype)[:, None, :, None]
     if out_BHQD.dtype == acc_dtype and not out_BHQD.requires_grad:
-        return out_BHQD.mul_(gate_B1Q1)  # in place: saves one output-sized buffer
-    return (out_BHQD.to(acc_dtype) * gate_B1Q1).to(q_BHQD.dtype)
+        return out_BHQD.mul_(gate_bhQ1)  # in place: saves one output-sized buffer
+    return (out_BHQD.to(acc_dtype) * gate_bhQ1).to(q_BHQD.dtype)
 
 
-def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
+def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
     """Gather present queries and keys (in order, padded per batch), run `_fused`, scatter back.
 
     An axis whose tokens are all present is used as it is: its gather would be the identity.
@@ -118,8 +142,9 @@ def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den):
     if ik_BM is not None:
         k_BGKD, v_BGKD, p_BK = _gather_tokens(k_BGKD, ik_BM), _gather_tokens(v_BGKD, ik_BM), p_BK.gather(1, ik_BM)
     if iq_BN is None:
-        return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den)
-    out_BHND = _fused(_gather_tokens(q_BHQD, iq_BN), k_BGKD, v_BGKD, p_BQ.gather(1, iq_BN), p_BK, mask, eps_den)
+        return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    q_BHND, p_BN = _gather_tokens(q_BHQD, iq_BN), p_BQ.gather(1, iq_BN)
+    out_BHND = _fused(q_BHND, k_BGKD, v_BGKD, p_BN, p_BK, mask, eps_den, eps_mode)
     B, H, Q, _ = q_BHQD.shape
     index_BHND = iq_BN[:, None, :, None].expand_as(out_BHND)
     return out_BHND.new_zeros(B, H, Q, out_BHND.shape[-1]).scatter(2, index_BHND, out_BHND)
@@ -164,8 +189,8 @@ def _log_presence(p: torch.Tensor) -> torch.Tensor:
     return torch.where(present, torch.log(torch.where(present, p, 1.0)), -math.inf)
 
 
-def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, dtype):
-    """The formula materialised in `dtype`, max-subtracted including the sink logit."""
+def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, dtype):
+    """The formula materialised in `dtype`, max-subtracted (absolute: including the sink logit)."""
     groups = q_BHQD.shape[1] // k_BGKD.shape[1]
     q_BHQD = q_BHQD.to(dtype)
     k_BHKD = k_BGKD.to(dtype).repeat_interleave(groups, dim=1)
@@ -174,15 +199,23 @@ def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, dtype):
     logit_BHQK = s_BHQK + _log_presence(p_BK.to(dtype))[:, None, None, :]
     if mask is not None:
         logit_BHQK = logit_BHQK.masked_fill(~mask, -math.inf)
-    log_eps = math.log(eps_den)
-    max_BHQ1 = logit_BHQK.amax(-1, keepdim=True).clamp_min(log_eps)
-    e_BHQK = torch.exp(logit_BHQK - max_BHQ1)
-    den_BHQ1 = e_BHQK.sum(-1, keepdim=True) + torch.exp(log_eps - max_BHQ1)
-    return p_BQ.to(dtype)[:, None, :, None] * (e_BHQK @ v_BHKD) / den_BHQ1
+    p_B1Q1 = p_BQ.to(dtype)[:, None, :, None]
+    if eps_mode == "absolute":
+        log_eps = math.log(eps_den)
+        max_BHQ1 = logit_BHQK.amax(-1, keepdim=True).clamp_min(log_eps)
+        e_BHQK = torch.exp(logit_BHQK - max_BHQ1)
+        den_BHQ1 = e_BHQK.sum(-1, keepdim=True) + torch.exp(log_eps - max_BHQ1)
+        return p_B1Q1 * (e_BHQK @ v_BHKD) / den_BHQ1
+    max_BHQ1 = logit_BHQK.amax(-1, keepdim=True)
+    e_BHQK = torch.exp(logit_BHQK - max_BHQ1.masked_fill(max_BHQ1 == -math.inf, 0.0))
+    den_BHQ1 = e_BHQK.sum(-1, keepdim=True)
+    return p_B1Q1 * (e_BHQK @ v_BHKD) / ((1 + eps_den) * den_BHQ1.masked_fill(den_BHQ1 == 0, 1.0))
 
 
-def _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den) -> None:
+def _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode) -> None:
     """Raise ValueError naming the first shape/dtype/argument problem and how to fix it."""
+    if eps_mode not in EPS_MODES:
+        raise RetrofitError(f"o_attention: eps_mode must be one of {EPS_MODES}, got {eps_mode!r}")
     if q_BHQD.dim() != 4 or k_BGKD.dim() != 4 or v_BGKD.dim() != 4:
         raise ValueError(
             "o_attention: q, k, v must be 4-D (B, H, L, D); got shapes "

@@ -13,7 +13,6 @@ unless `reborder=True` adopts the ones the config computes now (recorded in the 
 
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import numpy as np
 import schedulefree
 import torch
 
+from retrofit.io import write_atomic
 from retrofit.hosts.checkpoint import build_host, inference_config, set_borders, save_host
 from retrofit.prior import sample_batch, sample_shape, zscore_targets
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
@@ -83,12 +83,6 @@ def quantile_borders(num_buckets: int, seed: int, n_values: int, tail_share: flo
     return borders.contiguous()
 
 
-def _atomic_torch_save(obj: Any, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 class Pretrainer:
     def __init__(self, cfg: PretrainConfig):
         self.cfg = cfg
@@ -132,20 +126,18 @@ class Pretrainer:
         log.info("resumed %s at step %d (%.1f min trained)", path, self.step, self.elapsed_s / 60)
 
     def _save_state(self) -> None:
-        _atomic_torch_save(
-            {
-                "arch_name": self.cfg.arch_name,
-                "model": self.model.state_dict(),
-                "optimizer": self.opt.state_dict(),
-                "generator": self.generator.get_state(),
-                "step": self.step,
-                "elapsed_s": self.elapsed_s,
-                "history": self.history,
-                "borders": self.borders,
-                "reborder_steps": self.reborder_steps,
-            },
-            self.run_dir / "state.pt",
-        )
+        state = {
+            "arch_name": self.cfg.arch_name,
+            "model": self.model.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "generator": self.generator.get_state(),
+            "step": self.step,
+            "elapsed_s": self.elapsed_s,
+            "history": self.history,
+            "borders": self.borders,
+            "reborder_steps": self.reborder_steps,
+        }
+        write_atomic(self.run_dir / "state.pt", lambda tmp: torch.save(state, tmp))
 
     def host_card(self) -> dict[str, Any]:
         return {
@@ -242,9 +234,5 @@ class Pretrainer:
     def _publish(self) -> Path:
         path = self.export(self.run_dir / "host.safetensors")
         if self.cfg.export_path:
-            dest = Path(self.cfg.export_path)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + ".tmp")
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, dest)
+            write_atomic(Path(self.cfg.export_path), lambda tmp: shutil.copyfile(path, tmp))
         return path

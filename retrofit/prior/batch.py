@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from retrofit.prior.functions import FUNCTION_FAMILIES
-from retrofit.prior.inputs import sample_columns
+from retrofit.prior.inputs import sample_columns, standardise_rows
 
 FAMILIES: tuple[str, ...] = tuple(FUNCTION_FAMILIES)
 
@@ -52,10 +52,6 @@ def sample_shape(
     return TableShape(n_rows=n, n_features=F, n_train=min(max(int(n * frac), 1), n - 1))
 
 
-def _standardise_rows(f_Bn: torch.Tensor) -> torch.Tensor:
-    return (f_Bn - f_Bn.mean(1, keepdim=True)) / (f_Bn.std(1, keepdim=True) + 1e-6)
-
-
 def sample_batch(
     shape: TableShape,
     batch_size: int,
@@ -78,12 +74,12 @@ def sample_batch(
     for index, family in enumerate(FUNCTION_FAMILIES.values()):
         members = family_B == index
         if members.any():
-            f_Bn[members] = _standardise_rows(family(xs_BnF[members], g))
+            f_Bn[members] = standardise_rows(family(xs_BnF[members], g))
     log_lo, log_hi = math.log(0.01), math.log(1.0)
     noise_std_B = torch.exp(torch.empty(B).uniform_(log_lo, log_hi, generator=g))
     y_Bn = f_Bn + noise_std_B[:, None] * torch.randn(B, n, generator=g)
     skewed_B1 = torch.rand(B, 1, generator=g) < p_skewed_target
-    y_Bn = torch.where(skewed_B1, torch.exp(0.7 * _standardise_rows(y_Bn)), y_Bn)
+    y_Bn = torch.where(skewed_B1, torch.exp(0.7 * standardise_rows(y_Bn)), y_Bn)
     y_Bn = y_Bn * torch.exp(torch.randn(B, 1, generator=g)) + 3 * torch.randn(B, 1, generator=g)
     missing_B11 = (torch.rand(B, 1, 1, generator=g) < p_missing_table)
     rate_B11 = 0.2 * torch.rand(B, 1, 1, generator=g)

@@ -21,8 +21,9 @@ NUMERIC_KINDS = ("normal", "uniform", "lognormal", "student_t", "discrete")
 MAX_FACTORS = 3
 
 
-def _standardise(x_BnF: torch.Tensor) -> torch.Tensor:
-    return (x_BnF - x_BnF.mean(1, keepdim=True)) / (x_BnF.std(1, keepdim=True) + 1e-6)
+def standardise_rows(x_Bn: torch.Tensor) -> torch.Tensor:
+    """Zero mean, unit std along the rows axis (dim 1) of each table; any trailing dims kept."""
+    return (x_Bn - x_Bn.mean(1, keepdim=True)) / (x_Bn.std(1, keepdim=True) + 1e-6)
 
 
 def _normal_cdf(u: torch.Tensor) -> torch.Tensor:
@@ -66,7 +67,7 @@ def sample_columns(
     `p_independent` is the share of tables whose columns share no latent factor."""
     u_BnF = _latents(B, n, F, g, p_independent)
     x_BnF = _numeric(u_BnF, g)
-    xs_BnF = _standardise(x_BnF)
+    xs_BnF = standardise_rows(x_BnF)
     is_cat_B1F = torch.rand(B, 1, F, generator=g) < p_categorical
     if is_cat_B1F.any():
         n_levels = 10
@@ -75,5 +76,5 @@ def sample_columns(
         levels_BFL = torch.randn(B, F, n_levels, generator=g)
         effect_BnF = torch.gather(levels_BFL.unsqueeze(1).expand(B, n, F, n_levels), 3, codes_BnF.unsqueeze(-1)).squeeze(-1)
         x_BnF = torch.where(is_cat_B1F, codes_BnF.float(), x_BnF)
-        xs_BnF = torch.where(is_cat_B1F, _standardise(effect_BnF), xs_BnF)
+        xs_BnF = torch.where(is_cat_B1F, standardise_rows(effect_BnF), xs_BnF)
     return x_BnF, xs_BnF

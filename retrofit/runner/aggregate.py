@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from retrofit.runner.io import write_atomic, write_png, write_text_atomic
+from retrofit.io import write_atomic, write_png, write_text_atomic
 from retrofit.runner.units import UnitStore
 
 COLUMNS = [

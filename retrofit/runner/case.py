@@ -26,6 +26,7 @@ import retrofit
 from retrofit.data import DatasetSpec, Split, Table, load_table, split
 from retrofit.hosts import check_checkpoint, make_regressor
 from retrofit.hosts.regressor import INFERENCE_PRECISION
+from retrofit.metrics import rmse
 from retrofit.runner.units import UnitKey, UnitStore, file_digest, fingerprint, hparams_key, reject_duplicates
 from retrofit.variants import resolve_variant
 
@@ -72,10 +73,6 @@ def _timed(predict: Callable[[np.ndarray], np.ndarray], X: np.ndarray) -> tuple[
     start = time.perf_counter()
     pred = np.asarray(predict(X), dtype="float64")
     return pred, time.perf_counter() - start
-
-
-def _rmse(pred: np.ndarray, y: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((pred - y) ** 2)))
 
 
 def effective_hparams(patched: Any) -> dict[str, Any]:
@@ -153,7 +150,7 @@ def run_case(case: Case) -> list[dict[str, Any]]:
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fit_seconds)
     # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
     baseline_pred, baseline_seconds = _timed(retrofit.retrofit(regressor, BASELINE).predict, data.X_test)
-    baseline_rmse = _rmse(baseline_pred, data.y_test)
+    baseline_rmse = rmse(data.y_test, baseline_pred)
     log.info("%s: baseline RMSE %.4g (%d test rows)", label, baseline_rmse, len(data.y_test))
 
     common = {
@@ -178,13 +175,13 @@ def run_case(case: Case) -> list[dict[str, Any]]:
             pred, seconds = baseline_pred, baseline_seconds
         if not np.isfinite(pred).all():
             raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
-        rmse = _rmse(pred, data.y_test)
+        variant_rmse = rmse(data.y_test, pred)
         row = {
             **common,
             "variant": unit.variant,
             "hparams": dict(key.hparams),
-            "rmse": rmse,
-            "delta_rmse_pct": 100.0 * (rmse - baseline_rmse) / baseline_rmse,
+            "rmse": variant_rmse,
+            "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
             "predict_seconds": seconds,
             **effective_hparams(patched),
             "fingerprint": stamps[key],

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from retrofit.data import DatasetSpec
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.runner.case import BASELINE, Case, UnitSpec
-from retrofit.runner.errors import RunnerError
+from retrofit.errors import RunnerError
 from retrofit.variants import resolve_variant
 
 

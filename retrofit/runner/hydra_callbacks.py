@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from retrofit.runner.case import Case, check_cases
-from retrofit.runner.cli import exit_on_user_error
+from retrofit.errors import exit_on_user_error
 from retrofit.runner.config import case_from_hydra
 
 _BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"

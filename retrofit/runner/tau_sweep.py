@@ -14,8 +14,8 @@ from omegaconf import DictConfig
 from retrofit.runner.aggregate import bootstrap_ci, write_csv
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.config import dataset_spec, resolve, run_settings, unit_specs
-from retrofit.runner.errors import RunnerError
-from retrofit.runner.io import write_png
+from retrofit.errors import RunnerError
+from retrofit.io import write_png
 from retrofit.runner.units import UnitStore
 
 

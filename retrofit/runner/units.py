@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrofit.runner.errors import RunnerError
-from retrofit.runner.io import write_text_atomic
+from retrofit.errors import RunnerError
+from retrofit.io import write_text_atomic
 
 
 @dataclass(frozen=True, order=True)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from retrofit.ops import OAOnlyBlock, OTransformerBlock, StandardBlock
-from retrofit.ops_experiments.insertion import insert_rows, keep_mask
+from retrofit.measure.insertion import insert_rows, keep_mask
 
 HOSTS = {"standard": StandardBlock, "oa_only": OAOnlyBlock, "otransformer": OTransformerBlock}
 

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from retrofit.ops import o_attention, o_attention_materialised, o_attention_reference
-from retrofit.ops_experiments.inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 IMPLEMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {

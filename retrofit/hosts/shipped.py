@@ -11,6 +11,7 @@ from pathlib import Path
 from safetensors import safe_open
 from safetensors import SafetensorError
 
+from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
 
 SHIPPED_HOSTS: dict[str, str] = {
@@ -19,8 +20,6 @@ SHIPPED_HOSTS: dict[str, str] = {
 }
 """Host name -> file in this package. The file name carries the version tag ("v2"/"v3") that
 tabpfn reads off a checkpoint's name."""
-
-SUPPORTED_ARCHITECTURES = ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6", "tabpfn_v3")
 
 
 def available() -> list[str]:
@@ -56,15 +55,44 @@ def _architecture_of_safetensors(path: Path) -> str:
 
 
 def _architecture_of_torch_file(path: Path) -> str:
+    """The architecture named in a torch checkpoint, read with torch's safe loader only.
+
+    `weights_only=True` unpickles tensors and plain containers and refuses anything else, so a
+    file whose pickle would run code is refused here and its code never runs. tabpfn loads `.ckpt`
+    files with the same safe default; validation is never less safe than the loader it guards.
+    """
+    import pickle
+
     import torch  # local: loading a pickle is the slow, rare path
 
     try:
-        ckpt = torch.load(str(path), map_location="cpu", weights_only=False)
+        ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        unsafe = _unsafe_globals(path)
+        if unsafe:
+            raise RetrofitError(
+                f"{path} is refused: its pickle calls {unsafe}, so it loads only with torch.load(weights_only=False), "
+                "which would run code stored in the file. Save the checkpoint with plain tensors and dicts (or "
+                "convert it to .safetensors) and pass that file."
+            ) from None
+        reason = [line for line in str(exc).splitlines() if line.strip() and not line.startswith("Check the doc")]
+        raise RetrofitError(f"{path} could not be read as a torch checkpoint ({reason[-1] if reason else exc!r})") from None
     except Exception as exc:  # torch raises many types for a corrupt file; all mean the same here
         raise RetrofitError(f"{path} could not be read as a torch checkpoint ({type(exc).__name__}: {exc})") from exc
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt or "config" not in ckpt:
         raise RetrofitError(f"{path} is a torch file but not a TabPFN checkpoint (needs 'state_dict' and 'config')")
     return ckpt.get("architecture_name", "tabpfn_v2")
+
+
+def _unsafe_globals(path: Path) -> list[str]:
+    """The globals (callables, classes) a torch file's pickle would load beyond torch's safe set;
+    [] when the file is not a torch archive at all. Reads the pickle's opcodes, runs nothing."""
+    import torch
+
+    try:
+        return torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
+    except Exception:  # not a torch zip archive: nothing to list, the caller reports it as unreadable
+        return []
 
 
 def check_checkpoint(path: str | Path) -> Path:
@@ -78,6 +106,8 @@ def check_checkpoint(path: str | Path) -> Path:
         raise RetrofitError(f"checkpoint {path} does not exist; pass host.path=<an existing TabPFN .ckpt/.safetensors>")
     arch = _architecture_of_safetensors(path) if path.suffix == ".safetensors" else _architecture_of_torch_file(path)
     arch = "tabpfn_v2_5" if arch == "base" else arch
-    if arch not in SUPPORTED_ARCHITECTURES:
-        raise RetrofitError(f"{path}: architecture {arch!r} is not supported; supported: {list(SUPPORTED_ARCHITECTURES)}")
+    if arch not in ARCHITECTURES:
+        raise RetrofitError(
+            f"{path}: architecture {arch!r} has no adapter spec; supported: {sorted(ARCHITECTURES)}"
+        )
     return path

@@ -1,0 +1,169 @@
+"""`OClosedTabPFNV3`: a whole tabpfn_v3 model in which every stage that mixes rows or columns
+follows the O law, from the raw input to the readout (the `o_closed` variant).
+
+Absence is declared at the model's input, where tabpfn's preprocessing (per ensemble member,
+on the CPU, before the model) has already run: `forward(x, y, ..., row_presence=p_BR,
+column_presence=p_BC)`, x (R, B, C) with the N = len(y) train rows first, p 1 = present,
+0 = absent (structural; nothing in between). An absent row or column is a null token from its
+first carrier on: its cells (whatever they hold; padding uses zeros) carry no mass in any
+statistic, get exactly-0 carriers, and every other output is unchanged up to rounding (bitwise
+with `compact`). Without presence everything is present and the model computes the stock
+dataflow with O operators (the `full_o` in-context stage plus the closed stages below).
+Stages, each on the host's own submodules:
+  input       presence-weighted imputation and standardisation, rank-based feature grouping
+              (`tabpfn_v3_input`);
+  embedding   `x_embed` and the column label embedding injected with OInject (their biases
+              would otherwise turn an absent cell into a non-zero carrier);
+  columns     the distribution embedder and the column aggregator with OAttention, OFFN,
+              presence-mass softmax scaling, OInject of the CLS tokens, rank RoPE
+              (`tabpfn_v3_columns`);
+  labels      the in-context label embedding injected with OInject;
+  in-context  the host's `icl_blocks`, wrapped by `OICLBlockV3` (hidden-carrier presence);
+  readout     `output_norm` (RMSNorm, 0 -> 0) and `output_projection` per test row, gated by
+              the row's presence: an absent test row reads out exactly 0 logits.
+The forward is unchunked (tabpfn's row chunking and KV cache are refused or not used), so one
+call holds the whole batch. Regression hosts only.
+"""
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from retrofit.adapters.block import KV_CACHE_REFUSAL
+from retrofit.adapters.tabpfn_v3_columns import o_column_aggregator, o_distribution_embedder
+from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, o_targets, present_cells
+from retrofit.errors import RetrofitError
+from retrofit.ops import o_inject
+
+V2_REFUSAL = (
+    "the tabpfn_v2 family cannot be O-closed at its input: its encoders standardise every feature over "
+    "the train rows inside the encoder pipeline (an absent row would shift those statistics) and every "
+    "block's attention between features mixes the columns of a row with a stock softmax (an absent column "
+    "would dilute it); neither takes a presence. Use a tabpfn_v3 host for o_closed, or full_o (in-context "
+    "stage only) on this one."
+)
+
+
+class OClosedModel(nn.Module):
+    """Base of whole-model O wrappers: `base_layer` is the host model, kept unchanged.
+
+    Attribute reads the wrapper does not answer go to `base_layer` (tabpfn's inference engine
+    reads e.g. `estimator_batch_budget`), so the wrapper stands in for the model in
+    `regressor.models_` and the engine; unpatching puts `base_layer` back.
+    """
+
+    def __init__(self, base_layer: nn.Module):
+        super().__init__()
+        self.base_layer = base_layer
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.base_layer, name)
+
+
+class OClosedTabPFNV3(OClosedModel):
+    """A tabpfn_v3 regression model O-closed from input to readout (see the module docstring).
+
+    `eps_den`, `eps_mode`, `compact`: the OAttention settings of the column stage (the
+    in-context blocks carry their own, from the same variant).
+    """
+
+    required = (
+        "x_embed", "col_y_encoder", "feature_distribution_embedder", "column_aggregator", "icl_y_encoder",
+        "icl_blocks", "output_norm", "output_projection", "feature_group_size", "use_nan_indicators",
+    )
+
+    def __init__(self, base_layer: nn.Module, *, eps_den: float, eps_mode: str, compact: bool):
+        super().__init__(base_layer)
+        missing = [name for name in self.required if not hasattr(base_layer, name)]
+        if missing:
+            raise RetrofitError(
+                f"OClosedTabPFNV3 cannot wrap {type(base_layer).__name__}: it lacks {missing}; this tabpfn "
+                "version's tabpfn_v3 layout differs from the one the closure reimplements."
+            )
+        if getattr(base_layer, "task_type", None) != "regression":
+            raise RetrofitError(
+                f"o_closed supports regression hosts only (this one is {getattr(base_layer, 'task_type', None)!r}); "
+                "the many-class decoder mixes train rows outside the closure."
+            )
+        self.attention = {"eps_den": eps_den, "eps_mode": eps_mode, "compact": compact}
+
+    def forward(
+        self,
+        x: torch.Tensor | dict[str, torch.Tensor],
+        y: torch.Tensor | dict[str, torch.Tensor],
+        *,
+        only_return_standard_out: bool = True,
+        categorical_inds: list[list[int]] | None = None,
+        performance_options: Any = None,
+        task_type: str | None = None,
+        kv_cache: Any = None,
+        return_kv_cache: bool = False,
+        x_is_test_only: bool = False,
+        row_presence: torch.Tensor | None = None,
+        column_presence: torch.Tensor | None = None,
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """tabpfn_v3's forward with absence: logits (T, B, buckets) of the test rows.
+
+        `x` (R, B, C) raw (preprocessed) cells, `y` (N,) or (N, B) train targets, `row_presence`
+        (B, R), `column_presence` (B, C): 1 present, 0 absent (None: all present). An absent test
+        row gets logits exactly 0. `categorical_inds` and `task_type` are accepted and unused, as
+        by the host.
+        """
+        if kv_cache is not None or return_kv_cache or x_is_test_only:
+            raise RuntimeError(KV_CACHE_REFUSAL)
+        x_RBC = x["main"] if isinstance(x, dict) else x
+        y = y["main"] if isinstance(y, dict) else y
+        y = y.squeeze(-1) if y.dim() == 3 else y
+        R, B, C = x_RBC.shape
+        N = y.shape[0]
+        if not 0 < N < R:
+            raise RetrofitError(f"o_closed needs 1..{R - 1} train rows before the test rows; got {N} train of {R} rows")
+        base = self.base_layer
+        p_BR = _structural(row_presence, (B, R), "row_presence", x_RBC)
+        p_BC = _structural(column_presence, (B, C), "column_presence", x_RBC)
+        p_BRC = present_cells(p_BR, p_BC)
+        y_BN = o_targets(y, p_BR[:, :N])
+
+        cells_BRC, indicator_BRC = o_standardised_cells(x_RBC.transpose(0, 1), p_BRC, N)
+        grouped_BRCG = o_grouped_cells(cells_BRC, p_BC, base.feature_group_size)
+        if base.use_nan_indicators:
+            grouped_BRCG = torch.cat([grouped_BRCG, o_grouped_cells(indicator_BRC, p_BC, base.feature_group_size)], -1)
+        x_BRCE = o_inject(base.x_embed(grouped_BRCG), p_BRC)
+        label_BN1E = base._embed_col_y(y_BN)[:, :, None, :]
+        x_BRCE = torch.cat([x_BRCE[:, :N] + o_inject(label_BN1E, p_BRC[:, :N]), x_BRCE[:, N:]], dim=1)
+
+        x_BRCE = o_distribution_embedder(base.feature_distribution_embedder, x_BRCE, p_BRC, N, self.attention)
+        x_BRD = o_column_aggregator(base.column_aggregator, x_BRCE, p_BR, p_BC, self.attention).flatten(-2)
+
+        label_BND = o_inject(base._embed_icl_y(y_BN), p_BR[:, :N])
+        x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
+        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
+        for block in base.icl_blocks:
+            x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
+        x_BRD = base.output_norm(x_BRD)
+
+        test_TBD = x_BRD[:, N:].transpose(0, 1)
+        out_TBO = o_inject(base.output_projection(test_TBD), p_BR[:, N:].transpose(0, 1))
+        if base._nan_safe_output:
+            out_TBO = torch.nan_to_num(out_TBO, nan=0.0)
+        if only_return_standard_out:
+            return out_TBO
+        return {"standard": out_TBO, "test_embeddings": test_TBD, "train_embeddings": x_BRD[:, :N].transpose(0, 1)}
+
+
+def _structural(p: torch.Tensor | None, shape: tuple[int, int], name: str, like: torch.Tensor) -> torch.Tensor:
+    """The presence `p` (default: all present) in `like`'s dtype; RetrofitError unless shape
+    `shape` with every entry 0 or 1."""
+    if p is None:
+        return like.new_ones(shape)
+    p = torch.as_tensor(p, device=like.device)
+    if tuple(p.shape) != shape or not bool(((p == 0) | (p == 1)).all()):
+        raise RetrofitError(
+            f"{name} must be a {shape} tensor of 0 (absent) and 1 (present), got shape {tuple(p.shape)}"
+            f"{'' if tuple(p.shape) != shape else ' with other values'}; presence at the input is structural."
+        )
+    return p.to(like.dtype)

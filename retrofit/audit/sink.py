@@ -1,0 +1,165 @@
+"""Sink mass: how much attention mass OAttention's sink would absorb on a host's real carriers.
+
+Absolute-mode OAttention gives query i the sink share `eps_den / (eps_den + W_i)`,
+`W_i = sum_j p_j exp(s_ij)` over the N context rows. Softmax is shift-invariant, so a trained host
+may put every logit of a query far below `log eps_den`; the sink then takes the mass and the
+retrofitted output collapses towards 0. `SinkProbe` measures this on the frozen stock host without
+changing a prediction: forward hooks read the carriers entering each in-context attention and
+re-project queries and keys with the attention's own weights (`in_context_qkv`; v3's query scaling
+by the keys' presence mass, as the O wrapper does; test rows see only the test key/value heads).
+Presences follow the variant's tau rule on those carriers. Per (block, head) it pools every
+present receiver (train and test rows; every column for the v2 family; every ensemble member).
+"""
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tabpfn import TabPFNRegressor
+from torch import nn
+
+from retrofit.adapters import architecture_of
+from retrofit.adapters.attention import in_context_qkv
+from retrofit.adapters.tabpfn_v3 import scale_queries
+from retrofit.adapters.tau import TauRule
+from retrofit.errors import RetrofitError
+from retrofit.ops import presence
+from retrofit.patching import retrofit
+from retrofit.variants import resolve_variant
+
+COLUMNS = (
+    "block", "head", "n_queries", "sink_share_mean", "sink_share_max", "frac_queries_sink_dominated",
+    "max_logit_min", "max_logit_q01", "max_logit_q50", "max_logit_q99",
+)
+"""`sink_share_*` over the present receivers; dominated: share > 1/2; `max_logit_*`: quantiles of
+the per-query max_j s_ij over present sources (s_ij = q_i . k_j / sqrt(D), presence not included)."""
+
+
+def sink_share(s_BHQK: torch.Tensor, p_BK: torch.Tensor, eps_den: float) -> torch.Tensor:
+    """`eps_den / (eps_den + sum_j p_j exp(s_ij))` per query, (B, H, Q): the share of absolute-mode
+    OAttention's mass taken by the sink (1 where every source is null). Evaluated as
+    sigmoid(log eps_den - logsumexp_j(s_ij + log p_j)), exact in floating point for any logit scale."""
+    log_p_B11K = torch.log(p_BK.to(s_BHQK.dtype))[:, None, None, :]
+    return torch.sigmoid(math.log(eps_den) - torch.logsumexp(s_BHQK + log_p_B11K, dim=-1))
+
+
+def max_logit(s_BHQK: torch.Tensor, p_BK: torch.Tensor) -> torch.Tensor:
+    """max_j s_ij over the present sources (p_j > 0) per query, (B, H, Q); -inf if there are none."""
+    return s_BHQK.masked_fill((p_BK <= 0)[:, None, None, :], -math.inf).amax(-1)
+
+
+class SinkProbe:
+    """Context manager recording sink shares and max logits of every in-context attention call
+    of `regressor`'s models (use it on a frozen, unpatched clone); `table()` summarises them."""
+
+    def __init__(self, regressor: TabPFNRegressor, tau: TauRule, eps_den: float):
+        self.models = list(regressor.models_)
+        self.tau = tau
+        self.eps_den = eps_den
+        self.shares: dict[int, list[torch.Tensor]] = defaultdict(list)
+        """block index -> (H, n) sink shares of the present receivers, one tensor per call."""
+        self.max_logits: dict[int, list[torch.Tensor]] = defaultdict(list)
+        self._handles: list[torch.utils.hooks.RemovableHandle] = []
+        self._block_input: dict[int, tuple[torch.Size, int]] = {}
+
+    def __enter__(self) -> "SinkProbe":
+        for model in self.models:
+            arch = architecture_of(model)
+            for i, block in enumerate(model.get_submodule(arch.blocks)):
+                self._handles.append(block.register_forward_pre_hook(partial(self._block_hook, i), with_kwargs=True))
+                if arch.name == "tabpfn_v3":  # pre-norm: the carrier enters `layernorm`, whose output is attended
+                    self._handles.append(block.layernorm.register_forward_hook(partial(self._v3_hook, i, block)))
+                else:  # v2 family, post-norm: the attention's input is the carrier
+                    attention = block.per_column_attention_between_cells
+                    self._handles.append(
+                        attention.register_forward_pre_hook(partial(self._v2_hook, i, attention), with_kwargs=True)
+                    )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _block_hook(self, index: int, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        x, single_eval_pos = args[0], args[1] if len(args) > 1 else kwargs["single_eval_pos"]
+        self._block_input[index] = ((x[0] if isinstance(x, list) else x).shape, int(single_eval_pos))
+
+    def _v3_hook(self, index: int, block: nn.Module, module: nn.Module, args: tuple, h_BRE: torch.Tensor) -> None:
+        x_BRE, N = args[0], self._block_input[index][1]
+        attention = block.icl_attention
+        p_BR = self._presence(x_BRE, x_BRE[:, :N])
+        layer = attention.softmax_scaling_layer
+        scale = None if layer is None else partial(scale_queries, layer, n_B=p_BR[:, :N].sum(1, dtype=torch.float64))
+        self._record(index, attention, h_BRE, p_BR, N, attention.num_kv_heads_test, scale)
+
+    def _v2_hook(self, index: int, attention: nn.Module, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        h_BcRE, (shape, N) = args[0], self._block_input[index]
+        B, C, R, E = shape[0], shape[2], h_BcRE.shape[1], h_BcRE.shape[2]
+        if h_BcRE.shape[0] != B * C:
+            raise RetrofitError(
+                f"sink probe: block {index}'s cell attention got {h_BcRE.shape[0]} columns, not all {B * C}: "
+                "memory-saving chunking splits tables; fit the regressor with memory_saving_mode=False"
+            )
+        h_BCRE = h_BcRE.view(B, C, R, E)
+        p_BcR = self._presence(h_BCRE, h_BCRE[:, :, :N]).reshape(B * C, R)
+        self._record(index, attention, h_BcRE, p_BcR, N, 1, None)
+
+    def _presence(self, carrier_BxE: torch.Tensor, context_BxE: torch.Tensor) -> torch.Tensor:
+        """Presence of the carriers, tau per batch element from its context carriers."""
+        B, E = carrier_BxE.shape[0], carrier_BxE.shape[-1]
+        tau_B = self.tau.tau(context_BxE.reshape(B, -1, E))
+        return presence(carrier_BxE, tau_B.view(B, *(1,) * (carrier_BxE.dim() - 2)))
+
+    @torch.no_grad()
+    def _record(self, index, attention, h_BRE, p_BR, N, test_kv_heads, scale) -> None:
+        q_BRHD, k_BNGD, _ = in_context_qkv(attention, h_BRE, N, scale)
+        H, D, G = q_BRHD.shape[2], q_BRHD.shape[3], k_BNGD.shape[2]
+        p_BN = p_BR[:, :N]
+        for rows, kv_heads in ((slice(0, N), G), (slice(N, None), test_kv_heads or G)):
+            q_BHQD = q_BRHD[:, rows].transpose(1, 2).float()
+            k_BHND = k_BNGD[:, :, :kv_heads].transpose(1, 2).float().repeat_interleave(H // kv_heads, dim=1)
+            receiver_BQ = p_BR[:, rows] > 0
+            for b in range(q_BHQD.shape[0]):  # one batch element at a time: an (H, Q, N) buffer
+                s_1HQN = (q_BHQD[b] @ k_BHND[b].transpose(-1, -2) / math.sqrt(D))[None]
+                keep = receiver_BQ[b]
+                self.shares[index].append(sink_share(s_1HQN, p_BN[b : b + 1], self.eps_den)[0][:, keep])
+                self.max_logits[index].append(max_logit(s_1HQN, p_BN[b : b + 1])[0][:, keep])
+
+    def table(self) -> pd.DataFrame:
+        """One row per (block, head) with the columns of `COLUMNS`."""
+        rows = []
+        for index in sorted(self.shares):
+            share_HX = torch.cat(self.shares[index], dim=1).double().numpy()
+            logit_HX = torch.cat(self.max_logits[index], dim=1).double().numpy()
+            for head, (share_X, logit_X) in enumerate(zip(share_HX, logit_HX, strict=True)):
+                q01, q50, q99 = np.quantile(logit_X, [0.01, 0.5, 0.99])
+                values = (index, head, share_X.size, share_X.mean(), share_X.max(), (share_X > 0.5).mean(),
+                          logit_X.min(), q01, q50, q99)
+                rows.append(dict(zip(COLUMNS, values, strict=True)))
+        return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def sink_mass(
+    regressor: TabPFNRegressor,
+    X_test: Any,
+    *,
+    tau: Mapping[str, Any] | None = None,
+    eps_den: float | None = None,
+) -> pd.DataFrame:
+    """Sink diagnostics (see `COLUMNS`) of the fitted `regressor` predicting `X_test`.
+
+    `tau` (e.g. `{"mode": "calibrated", "c": 1e-3}`) and `eps_den` default to the `oa_only`
+    variant's. Runs on a frozen clone (`retrofit(regressor, "baseline")`); `regressor` is untouched.
+    """
+    overrides = {key: value for key, value in {"tau": tau, "eps_den": eps_den}.items() if value is not None}
+    variant = resolve_variant("oa_only", **overrides)
+    frozen = retrofit(regressor, "baseline")
+    with SinkProbe(frozen, variant.tau, variant.eps_den) as probe:
+        frozen.predict(X_test)
+    return probe.table()

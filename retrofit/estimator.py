@@ -1,0 +1,82 @@
+"""`RetrofitRegressor`: a retrofit variant on a host as one scikit-learn estimator.
+
+`fit` fits a stock TabPFNRegressor on the host (`retrofit.hosts.make_regressor`) and retrofits it
+(`retrofit.retrofit`, the one path that makes a retrofitted model); `predict` runs the result.
+So every refit, clone and fold of a cross-validation or grid search gets the variant.
+"""
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from retrofit.hosts import get_path, make_regressor
+from retrofit.patching import retrofit
+from retrofit.variants import resolve_variant
+
+
+class RetrofitRegressor(RegressorMixin, BaseEstimator):
+    """A TabPFN regressor on `host` running retrofit `variant`, refitted by every `fit`.
+
+    Parameters are stored as given and validated by `fit` (sklearn convention): an unknown
+    variant, host or device, or a bad hyper-parameter, raises RetrofitError there.
+
+    variant: a name in `configs/variant/` or a variant spec (mapping), as `retrofit.retrofit` takes.
+    host: a shipped host (`retrofit.hosts.available()`); `model_path`, when given, is used instead.
+    n_estimators, random_state: tabpfn's (random_state None draws a seed at each fit).
+    device: "auto", "cpu" or "cuda" (`retrofit.hosts.make_regressor`).
+    tau, eps_den, eps_mode, compact: the variant's hyper-parameters (`retrofit.variants.HPARAMS`);
+        None keeps the variant's own value. E.g. tau={"mode": "absolute", "value": 1.0}.
+
+    Fitted attributes: `regressor_`, the retrofitted TabPFNRegressor (`regressor_.retrofit_report_`
+    lists the modules taken over); `n_features_in_` (and `feature_names_in_` for a DataFrame).
+    Inputs are checked and converted by tabpfn, as for a stock regressor (NaN and text allowed).
+    """
+
+    def __init__(
+        self,
+        variant: str | Mapping[str, Any] = "full_o",
+        *,
+        host: str = "tiny_v3",
+        model_path: str | None = None,
+        n_estimators: int = 8,
+        random_state: int | None = None,
+        device: Literal["auto", "cpu", "cuda"] = "auto",
+        tau: Mapping[str, Any] | None = None,
+        eps_den: float | None = None,
+        eps_mode: Literal["absolute", "relative"] | None = None,
+        compact: bool | None = None,
+    ):
+        self.variant = variant
+        self.host = host
+        self.model_path = model_path
+        self.n_estimators = n_estimators
+        self.random_state = random_state
+        self.device = device
+        self.tau = tau
+        self.eps_den = eps_den
+        self.eps_mode = eps_mode
+        self.compact = compact
+
+    def fit(self, X: Any, y: Any) -> "RetrofitRegressor":
+        """Fit the stock regressor on (X, y) and retrofit it with the variant; returns self."""
+        hparams = {"tau": self.tau, "eps_den": self.eps_den, "eps_mode": self.eps_mode, "compact": self.compact}
+        hparams = {name: value for name, value in hparams.items() if value is not None}
+        resolve_variant(self.variant, **hparams)
+        path = get_path(self.host) if self.model_path is None else self.model_path
+        stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
+        validate_data(self, X, y, skip_check_array=True)
+        self.regressor_ = retrofit(stock.fit(X, y), self.variant, **hparams)
+        return self
+
+    def predict(self, X: Any) -> Any:
+        """The retrofitted regressor's mean prediction for each row of X."""
+        check_is_fitted(self)
+        validate_data(self, X, reset=False, skip_check_array=True)
+        return self.regressor_.predict(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
