@@ -18,8 +18,17 @@ NOTE = (
 @hydra.main(version_base="1.3", config_path="../configs", config_name="ablation")
 def main(cfg: DictConfig) -> None:
     table = ablation_table(
-        d_model=cfg.d_model, n_heads=cfg.n_heads, d_ffn=cfg.d_ffn, n_blocks=cfg.n_blocks, bias_std=cfg.bias_std,
-        batch=cfg.batch, n_old=cfg.n_old, n_nulls=list(cfg.n_nulls), tau=cfg.tau, eps_den=cfg.eps_den, seed=cfg.seed,
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        d_ffn=cfg.d_ffn,
+        n_blocks=cfg.n_blocks,
+        bias_std=cfg.bias_std,
+        batch=cfg.batch,
+        n_old=cfg.n_old,
+        n_nulls=list(cfg.n_nulls),
+        tau=cfg.tau,
+        eps_den=cfg.eps_den,
+        seed=cfg.seed,
     )
     csv_path, md_path = Path(to_absolute_path(cfg.output_csv)), Path(to_absolute_path(cfg.output_md))
     csv_path.parent.mkdir(parents=True, exist_ok=True)

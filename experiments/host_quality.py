@@ -26,7 +26,9 @@ def main(cfg: DictConfig) -> None:
         spec = DatasetSpec.from_mapping(OmegaConf.load(CONFIG_DIR / "dataset" / f"{name}.yaml"))
         table = load_table(spec, Path.cwd())
         for seed in cfg.seeds:
-            rows += score_case(name, seed, split(table, seed, max_rows=spec.max_rows), hosts, list(cfg.presets), cfg.n_estimators)
+            rows += score_case(
+                name, seed, split(table, seed, max_rows=spec.max_rows), hosts, list(cfg.presets), cfg.n_estimators
+            )
             log.info("%s seed %d done", name, seed)
     scores = pd.DataFrame(rows)
     out = Path(cfg.results_dir) / "host_quality.csv"
@@ -37,12 +39,19 @@ def main(cfg: DictConfig) -> None:
     print(summary.to_string(index=False))
     probes = pd.concat(
         [
-            extrapolation_probe(host_regressor(path, cfg.presets[0], cfg.n_estimators, seed=0)).assign(model=f"{host}[{cfg.presets[0]}]")
+            extrapolation_probe(host_regressor(path, cfg.presets[0], cfg.n_estimators, seed=0)).assign(
+                model=f"{host}[{cfg.presets[0]}]"
+            )
             for host, path in hosts.items()
         ]
     )
     probes.to_csv(out.with_name("host_extrapolation.csv"), index=False, float_format="%.4f")
-    print(probes.pivot_table(index="x_z", columns="model", values="pred_y_z").assign(true_y_z=probes.groupby("x_z")["true_y_z"].first()).round(2).to_string())
+    print(
+        probes.pivot_table(index="x_z", columns="model", values="pred_y_z")
+        .assign(true_y_z=probes.groupby("x_z")["true_y_z"].first())
+        .round(2)
+        .to_string()
+    )
     if cfg.cards_dir:
         for host, path in hosts.items():
             card = render_card(host, path, per_dataset_ratios(scores, f"{host}[{cfg.presets[0]}]"), Path(cfg.cards_dir))

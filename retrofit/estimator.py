@@ -15,6 +15,9 @@ from retrofit.hosts import get_path, make_regressor
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
+_AS_TABPFN_TAKES_IT = {"dtype": None, "ensure_all_finite": False}
+"""`validate_data` options that check shape and feature names only: tabpfn takes any dtype and NaN."""
+
 
 class RetrofitRegressor(RegressorMixin, BaseEstimator):
     """A TabPFN regressor on `host` running retrofit `variant`, refitted by every `fit`.
@@ -31,7 +34,8 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
 
     Fitted attributes: `regressor_`, the retrofitted TabPFNRegressor (`regressor_.retrofit_report_`
     lists the modules taken over); `n_features_in_` (and `feature_names_in_` for a DataFrame).
-    Inputs are checked and converted by tabpfn, as for a stock regressor (NaN and text allowed).
+    `validate_data` checks the shape and feature names (any dtype, NaN allowed); the inputs reach
+    tabpfn as given, so it converts them as it does for a stock regressor (text, categoricals).
     """
 
     def __init__(
@@ -66,14 +70,14 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         resolve_variant(self.variant, **hparams)
         path = get_path(self.host) if self.model_path is None else self.model_path
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
-        validate_data(self, X, y, skip_check_array=True)
+        validate_data(self, X, y, **_AS_TABPFN_TAKES_IT)
         self.regressor_ = retrofit(stock.fit(X, y), self.variant, **hparams)
         return self
 
     def predict(self, X: Any) -> Any:
         """The retrofitted regressor's mean prediction for each row of X."""
         check_is_fitted(self)
-        validate_data(self, X, reset=False, skip_check_array=True)
+        validate_data(self, X, reset=False, **_AS_TABPFN_TAKES_IT)
         return self.regressor_.predict(X)
 
     def __sklearn_tags__(self):

@@ -18,7 +18,7 @@ from sklearn.base import clone as sklearn_clone
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import ADAPTERS, PARTS, OBlock, architecture_of
+from retrofit.adapters import ADAPTERS, PARTS, OBlock, OClosedModel, architecture_of, close_model
 from retrofit.variants import Variant, resolve_variant
 from retrofit.errors import RetrofitError
 
@@ -122,6 +122,7 @@ def retrofit(
     clone = _prepare(regressor)
     models = _models(clone)
     targets = [(index, path, block) for index, model in enumerate(models) for path, block in _match(model)]
+    closed = [close_model(model, spec) for model in models] if spec.closed else []
     if spec.adapters:
         wrappers = [
             architecture_of(models[index]).wrapper(block, spec.parts, spec.tau, spec.eps_den, spec.compact, spec.eps_mode)
@@ -130,6 +131,8 @@ def retrofit(
         for (index, path, _), wrapper in zip(targets, wrappers, strict=True):
             parent, _, child = path.rpartition(".")
             setattr(models[index].get_submodule(parent), child, wrapper)
+    if closed:
+        models = _set_models(clone, closed)
     clone.__class__ = PatchedTabPFNRegressor
     clone.retrofit_report_ = _report(spec, models)
     log.info(clone.retrofit_report_.summary())
@@ -142,7 +145,10 @@ def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
     The original modules come back unchanged: same `state_dict`, same predictions, bit for bit;
     the result is a plain TabPFNRegressor again (it can be refitted).
     """
-    for model in _models(patched):
+    models = _models(patched)
+    if any(isinstance(model, OClosedModel) for model in models):
+        models = _set_models(patched, [getattr(model, "host_model", model) for model in models])
+    for model in models:
         wrapped = [(name, m) for name, m in model.named_modules() if isinstance(m, OBlock)]
         for name, wrapper in wrapped:
             parent, _, child = name.rpartition(".")
@@ -193,6 +199,13 @@ def _models(regressor: TabPFNRegressor) -> list[nn.Module]:
                     "replaced, or several devices?); retrofit a stock regressor fitted on a single device"
                 )
     return models
+
+
+def _set_models(regressor: TabPFNRegressor, models: list[nn.Module]) -> list[nn.Module]:
+    """Make `models` the ones `regressor.predict` runs (its `models_` and its engine's); returns them."""
+    regressor.models_ = list(models)
+    regressor.executor_._set_models(regressor.models_)
+    return regressor.models_
 
 
 def _match(model: nn.Module) -> list[tuple[str, nn.Module]]:

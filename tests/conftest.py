@@ -8,16 +8,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TABPFN_DISABLE_TELEMETRY", "1")
 
 
+from pathlib import Path
 
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(scope="session")
 def make_random_host(tmp_path_factory):
     """Factory `make_random_host(arch_name, seed=0) -> Path` of a tiny random host checkpoint
-    (`retrofit.hosts.random_host`; cached per session; loads in `TabPFNRegressor`)."""
+    (`retrofit.hosts.random_host`; cached for the test run; loads in `TabPFNRegressor`)."""
     from retrofit.hosts.random_host import random_host
 
     cache: dict[tuple[str, int], Path] = {}

@@ -15,8 +15,9 @@ def hosts(seed: int):
 
 
 @settings(max_examples=8, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), L=st.integers(2, 16),
-       positions=st.lists(st.integers(0, 16), min_size=1, max_size=4))
+@given(
+    seed=st.integers(0, 2**31 - 1), L=st.integers(2, 16), positions=st.lists(st.integers(0, 16), min_size=1, max_size=4)
+)
 def test_otransformer_keeps_old_tokens_and_null_tokens(seed, L, positions):
     """Null tokens stay exactly 0; old tokens move at most by GEMM rounding (a CPU GEMM over
     more rows need not be bitwise equal per row; the attention itself is bitwise invariant)."""

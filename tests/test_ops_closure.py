@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from retrofit.ops import OFFN, OInject, ONorm, OStandardize, o_linear, presence
 from retrofit.measure.ablation import randomise_
 from retrofit.measure.insertion import insert_rows, keep_mask
+from retrofit.ops import OFFN, OInject, ONorm, OStandardize, o_linear, presence
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 FAST = settings(max_examples=20, deadline=None)

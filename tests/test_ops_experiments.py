@@ -27,16 +27,28 @@ def compose_config():
 
 def test_exactness_config_runs_and_meets_contracts(compose_config):
     cfg = compose_config("exactness", ["shapes=[{B: 1, H: 2, Q: 16, K: 12, D: 8}]", "score_stds=[1.0]"])
-    table = exactness_table([Shape(**s) for s in cfg.shapes], cfg.score_stds, cfg.dtypes,
-                            cfg.null_fraction, cfg.insert_fraction, cfg.seed)
+    table = exactness_table(
+        [Shape(**s) for s in cfg.shapes], cfg.score_stds, cfg.dtypes, cfg.null_fraction, cfg.insert_fraction, cfg.seed
+    )
     assert len(table) == 3 * 3 and (table.null_receiver_max_abs == 0).all()
     assert (table[table.implementation == "compact"].null_insertion_linf_abs == 0).all()
 
 
 def test_ablation_config_runs_with_paper_columns(compose_config):
     cfg = compose_config("ablation", ["d_model=16", "d_ffn=32", "n_old=8", "n_nulls=[2]"])
-    table = ablation_table(cfg.d_model, cfg.n_heads, cfg.d_ffn, cfg.n_blocks, cfg.bias_std, cfg.batch, cfg.n_old,
-                           list(cfg.n_nulls), cfg.tau, cfg.eps_den, cfg.seed)
+    table = ablation_table(
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.d_ffn,
+        cfg.n_blocks,
+        cfg.bias_std,
+        cfg.batch,
+        cfg.n_old,
+        list(cfg.n_nulls),
+        cfg.tau,
+        cfg.eps_den,
+        cfg.seed,
+    )
     assert list(table.columns) == ["host", "block", "n_null", "linf_old_tokens"]
     assert (table[table.host == "otransformer"].linf_old_tokens == 0).all()
     assert "| otransformer |" in ablation_markdown(table)
@@ -46,8 +58,9 @@ def test_bench_entry_point_prints_ratios(tmp_path):
     """In a subprocess: the benchmark changes process-wide allocator settings for its memory pass."""
     script = CONFIGS.parent / "experiments" / "bench_attention.py"
     overrides = ["batch_sizes=[1]", "rows=[32]", "seconds_per_case=0", "min_repeats=1", "max_repeats=1"]
-    run = subprocess.run([sys.executable, str(script), *overrides], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(script), *overrides], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     assert "fused_time_ratio" in run.stdout and "compact_mem_mib" in run.stdout
 

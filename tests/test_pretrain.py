@@ -21,8 +21,14 @@ CURRICULUM = [
 def _config(tmp_path, **kw) -> PretrainConfig:
     arch = dict(TINY_ARCHS["tabpfn_v2"])
     defaults = dict(
-        host_name="test_v2", arch_name="tabpfn_v2", arch=arch, run_dir=str(tmp_path / "run"),
-        curriculum=CURRICULUM, border_samples=5000, eval_every_s=1e9, checkpoint_every_s=1e9,
+        host_name="test_v2",
+        arch_name="tabpfn_v2",
+        arch=arch,
+        run_dir=str(tmp_path / "run"),
+        curriculum=CURRICULUM,
+        border_samples=5000,
+        eval_every_s=1e9,
+        checkpoint_every_s=1e9,
         val={"small": {"seed": 1, "n_batches": 2, "batch_size": 16, "rows": [40, 60], "features": [1, 3]}},
     )
     defaults.update(kw)
@@ -41,8 +47,8 @@ def test_short_run_lowers_the_held_out_loss(tmp_path):
 
 
 def test_tail_share_gives_the_tails_their_own_buckets():
-    """Pure quantile borders leave one bucket for every z above ~2.7 (session 2: the host jumped
-    to z ~ 8 when extrapolating); a 20% uniform share keeps every bucket under 1 sd wide."""
+    """Pure quantile borders leave one bucket for every z above ~2.7 (a host trained on them
+    jumps to z ~ 8 when extrapolating); a 20% uniform share keeps every bucket under 1 sd wide."""
     plain = quantile_borders(100, seed=0, n_values=20_000)
     mixed = quantile_borders(100, seed=0, n_values=20_000, tail_share=0.2)
     assert plain.diff().max() > 4.0 and mixed.diff().max() < 1.0

@@ -3,12 +3,14 @@
 import pytest
 import torch
 
+from retrofit.pretrain.validation import evaluate_baselines, make_validation_set
 from retrofit.prior import FAMILIES, TableShape, sample_batch, sample_shape, zscore_targets
 from retrofit.prior.inputs import sample_columns
-from retrofit.pretrain.validation import evaluate_baselines, make_validation_set
+
+SHAPE = TableShape(n_rows=120, n_features=6, n_train=60)
 
 
-def _batch(seed: int, shape=TableShape(n_rows=120, n_features=6, n_train=60), **kw):
+def _batch(seed: int, shape: TableShape = SHAPE, **kw):
     return sample_batch(shape, 64, torch.Generator().manual_seed(seed), **kw)
 
 

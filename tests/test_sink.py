@@ -39,7 +39,7 @@ def test_sink_share_is_the_mass_oattention_does_not_pass_on():
     at logits far below log eps_den (share ~ 1) as well as around it."""
     g = torch.Generator().manual_seed(0)
     for shift in (0.0, -14.0, -40.0):
-        q, k = torch.randn(2, 3, 5, 8, generator=g, dtype=torch.float64), torch.randn(2, 3, 7, 8, generator=g, dtype=torch.float64)
+        q, k = (torch.randn(2, 3, L, 8, generator=g, dtype=torch.float64) for L in (5, 7))
         q = torch.cat([q * math.sqrt(9 / 8), torch.full_like(q[..., :1], shift * 3.0)], dim=-1)  # s -> s + shift
         k = torch.cat([k, torch.ones_like(k[..., :1])], dim=-1)
         p_BK = torch.rand(2, 7, generator=g, dtype=torch.float64)

@@ -6,6 +6,7 @@ adapters o_attention, o_ffn, o_norm (see `specs`).
 
 from retrofit.adapters import specs
 from retrofit.adapters.block import KV_CACHE_REFUSAL, OBlock
+from retrofit.adapters.closure import OClosedModel, close_model
 from retrofit.adapters.registry import (
     ADAPTERS,
     ARCHITECTURES,
@@ -27,9 +28,11 @@ __all__ = [
     "AdapterSpec",
     "ArchitectureSpec",
     "OBlock",
+    "OClosedModel",
     "TauRule",
     "adapter",
     "architecture_of",
+    "close_model",
     "register_adapter",
     "register_architecture",
     "specs",

@@ -22,7 +22,9 @@ class ArchitectureSpec:
 
     `module`: the python module defining it (`type(model).__module__`); `blocks`: dotted path
     of the `nn.ModuleList` of in-context blocks; `block_class`: the class name every block must
-    have; `wrapper`: the `OBlock` subclass wrapping one block.
+    have; `wrapper`: the `OBlock` subclass wrapping one block; `closed_wrapper`: the
+    `OClosedModel` subclass closing the whole model (variants with `closed: true`), or None with
+    `closed_refusal` saying why the architecture cannot be closed.
     """
 
     name: str
@@ -30,6 +32,8 @@ class ArchitectureSpec:
     blocks: str
     block_class: str
     wrapper: type[nn.Module]
+    closed_wrapper: type[nn.Module] | None = None
+    closed_refusal: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def architecture_of(model: nn.Module) -> ArchitectureSpec:
 
     Raises RetrofitError naming the unsupported architecture and the supported ones.
     """
-    module = type(model).__module__
+    module = type(getattr(model, "host_model", model)).__module__  # a whole-model wrapper answers for its host
     for spec in ARCHITECTURES.values():
         if spec.module == module:
             return spec

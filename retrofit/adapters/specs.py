@@ -3,6 +3,7 @@
 from retrofit.adapters.registry import AdapterSpec, ArchitectureSpec, register_adapter, register_architecture
 from retrofit.adapters.tabpfn_v2 import OTabPFNBlockV2
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
+from retrofit.adapters.tabpfn_v3_closed import V2_REFUSAL, OClosedTabPFNV3
 
 register_architecture(
     ArchitectureSpec(
@@ -11,6 +12,7 @@ register_architecture(
         blocks="icl_blocks",
         block_class="ICLTransformerBlock",
         wrapper=OICLBlockV3,
+        closed_wrapper=OClosedTabPFNV3,
     )
 )
 for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):
@@ -21,6 +23,7 @@ for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):
             blocks="blocks",
             block_class="TabPFNBlock",
             wrapper=OTabPFNBlockV2,
+            closed_refusal=V2_REFUSAL,
         )
     )
 

@@ -20,9 +20,13 @@ def scale_queries(layer: torch.nn.Module, q_BRHD: torch.Tensor, n_B: torch.Tenso
     OAttention passes the presence mass of the keys, `n = sum_j p_j`: a null source adds no
     mass, so inserting one leaves the query scale unchanged (it would move `log(length)`). The
     mass is summed in float64, where adding zeros cannot change the rounding of the sum.
+    `base_mlp` runs once per distinct mass on that one value, as tabpfn runs it on its one
+    length: CPU matmul kernels round differently for different row counts, so a batch element's
+    scale must not depend on how many others share its batch.
     """
-    logn_B1 = n_B.to(torch.float32).clamp(min=1).log().to(q_BRHD.dtype)[:, None]
-    base_B1HD = layer.base_mlp(logn_B1).view(-1, 1, layer.num_heads, layer.head_dim)
+    logn_U, index_B = n_B.to(torch.float32).clamp(min=1).log().to(q_BRHD.dtype).unique(return_inverse=True)
+    base_UF = torch.cat([layer.base_mlp(logn.view(1, 1)) for logn in logn_U])
+    base_B1HD = base_UF[index_B].view(-1, 1, layer.num_heads, layer.head_dim)
     return q_BRHD * (base_B1HD * (1 + torch.tanh(layer.query_mlp(q_BRHD))))
 
 

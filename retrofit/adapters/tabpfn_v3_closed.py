@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from retrofit.adapters.block import KV_CACHE_REFUSAL
+from retrofit.adapters.closure import OClosedModel
 from retrofit.adapters.tabpfn_v3_columns import o_column_aggregator, o_distribution_embedder
 from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, o_targets, present_cells
 from retrofit.errors import RetrofitError
@@ -43,25 +44,6 @@ V2_REFUSAL = (
     "would dilute it); neither takes a presence. Use a tabpfn_v3 host for o_closed, or full_o (in-context "
     "stage only) on this one."
 )
-
-
-class OClosedModel(nn.Module):
-    """Base of whole-model O wrappers: `base_layer` is the host model, kept unchanged.
-
-    Attribute reads the wrapper does not answer go to `base_layer` (tabpfn's inference engine
-    reads e.g. `estimator_batch_budget`), so the wrapper stands in for the model in
-    `regressor.models_` and the engine; unpatching puts `base_layer` back.
-    """
-
-    def __init__(self, base_layer: nn.Module):
-        super().__init__()
-        self.base_layer = base_layer
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self.base_layer, name)
 
 
 class OClosedTabPFNV3(OClosedModel):

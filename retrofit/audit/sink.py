@@ -13,8 +13,9 @@ present receiver (train and test rows; every column for the v2 family; every ens
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,9 @@ from retrofit.adapters import architecture_of
 from retrofit.adapters.attention import in_context_qkv
 from retrofit.adapters.tabpfn_v3 import scale_queries
 from retrofit.adapters.tau import TauRule
+from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
+from retrofit.hosts import make_regressor
 from retrofit.ops import presence
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
@@ -163,3 +166,33 @@ def sink_mass(
     with SinkProbe(frozen, variant.tau, variant.eps_den) as probe:
         frozen.predict(X_test)
     return probe.table()
+
+
+def sink_mass_table(
+    hosts: Mapping[str, Path],
+    datasets: Iterable[DatasetSpec],
+    seeds: Iterable[int],
+    *,
+    base_dir: Path,
+    n_estimators: int,
+    test_size: float,
+    tau: Mapping[str, Any] | None = None,
+    eps_den: float | None = None,
+) -> pd.DataFrame:
+    """`sink_mass` rows for every host (label -> checkpoint) x dataset x seed, with the columns
+    `host, dataset, seed` first. Each case fits one regressor (`random_state` = seed) on the
+    seeded split (`retrofit.data.split`) and probes its test rows."""
+    datasets, seeds = list(datasets), list(seeds)
+    frames = []
+    for host, path in hosts.items():
+        for spec in datasets:
+            table = load_table(spec, base_dir)
+            for seed in seeds:
+                data = split(table, seed, test_size, spec.max_rows)
+                regressor = make_regressor(path, n_estimators=n_estimators, random_state=seed)
+                regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
+                regressor.fit(data.X_train, data.y_train)
+                frame = sink_mass(regressor, data.X_test, tau=tau, eps_den=eps_den)
+                frames.append(frame.assign(host=host, dataset=spec.name, seed=seed))
+    columns = ["host", "dataset", "seed", *COLUMNS]
+    return pd.concat(frames, ignore_index=True)[columns]

@@ -20,8 +20,8 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
-from retrofit.errors import DatasetError
 from retrofit.data.spec import DatasetSpec
+from retrofit.errors import DatasetError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,9 @@ class Split:
 def _categorical_columns(spec: DatasetSpec, X: pd.DataFrame) -> tuple[str, ...]:
     unknown = [c for c in spec.categorical if c not in X.columns]
     if unknown:
-        raise DatasetError(f"dataset {spec.name!r}: categorical columns {unknown} are not features; features: {list(X.columns)}")
+        raise DatasetError(
+            f"dataset {spec.name!r}: categorical columns {unknown} are not features; features: {list(X.columns)}"
+        )
     textual = {c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])}
     return tuple(c for c in X.columns if c in textual or c in spec.categorical)
 
@@ -66,12 +68,16 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
         raise DatasetError(f"dataset {spec.name!r}: no target column {spec.target!r}; columns: {list(frame.columns)}")
     missing_drop = [c for c in spec.drop if c not in frame.columns]
     if missing_drop:
-        raise DatasetError(f"dataset {spec.name!r}: cannot drop {missing_drop}: no such columns; columns: {list(frame.columns)}")
+        raise DatasetError(
+            f"dataset {spec.name!r}: cannot drop {missing_drop}: no such columns; columns: {list(frame.columns)}"
+        )
     frame = frame.drop(columns=list(spec.drop))
     try:
         y = pd.to_numeric(frame[spec.target]).astype("float64")
     except (ValueError, TypeError):
-        raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} is not numeric; regression needs a numeric target") from None
+        raise DatasetError(
+            f"dataset {spec.name!r}: target {spec.target!r} is not numeric; regression needs a numeric target"
+        ) from None
     has_target = y.notna()
     n_missing = int((~has_target).sum())
     if n_missing:
@@ -80,7 +86,9 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     if not np.isfinite(y.to_numpy()).all():
         raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} holds ±inf; remove or fix those rows")
     if len(y) and y.nunique() < 2:
-        raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} is constant; RMSE deltas would be meaningless")
+        raise DatasetError(
+            f"dataset {spec.name!r}: target {spec.target!r} is constant; RMSE deltas would be meaningless"
+        )
     X = frame.drop(columns=[spec.target])
     if X.shape[1] == 0:
         raise DatasetError(f"dataset {spec.name!r}: no feature columns left after dropping {list(spec.drop)}")
@@ -88,7 +96,9 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     numeric = X.drop(columns=list(categorical))
     infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(dtype="float64", na_value=np.nan)).any()]
     if infinite:
-        raise DatasetError(f"dataset {spec.name!r}: features {infinite} hold ±inf; replace them with NaN (missing) or drop them")
+        raise DatasetError(
+            f"dataset {spec.name!r}: features {infinite} hold ±inf; replace them with NaN (missing) or drop them"
+        )
     return Table(spec.name, X.reset_index(drop=True), y.reset_index(drop=True), categorical, n_missing)
 
 

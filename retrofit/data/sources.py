@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import sklearn.datasets
 
-from retrofit.errors import DatasetError
 from retrofit.data.spec import DatasetSpec
+from retrofit.errors import DatasetError
 
 OPENML_TIMEOUT_S = 10.0
 

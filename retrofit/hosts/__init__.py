@@ -1,8 +1,8 @@
 """Hosts: the shipped pretrained TabPFN regressors, user checkpoints, and writing checkpoints."""
 
 from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
-from retrofit.hosts.shipped import SHIPPED_HOSTS, available, check_checkpoint, get_path
 from retrofit.hosts.regressor import make_regressor
+from retrofit.hosts.shipped import SHIPPED_HOSTS, available, check_checkpoint, get_path
 
 __all__ = [
     "SHIPPED_HOSTS",

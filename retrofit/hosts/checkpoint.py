@@ -73,9 +73,14 @@ def inference_config(preset: str) -> dict[str, Any]:
     if preset in TABPFN_PRESETS:
         return dataclasses.asdict(InferenceConfig.get_default("regression", TABPFN_PRESETS[preset]))
     if preset not in INFERENCE_PRESETS:
-        raise ValueError(f"unknown inference preset {preset!r}; use one of {sorted([*INFERENCE_PRESETS, *TABPFN_PRESETS])}")
+        raise ValueError(
+            f"unknown inference preset {preset!r}; use one of {sorted([*INFERENCE_PRESETS, *TABPFN_PRESETS])}"
+        )
     base = InferenceConfig.get_default("regression", ModelVersion.V2_5)
-    views = [PreprocessorConfig(max_features_per_estimator=500, global_transformer_name=None, **v) for v in INFERENCE_PRESETS[preset]]
+    views = [
+        PreprocessorConfig(max_features_per_estimator=500, global_transformer_name=None, **v)
+        for v in INFERENCE_PRESETS[preset]
+    ]
     config = dataclasses.replace(
         base, PREPROCESS_TRANSFORMS=views, FINGERPRINT_FEATURE=False, REGRESSION_Y_PREPROCESS_TRANSFORMS=(None,)
     )

@@ -35,7 +35,11 @@ def _ridge(split: Split, seed: int):
     encode = ColumnTransformer(
         [
             ("num", make_pipeline(SimpleImputer(), StandardScaler()), nums),
-            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")), cats),
+            (
+                "cat",
+                make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+                cats,
+            ),
         ]
     )
     return make_pipeline(encode, RidgeCV(alphas=np.logspace(-3, 3, 13)))
@@ -60,14 +64,22 @@ def score_case(
     dataset: str, seed: int, split: Split, hosts: Mapping[str, Path], presets: Sequence[str], n_estimators: int
 ) -> list[dict]:
     """RMSE rows (`model` = baseline name or `<host>[<preset>]`) for one dataset x seed."""
-    common = dict(dataset=dataset, seed=seed, n_train=len(split.y_train), n_test=len(split.y_test), n_features=split.X_train.shape[1])
+    common = dict(
+        dataset=dataset,
+        seed=seed,
+        n_train=len(split.y_train),
+        n_test=len(split.y_test),
+        n_features=split.X_train.shape[1],
+    )
     rows = []
     for name, factory in BASELINES.items():
         model = factory(split, seed).fit(split.X_train, split.y_train)
         rows.append({**common, "model": name, "rmse": rmse(split.y_test, model.predict(split.X_test))})
     for host, path in hosts.items():
         for preset in presets:
-            reg = host_regressor(path, preset, n_estimators, seed, categorical_features_indices=list(split.categorical_indices))
+            reg = host_regressor(
+                path, preset, n_estimators, seed, categorical_features_indices=list(split.categorical_indices)
+            )
             pred = reg.fit(split.X_train, split.y_train).predict(split.X_test)
             rows.append({**common, "model": f"{host}[{preset}]", "rmse": rmse(split.y_test, pred)})
     return rows
@@ -82,18 +94,22 @@ def summarise(scores: pd.DataFrame) -> pd.DataFrame:
         to_mean = (wide[model] / wide["mean"]).groupby(level="dataset").mean()
         geo_ridge = float(np.exp(np.log(wide[model] / wide["ridge"]).mean()))
         geo_rf = float(np.exp(np.log(wide[model] / wide["random_forest"]).mean()))
-        rows.append({
-            "model": model,
-            "worst_rmse_over_mean": round(float(to_mean.max()), 4),
-            "worst_dataset": to_mean.idxmax(),
-            "geomean_rmse_over_ridge": round(geo_ridge, 4),
-            "geomean_rmse_over_rf": round(geo_rf, 4),
-            "meets_bar": bool(to_mean.max() <= MEAN_RATIO_BAR and geo_ridge <= RIDGE_GEOMEAN_BAR),
-        })
+        rows.append(
+            {
+                "model": model,
+                "worst_rmse_over_mean": round(float(to_mean.max()), 4),
+                "worst_dataset": to_mean.idxmax(),
+                "geomean_rmse_over_ridge": round(geo_ridge, 4),
+                "geomean_rmse_over_rf": round(geo_rf, 4),
+                "meets_bar": bool(to_mean.max() <= MEAN_RATIO_BAR and geo_ridge <= RIDGE_GEOMEAN_BAR),
+            }
+        )
     return pd.DataFrame(rows).sort_values("geomean_rmse_over_ridge").reset_index(drop=True)
 
 
-def extrapolation_probe(model: object, n_train: int = 500, seed: int = 0, x_z: Sequence[float] = (0, 1, 2, 3, 4, 5, 6)) -> pd.DataFrame:
+def extrapolation_probe(
+    model: object, n_train: int = 500, seed: int = 0, x_z: Sequence[float] = (0, 1, 2, 3, 4, 5, 6)
+) -> pd.DataFrame:
     """How a regressor extends a plain linear trend past its data: fit `y = 1.6 x + noise` (x
     standard normal, noise sd 0.16) on `n_train` rows, predict at `x_z` training standard
     deviations. Returns x, the true y and the prediction, all in training-y z units; an exact

@@ -8,8 +8,7 @@ bad path fails in milliseconds instead of reaching tabpfn's hub download.
 from importlib.resources import files
 from pathlib import Path
 
-from safetensors import safe_open
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
@@ -76,7 +75,9 @@ def _architecture_of_torch_file(path: Path) -> str:
                 "convert it to .safetensors) and pass that file."
             ) from None
         reason = [line for line in str(exc).splitlines() if line.strip() and not line.startswith("Check the doc")]
-        raise RetrofitError(f"{path} could not be read as a torch checkpoint ({reason[-1] if reason else exc!r})") from None
+        raise RetrofitError(
+            f"{path} could not be read as a torch checkpoint ({reason[-1] if reason else exc!r})"
+        ) from None
     except Exception as exc:  # torch raises many types for a corrupt file; all mean the same here
         raise RetrofitError(f"{path} could not be read as a torch checkpoint ({type(exc).__name__}: {exc})") from exc
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt or "config" not in ckpt:
@@ -107,7 +108,5 @@ def check_checkpoint(path: str | Path) -> Path:
     arch = _architecture_of_safetensors(path) if path.suffix == ".safetensors" else _architecture_of_torch_file(path)
     arch = "tabpfn_v2_5" if arch == "base" else arch
     if arch not in ARCHITECTURES:
-        raise RetrofitError(
-            f"{path}: architecture {arch!r} has no adapter spec; supported: {sorted(ARCHITECTURES)}"
-        )
+        raise RetrofitError(f"{path}: architecture {arch!r} has no adapter spec; supported: {sorted(ARCHITECTURES)}")
     return path

@@ -9,22 +9,31 @@ import pandas as pd
 import torch
 from torch import nn
 
-from retrofit.ops import OAOnlyBlock, OTransformerBlock, StandardBlock
 from retrofit.measure.insertion import insert_rows, keep_mask
+from retrofit.ops import OAOnlyBlock, OTransformerBlock, StandardBlock
 
 HOSTS = {"standard": StandardBlock, "oa_only": OAOnlyBlock, "otransformer": OTransformerBlock}
 
 
-def build_hosts(d_model: int, n_heads: int, d_ffn: int, n_blocks: int, bias_std: float,
-                generator: torch.Generator, tau: float = 1.0, eps_den: float = 1e-6) -> dict[str, list[nn.Module]]:
+def build_hosts(
+    d_model: int,
+    n_heads: int,
+    d_ffn: int,
+    n_blocks: int,
+    bias_std: float,
+    generator: torch.Generator,
+    tau: float = 1.0,
+    eps_den: float = 1e-6,
+) -> dict[str, list[nn.Module]]:
     """One block stack per host, all loaded with the same random weights (see `randomise_`)."""
-    states = [randomise_(StandardBlock(d_model, n_heads, d_ffn), bias_std, generator).state_dict()
-              for _ in range(n_blocks)]
+    states = [
+        randomise_(StandardBlock(d_model, n_heads, d_ffn), bias_std, generator).state_dict() for _ in range(n_blocks)
+    ]
     hosts = {}
     for name, block_type in HOSTS.items():
         kwargs = {} if block_type is StandardBlock else {"tau": tau, "eps_den": eps_den}
         hosts[name] = [block_type(d_model, n_heads, d_ffn, **kwargs) for _ in range(n_blocks)]
-        for block, state in zip(hosts[name], states):
+        for block, state in zip(hosts[name], states, strict=True):
             block.load_state_dict(state)
     return hosts
 
@@ -56,8 +65,19 @@ def states_with_nulls(blocks: list[nn.Module], h_BLE: torch.Tensor, positions: l
     return states
 
 
-def ablation_table(d_model: int, n_heads: int, d_ffn: int, n_blocks: int, bias_std: float, batch: int,
-                   n_old: int, n_nulls: list[int], tau: float, eps_den: float, seed: int) -> pd.DataFrame:
+def ablation_table(
+    d_model: int,
+    n_heads: int,
+    d_ffn: int,
+    n_blocks: int,
+    bias_std: float,
+    batch: int,
+    n_old: int,
+    n_nulls: list[int],
+    tau: float,
+    eps_den: float,
+    seed: int,
+) -> pd.DataFrame:
     """Rows `host, block, n_null, linf_old_tokens` (block counted from 1)."""
     g = torch.Generator().manual_seed(seed)
     hosts = build_hosts(d_model, n_heads, d_ffn, n_blocks, bias_std, g, tau=tau, eps_den=eps_den)
@@ -67,8 +87,14 @@ def ablation_table(d_model: int, n_heads: int, d_ffn: int, n_blocks: int, bias_s
         positions = torch.randint(0, n_old + 1, (n_null,), generator=g).tolist()
         for host, blocks in hosts.items():
             for block, (old, old_ins, _) in enumerate(states_with_nulls(blocks, h_BLE, positions), start=1):
-                rows.append({"host": host, "block": block, "n_null": n_null,
-                             "linf_old_tokens": (old_ins - old).abs().max().item()})
+                rows.append(
+                    {
+                        "host": host,
+                        "block": block,
+                        "n_null": n_null,
+                        "linf_old_tokens": (old_ins - old).abs().max().item(),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

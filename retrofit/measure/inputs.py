@@ -22,8 +22,17 @@ class AttentionInputs:
 
 
 def random_attention_inputs(
-    B: int, H: int, G: int, Q: int, K: int, D: int, *, dtype: torch.dtype, score_std: float,
-    null_fraction: float, generator: torch.Generator,
+    B: int,
+    H: int,
+    G: int,
+    Q: int,
+    K: int,
+    D: int,
+    *,
+    dtype: torch.dtype,
+    score_std: float,
+    null_fraction: float,
+    generator: torch.Generator,
 ) -> AttentionInputs:
     """q, k ~ N(0, score_std) per entry, so scores q.k/sqrt(D) have std `score_std`; v ~ N(0, 1).
 
@@ -45,8 +54,9 @@ def random_attention_inputs(
     )
 
 
-def with_null_keys(x: AttentionInputs, positions: list[int], *, scale: float,
-                   generator: torch.Generator) -> AttentionInputs:
+def with_null_keys(
+    x: AttentionInputs, positions: list[int], *, scale: float, generator: torch.Generator
+) -> AttentionInputs:
     """x with null sources inserted before the given key indices (see `keep_mask`).
 
     Inserted keys have p = 0 and k, v ~ N(0, scale^2): a null token's projections need not be 0.

@@ -124,7 +124,7 @@ def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
         bias_bhQK = bias_bhQK.masked_fill(empty_bhQ1, 0.0)
         gate_bhQ1 = torch.where(empty_bhQ1, 0.0, gate_bhQ1 / (1 + eps_den))
     out_BHQD = F.scaled_dot_product_attention(
-        q_BHQD, k_BGKD, v_BGKD, attn_mask=bias_bhQK, enable_gqa=G != q_BHQD.shape[1]
+        q_BHQD, k_BGKD, v_BGKD, attn_mask=bias_bhQK, enable_gqa=q_BHQD.shape[1] != G
     )
     if out_BHQD.dtype == acc_dtype and not out_BHQD.requires_grad:
         return out_BHQD.mul_(gate_bhQ1)  # in place: saves one output-sized buffer

@@ -22,8 +22,17 @@ from retrofit.ops.presence import presence
 class _PostNormBlock(nn.Module):
     """The shared block; `o_attention` swaps the attention, `o_local` the per-token maps."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ffn: int, *, o_attention: bool, o_local: bool,
-                 tau: float = 1.0, eps_den: float = 1e-6):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ffn: int,
+        *,
+        o_attention: bool,
+        o_local: bool,
+        tau: float = 1.0,
+        eps_den: float = 1e-6,
+    ):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be a multiple of n_heads={n_heads}.")
@@ -45,12 +54,10 @@ class _PostNormBlock(nn.Module):
     def _attend(self, h_BLE: torch.Tensor, p_BL: torch.Tensor) -> torch.Tensor:
         B, L, E = h_BLE.shape
         q_BHLD, k_BHLD, v_BHLD = (
-            t.view(B, L, self.n_heads, E // self.n_heads).transpose(1, 2)
-            for t in self.qkv(h_BLE).chunk(3, dim=-1)
+            t.view(B, L, self.n_heads, E // self.n_heads).transpose(1, 2) for t in self.qkv(h_BLE).chunk(3, dim=-1)
         )
         if self.use_o_attention:
-            a_BHLD = o_attention(q_BHLD, k_BHLD, v_BHLD, p_BL, p_BL, eps_den=self.eps_den,
-                                 compact=self.use_o_local)
+            a_BHLD = o_attention(q_BHLD, k_BHLD, v_BHLD, p_BL, p_BL, eps_den=self.eps_den, compact=self.use_o_local)
         else:
             a_BHLD = F.scaled_dot_product_attention(q_BHLD, k_BHLD, v_BHLD)
         a_BLE = a_BHLD.transpose(1, 2).reshape(B, L, E)

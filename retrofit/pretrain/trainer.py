@@ -25,11 +25,11 @@ import numpy as np
 import schedulefree
 import torch
 
+from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
 from retrofit.io import write_atomic
-from retrofit.hosts.checkpoint import build_host, inference_config, set_borders, save_host
-from retrofit.prior import sample_batch, sample_shape, zscore_targets
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
 from retrofit.pretrain.validation import evaluate_host, make_validation_set
+from retrofit.prior import sample_batch, sample_shape, zscore_targets
 
 log = logging.getLogger(__name__)
 
@@ -172,8 +172,13 @@ class Pretrainer:
         """Write the averaged (evaluation-mode) weights as a tabpfn checkpoint at `path`."""
         with self.averaged_weights():
             return save_host(
-                path, self.model, self.arch_config, self.cfg.arch_name, self.criterion,
-                inference_config(self.cfg.inference_preset), self.host_card(),
+                path,
+                self.model,
+                self.arch_config,
+                self.cfg.arch_name,
+                self.criterion,
+                inference_config(self.cfg.inference_preset),
+                self.host_card(),
             )
 
     # -- loop ----------------------------------------------------------------------------
@@ -219,7 +224,12 @@ class Pretrainer:
             if loss is not None:
                 losses.append(loss)
             if self.step % 100 == 0 and losses:
-                log.info("step %d loss(100) %.4f %.2f steps/s", self.step, np.mean(losses[-100:]), 1 / max(time.time() - t0, 1e-9))
+                log.info(
+                    "step %d loss(100) %.4f %.2f steps/s",
+                    self.step,
+                    np.mean(losses[-100:]),
+                    1 / max(time.time() - t0, 1e-9),
+                )
             if time.time() - last_eval >= self.cfg.eval_every_s:
                 self._evaluate(float(np.mean(losses)) if losses else None)
                 losses, last_eval = [], time.time()

@@ -21,12 +21,22 @@ class ValidationSet:
     batches: tuple[PriorBatch, ...]
 
 
-def make_validation_set(name: str, seed: int, n_batches: int, batch_size: int, rows: tuple[int, int], features: tuple[int, int]) -> ValidationSet:
+def make_validation_set(
+    name: str, seed: int, n_batches: int, batch_size: int, rows: tuple[int, int], features: tuple[int, int]
+) -> ValidationSet:
     g = torch.Generator().manual_seed(seed)
     batches = []
     for _ in range(n_batches):
         batch = sample_batch(sample_shape(g, rows, features), batch_size, g)
-        batches.append(PriorBatch(batch.x_RBF, zscore_targets(batch.y_RB, batch.shape.n_train), batch.family_B, batch.noise_std_B, batch.shape))
+        batches.append(
+            PriorBatch(
+                batch.x_RBF,
+                zscore_targets(batch.y_RB, batch.shape.n_train),
+                batch.family_B,
+                batch.noise_std_B,
+                batch.shape,
+            )
+        )
     return ValidationSet(name, tuple(batches))
 
 

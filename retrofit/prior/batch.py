@@ -81,7 +81,7 @@ def sample_batch(
     skewed_B1 = torch.rand(B, 1, generator=g) < p_skewed_target
     y_Bn = torch.where(skewed_B1, torch.exp(0.7 * standardise_rows(y_Bn)), y_Bn)
     y_Bn = y_Bn * torch.exp(torch.randn(B, 1, generator=g)) + 3 * torch.randn(B, 1, generator=g)
-    missing_B11 = (torch.rand(B, 1, 1, generator=g) < p_missing_table)
+    missing_B11 = torch.rand(B, 1, 1, generator=g) < p_missing_table
     rate_B11 = 0.2 * torch.rand(B, 1, 1, generator=g)
     drop_BnF = missing_B11 & (torch.rand(B, n, F, generator=g) < rate_B11)
     x_BnF = x_BnF.masked_fill(drop_BnF, float("nan"))

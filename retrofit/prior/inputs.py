@@ -5,8 +5,7 @@ Columns are a Gaussian copula: standard-normal latents `u = (z + factors @ loadi
 (1-3 factors; loading strength drawn per table, zero in about a third of the tables) pushed through
 each column's marginal. Real tables are full of near-collinear, heavy-tailed columns (College's
 Accept/Enroll/F.Undergrad, Hitters' career totals); a host trained on independent columns adds up
-their marginal effects and overshoots (session 2 diagnosis: 2-3x the true value on College's
-largest rows).
+their marginal effects and overshoots on the largest rows.
 
 Contract: `sample_columns(B, n, F, g)` returns `x_BnF` (what the model sees, raw units) and
 `xs_BnF` (what the function sees: each column standardised; a categorical column is replaced by a
@@ -74,7 +73,9 @@ def sample_columns(
         # Skewed category frequencies: square the latent's uniform score before coding.
         codes_BnF = torch.floor(_normal_cdf(u_BnF).pow(2) * n_levels).clamp(max=n_levels - 1).long()
         levels_BFL = torch.randn(B, F, n_levels, generator=g)
-        effect_BnF = torch.gather(levels_BFL.unsqueeze(1).expand(B, n, F, n_levels), 3, codes_BnF.unsqueeze(-1)).squeeze(-1)
+        effect_BnF = torch.gather(
+            levels_BFL.unsqueeze(1).expand(B, n, F, n_levels), 3, codes_BnF.unsqueeze(-1)
+        ).squeeze(-1)
         x_BnF = torch.where(is_cat_B1F, codes_BnF.float(), x_BnF)
         xs_BnF = torch.where(is_cat_B1F, standardise_rows(effect_BnF), xs_BnF)
     return x_BnF, xs_BnF

@@ -1,0 +1,234 @@
+"""`predict_many`: several fitted o_closed regressors, each on its own table, in few forward passes.
+
+Tables of different sizes share a forward by padding, with no attention mask: the padding is
+declared absent (`row_presence`, `column_presence` of `OClosedTabPFNV3.forward`), and an
+O-closed model gives every present output what it gives without the padding (up to rounding;
+bitwise with `compact`). The stock host has no such guarantee: `experiments/padding_demo.py`
+measures how far the same padding moves its predictions.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from tabpfn import TabPFNRegressor
+from tabpfn.inference import InferenceEngineCachePreprocessing, _maybe_run_gpu_preprocessing, _prepare_model_inputs
+from tabpfn.preprocessing.clean import clean_data_transform
+from tabpfn.preprocessing.datamodel import FeatureModality
+from tabpfn.utils import get_autocast_context
+from tabpfn.validation import check_input_shape_matches, ensure_compatible_predict_input_sklearn
+
+from retrofit.errors import RetrofitError
+
+MAX_PADDING = 1.5
+"""A bucket's padded cells are at most this multiple of its real cells (see `bucket_members`)."""
+MAX_CELLS = 4_000_000
+"""A bucket holds at most this many padded cells (batch x rows x columns): the memory bound."""
+
+
+@dataclass(frozen=True)
+class MemberInput:
+    """One ensemble member's model input, as tabpfn's engine builds it: `x_RC` (train rows first,
+    then test rows), `y_N` its train targets; `pair` and `member` say whose it is."""
+
+    pair: int
+    member: int
+    x_RC: torch.Tensor
+    y_N: torch.Tensor
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(train rows, test rows, columns)."""
+        N = self.y_N.shape[0]
+        return N, self.x_RC.shape[0] - N, self.x_RC.shape[1]
+
+
+def predict_many(
+    pairs: Sequence[tuple[TabPFNRegressor, Any]], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
+) -> list[np.ndarray]:
+    """Mean predictions of every `(regressor, X_test)` pair, as `[r.predict(X) for r, X in pairs]`.
+
+    Every regressor is an o_closed retrofit (`retrofit.retrofit(fitted, "o_closed")`) of a
+    regressor fitted on its own table (any numbers of train rows, test rows and features), all
+    on the same host checkpoint, variant and device, fitted with fit_mode="fit_preprocessors".
+    Each regressor's ensemble members are preprocessed by tabpfn's own pipeline (as its
+    `predict` does), then all members are bucketed by size (`bucket_members`), padded with
+    absent rows and columns to their bucket's shape, stacked along the batch axis and run
+    through one forward per bucket, with no attention mask. Each regressor's outputs are then
+    post-processed exactly as its `predict` does (border translation per member, ensemble
+    average, bar distribution mean, target scale). Equal to each regressor's own `predict` up to
+    rounding (1e-5 of the prediction scale), bitwise with `compact`.
+    Memory: one bucket at a time, at most `max_cells` padded cells; activations of the column
+    stage are ~ cells x embedding width x 4 bytes times a small constant.
+    Raises RetrofitError for a regressor that is not o_closed, regressors on different
+    checkpoints, variants or devices, or a fit mode without cached preprocessing.
+    """
+    regressors = _check_pairs(pairs)
+    results: list[np.ndarray | None] = [None] * len(pairs)
+    members: list[MemberInput] = []
+    for index, (regressor, X) in enumerate(pairs):
+        if getattr(regressor, "is_constant_target_", False):
+            results[index] = regressor.predict(X)
+        else:
+            members += member_inputs(index, regressor, X)
+    outputs: dict[tuple[int, int], torch.Tensor] = {}
+    for bucket in bucket_members(members, max_padding=max_padding, max_cells=max_cells):
+        logits_TBO = _forward_bucket(regressors[bucket[0].pair], bucket)
+        for b, item in enumerate(bucket):
+            outputs[(item.pair, item.member)] = logits_TBO[: item.shape[1], b]
+    for index, regressor in enumerate(regressors):
+        if results[index] is None:
+            n_members = len(regressor.executor_.ensemble_members)
+            results[index] = _decode(regressor, [outputs[(index, m)] for m in range(n_members)])
+    return results
+
+
+def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberInput]:
+    """The model inputs of every ensemble member of `regressor` for test rows `X`, built the way
+    its `predict` builds them (input checks, cleaning, each member's fitted preprocessing)."""
+    check_input_shape_matches(X, estimator=regressor)
+    X = regressor.date_transformer_.transform(X)
+    X = regressor.text_transformer_.transform(X)
+    X = ensure_compatible_predict_input_sklearn(X, regressor)
+    X = clean_data_transform(
+        X,
+        cat_indices=regressor.inferred_feature_schema_.indices_for(FeatureModality.CATEGORICAL),
+        ord_encoder=getattr(regressor, "ordinal_encoder_", None),
+        passthrough_inf=regressor.get_inference_config().PASSTHROUGH_INF,
+    )
+    engine = regressor.executor_
+    device = regressor.devices_[0]
+    inputs = []
+    for index, member in enumerate(engine.ensemble_members):
+        x_full, y_train = _prepare_model_inputs(
+            device, engine.force_inference_dtype, member.X_train, member.transform_X_test(X), member.y_train
+        )
+        x_full, _ = _maybe_run_gpu_preprocessing(
+            x_full, gpu_preprocessor=member.gpu_preprocessor, num_train_rows=member.X_train.shape[0],
+            feature_schema=member.feature_schema,
+        )
+        inputs.append(MemberInput(pair, index, x_full[:, 0], y_train))
+    return inputs
+
+
+def bucket_members(
+    members: Sequence[MemberInput], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
+) -> list[list[MemberInput]]:
+    """Members grouped so that padding stays bounded: in each bucket the padded cells
+    (members x (max train + max test rows) x max columns) are at most `max_padding` times the
+    real cells and at most `max_cells` (a lone member over `max_cells` runs alone).
+
+    Greedy over members sorted by size, largest first: a member joins the open bucket if both
+    bounds still hold, else opens the next one.
+    """
+    if max_padding < 1:
+        raise RetrofitError(f"max_padding must be >= 1 (padded cells / real cells), got {max_padding}")
+    ordered = sorted(members, key=lambda m: (_cells(m.shape), m.shape), reverse=True)
+    buckets: list[list[MemberInput]] = []
+    for member in ordered:
+        if buckets:
+            candidate = [*buckets[-1], member]
+            padded = _padded_cells(candidate)
+            if padded <= max_padding * sum(_cells(m.shape) for m in candidate) and padded <= max_cells:
+                buckets[-1] = candidate
+                continue
+        buckets.append([member])
+    return buckets
+
+
+def pad_members(bucket: Sequence[MemberInput]) -> dict[str, torch.Tensor]:
+    """The bucket as one model input: `x` (R, B, C) with each member's train rows first and its
+    test rows from row max-train on, absent rows and columns zero; `y` (N, B); presences
+    `row_presence` (B, R) and `column_presence` (B, C)."""
+    N = max(m.shape[0] for m in bucket)
+    T = max(m.shape[1] for m in bucket)
+    C = max(m.shape[2] for m in bucket)
+    reference = bucket[0].x_RC
+    x_RBC = reference.new_zeros(N + T, len(bucket), C)
+    y_NB = reference.new_zeros(N, len(bucket))
+    p_BR = reference.new_zeros(len(bucket), N + T)
+    p_BC = reference.new_zeros(len(bucket), C)
+    for b, member in enumerate(bucket):
+        n, t, c = member.shape
+        x_RBC[:n, b, :c] = member.x_RC[:n]
+        x_RBC[N : N + t, b, :c] = member.x_RC[n:]
+        y_NB[:n, b] = member.y_N
+        p_BR[b, :n] = 1
+        p_BR[b, N : N + t] = 1
+        p_BC[b, :c] = 1
+    return {"x": x_RBC, "y": y_NB, "row_presence": p_BR, "column_presence": p_BC}
+
+
+def _forward_bucket(regressor: TabPFNRegressor, bucket: list[MemberInput]) -> torch.Tensor:
+    """Logits (T, B, buckets) of one padded bucket from `regressor`'s model and inference settings
+    (every regressor of a `predict_many` call runs the same checkpoint and variant)."""
+    inputs = pad_members(bucket)
+    with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
+        return regressor.models_[0](inputs.pop("x"), inputs.pop("y"), **inputs).float()
+
+
+def _decode(regressor: TabPFNRegressor, outputs: list[torch.Tensor]) -> np.ndarray:
+    """`regressor.predict`'s post-processing of its members' logits (T, buckets), in member order."""
+    borders = regressor.znorm_space_bardist_.borders
+    accumulated = None
+    for member, output in zip(regressor.executor_.ensemble_members, outputs, strict=True):
+        translated = regressor._translate_batched_logits(
+            output=output, config=member.config, znorm_borders=borders, std_borders=borders.cpu().numpy()
+        )
+        accumulated = translated if accumulated is None else accumulated + translated
+    return regressor._decode_batched_dataset(
+        accumulated_logits=accumulated,
+        n_estimators=len(outputs),
+        raw_space_bardist=regressor.raw_space_bardist_,
+        znorm_space_bardist=regressor.znorm_space_bardist_,
+        y_mean=regressor.y_train_mean_,
+        y_std=regressor.y_train_std_,
+        output_type="mean",
+        quantiles=[0.5],
+    )
+
+
+def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNRegressor]:
+    """The regressors of `pairs`; RetrofitError unless all can share one model."""
+    if not pairs:
+        raise RetrofitError("predict_many needs at least one (regressor, X_test) pair")
+    regressors = [pair[0] for pair in pairs]
+    for index, regressor in enumerate(regressors):
+        report = getattr(regressor, "retrofit_report_", None)
+        if report is None or not report.variant.closed:
+            name = "a stock regressor" if report is None else f"variant {report.variant.name!r}"
+            raise RetrofitError(
+                f"predict_many: pair {index} holds {name}, not an o_closed one; padding is only exact for a model "
+                "O-closed from its input. Use retrofit.retrofit(fitted, 'o_closed')."
+            )
+        if not getattr(regressor, "is_constant_target_", False):
+            if not isinstance(regressor.executor_, InferenceEngineCachePreprocessing) or len(regressor.models_) != 1:
+                raise RetrofitError(
+                    f"predict_many: pair {index} was fitted with fit_mode={regressor.fit_mode!r} or several models; "
+                    "fit one model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
+                )
+    for label, key in (
+        ("checkpoints", lambda r: str(r.model_path)),
+        ("variants", lambda r: r.retrofit_report_.variant),
+        ("devices", lambda r: tuple(str(d) for d in r.devices_)),
+        ("inference precisions", lambda r: (str(r.inference_precision), r.use_autocast_)),
+    ):
+        values = [key(r) for r in regressors]
+        if len(set(values)) > 1:
+            raise RetrofitError(
+                f"predict_many: the regressors are on different {label} ({sorted(set(map(str, values)))}); "
+                "one forward runs one model, so call predict_many once per group"
+            )
+    return regressors
+
+
+def _cells(shape: tuple[int, int, int]) -> int:
+    N, T, C = shape
+    return (N + T) * C
+
+
+def _padded_cells(bucket: Sequence[MemberInput]) -> int:
+    shapes = [m.shape for m in bucket]
+    return len(bucket) * (max(s[0] for s in shapes) + max(s[1] for s in shapes)) * max(s[2] for s in shapes)
