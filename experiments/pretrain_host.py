@@ -3,14 +3,16 @@
 import logging
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from retrofit.errors import exit_on_user_error
 from retrofit.pretrain.trainer import PretrainConfig, Pretrainer
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="pretrain_host")
 def main(cfg: DictConfig) -> None:
-    pretrain = PretrainConfig(**OmegaConf.to_container(cfg.pretrain, resolve=True))
+    with exit_on_user_error():
+        pretrain = PretrainConfig.from_config(cfg.pretrain)
     path = Pretrainer(pretrain).run()
     logging.getLogger(__name__).info("host written to %s", path)
 

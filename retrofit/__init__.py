@@ -3,16 +3,22 @@
 `retrofit.retrofit(regressor, variant, **hparams)` patches a frozen clone and
 `retrofit.unpatch(patched)` restores it (both in `retrofit.patching`);
 `retrofit.RetrofitRegressor` is a variant on a host as a scikit-learn estimator
-(`retrofit.estimator`). They are resolved on first access, so `import retrofit.ops` does not
+(`retrofit.estimator`); `retrofit.predict_many(pairs)` predicts several o_closed regressors' tables
+in padded batches (`retrofit.batching`). They are resolved on first access, so `import retrofit.ops` does not
 pay for importing tabpfn.
 """
 
 from importlib import import_module
 
-_LAZY = {"retrofit": "retrofit.patching", "unpatch": "retrofit.patching", "RetrofitRegressor": "retrofit.estimator"}
+_LAZY = {
+    "retrofit": "retrofit.patching",
+    "unpatch": "retrofit.patching",
+    "RetrofitRegressor": "retrofit.estimator",
+    "predict_many": "retrofit.batching",
+}
 """Public name -> the module defining it, imported on first access."""
 
-__all__ = ["RetrofitRegressor", "retrofit", "unpatch"]
+__all__ = ["RetrofitRegressor", "predict_many", "retrofit", "unpatch"]
 
 
 def __getattr__(name: str):

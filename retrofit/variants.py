@@ -95,8 +95,8 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     except OmegaConfBaseException as err:
         allowed = ", ".join(VariantConfig.__dataclass_fields__)
         raise RetrofitError(
-            f"variant {label!r}: bad key {err.full_key!r} ({type(err).__name__}: {err.msg}); keys: {allowed}, "
-            f"tau.mode, tau.c, tau.value"
+            f"variant {label!r}: bad key {err.full_key!r} ({str(err).splitlines()[0]}); allowed keys: "
+            f"{allowed}, tau.mode, tau.c, tau.value"
         ) from None
     return OmegaConf.to_container(typed, resolve=True)
 

@@ -1,10 +1,13 @@
 """Pretraining: a short run's loss falls, state resumes exactly, the export loads in tabpfn."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
 from retrofit.hosts.card import render_card
 from retrofit.hosts.random_host import TINY_ARCHS
@@ -116,3 +119,17 @@ def test_model_card_renders_the_checkpoint_record(tmp_path):
     assert "3 steps" in card and "## Training notes" in card and notes[0] in card
     assert "re-drawn at steps never" in card and "| a " in card
     assert (tmp_path / "cards" / "test_v2_curve.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
+def test_shipped_pretrain_configs_are_typed_and_a_typo_is_an_error(host):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(__file__).parents[1] / "configs"), version_base="1.3"):
+        node = compose("pretrain_host", overrides=[f"pretrain={host}"]).pretrain
+    config = PretrainConfig.from_config(node)
+    assert (config.host_name, config.border_tail_share) == (host, 0.2)
+    with pytest.raises(RetrofitError, match="max_minuts"):
+        PretrainConfig.from_config({**node, "max_minuts": 5})
+    with pytest.raises(RetrofitError, match="max_minutes"):
+        PretrainConfig.from_config({**node, "max_minutes": "soon"})

@@ -15,16 +15,19 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import schedulefree
 import torch
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, ValidationError
 
+from retrofit.errors import RetrofitError
 from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
 from retrofit.io import write_atomic
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
@@ -62,6 +65,17 @@ class PretrainConfig:
     val: dict[str, dict] = field(default_factory=dict)
     # What changed during this host's training (prior, curriculum), in words, for its model card.
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any]) -> "PretrainConfig":
+        """The typed config of a `pretrain` node (dict or OmegaConf); RetrofitError naming an
+        unknown key, a missing one or a value of the wrong type."""
+        try:
+            return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), node))
+        except (ConfigKeyError, ValidationError, MissingMandatoryValue) as err:
+            raise RetrofitError(
+                f"pretrain config: {str(err).splitlines()[0]}; fields: {[f.name for f in fields(cls)]}"
+            ) from None
 
 
 def quantile_borders(num_buckets: int, seed: int, n_values: int, tail_share: float = 0.0) -> torch.Tensor:

@@ -6,16 +6,27 @@ Its result lives at
     <runs_dir>/host=<host>/dataset=<dataset>/seed=<seed>/variant=<variant>[,<k>=<v>...].json
 
 and holds one results row plus a `fingerprint` of everything the number depends on (host file
-content, dataset spec, split and regressor settings). A unit whose file exists with the same
+content, dataset spec, split and regressor settings, device and precision, the tabpfn and torch
+versions and `code_digest()` of this package's source). A unit whose file exists with the same
 fingerprint is finished and skipped; a stale one (different fingerprint) is recomputed.
+
+The store is a local cache for resuming an interrupted sweep (`.cache/runs/` by default, ignored by
+git), not the record: `make retrofit` recomputes every unit on a fresh clone and checks the
+aggregate against the committed `results/retrofit_rmse.csv` (`retrofit.runner.reproduce`).
+Writes are atomic (`retrofit.io`), so concurrent sweeps on one store and interrupted runs leave
+whole files or none; `rows()` reads whatever is complete.
 """
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tabpfn
+import torch
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
@@ -61,6 +72,25 @@ def reject_duplicates(keys: Iterable[UnitKey]) -> None:
 def fingerprint(parts: Mapping[str, Any]) -> str:
     """A short digest of what a result depends on (JSON-serialisable `parts`)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+PACKAGE = Path(__file__).resolve().parents[1]
+"""The `retrofit` package directory, whose source `code_digest` covers."""
+
+
+@functools.cache
+def code_digest(root: Path = PACKAGE) -> str:
+    """sha256 over every `*.py` file under `root` (relative path and content), first 16 hex digits:
+    any change to the code that computes a number makes every stored unit stale."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def environment() -> dict[str, str]:
+    """The library versions and code digest every fingerprint includes."""
+    return {"tabpfn": tabpfn.__version__, "torch": torch.__version__, "code": code_digest()}
 
 
 def file_digest(path: Path) -> str:

@@ -1,0 +1,245 @@
+"""`RetrofitRegressor` as a scikit-learn estimator, and the lifecycle of a regressor `retrofit`
+returns (refit refused, models checked against the report, clone, pickle). Shipped tiny_v3 host."""
+
+import copy
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import r2_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
+from sklearn.utils.validation import check_is_fitted
+from tabpfn import TabPFNRegressor
+
+from retrofit import RetrofitRegressor, retrofit, unpatch
+from retrofit.errors import RetrofitError
+from retrofit.hosts import get_path, make_regressor
+from retrofit.hosts.regressor import resolve_device
+from retrofit.variants import HPARAMS, resolve_variant
+
+EXPECTED_FAILED_CHECKS = {
+    "check_methods_subset_invariance": (
+        "float32 rounding, as for the stock TabPFNRegressor: all test rows go through one forward pass, so "
+        "predicting a subset changes the matrix-multiply batch sizes and the last bits (~2e-7 absolute)"
+    ),
+}
+"""The sklearn checks RetrofitRegressor fails, with why; the stock TabPFNRegressor fails the same."""
+
+
+def _expected_failed_checks(estimator: RetrofitRegressor) -> dict[str, str]:
+    return EXPECTED_FAILED_CHECKS
+
+
+def _data(seed: int = 0, n: int = 90) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n)
+
+
+def _stock(n_estimators: int = 1) -> TabPFNRegressor:
+    return make_regressor(get_path("tiny_v3"), n_estimators=n_estimators, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def patched() -> tuple[TabPFNRegressor, np.ndarray, np.ndarray]:
+    """(stock regressor fitted on 60 rows, its "oa_only" retrofit, 30 test rows)."""
+    X, y = _data()
+    stock = _stock().fit(X[:60], y[:60])
+    return stock, retrofit(stock, "oa_only"), X[60:]
+
+
+# --- the regressor `retrofit` returns ----------------------------------------------------------
+
+
+def test_patched_regressor_refuses_fit_and_keeps_predicting_the_variant(patched):
+    stock, oa_only, X_test = patched
+    before = oa_only.predict(X_test)
+    X, y = _data(seed=1)
+    with pytest.raises(RetrofitError, match="silently drop the O adapters.*RetrofitRegressor"):
+        oa_only.fit(X, y)
+    with pytest.raises(RetrofitError, match="retrofit variant 'oa_only'"):
+        oa_only.fit_from_preprocessed(X, y)
+    assert len(oa_only.retrofit_report_.patched) == 4  # tiny_v3: four in-context blocks
+    assert np.array_equal(oa_only.predict(X_test), before)
+
+
+def test_predict_refuses_models_that_disagree_with_the_report(patched):
+    stock, oa_only, X_test = patched
+    refitted = copy.deepcopy(oa_only)
+    TabPFNRegressor.fit(refitted, *_data())  # around the refusal: tabpfn reloads stock models
+    with pytest.raises(RetrofitError, match="no longer run what retrofit_report_ says .0 wrapped blocks"):
+        refitted.predict(X_test)
+    swapped = copy.deepcopy(oa_only)
+    swapped.models_ = copy.deepcopy(stock.models_)
+    with pytest.raises(RetrofitError, match="not in regressor.models_ .models_ replaced"):
+        swapped.predict(X_test)
+
+
+def test_unpatched_regressor_is_a_plain_regressor_again(patched):
+    stock, oa_only, X_test = patched
+    restored = unpatch(copy.deepcopy(oa_only))
+    assert type(restored) is TabPFNRegressor
+    X, y = _data(seed=1)
+    refit = restored.fit(X[:60], y[:60]).predict(X_test)
+    assert np.array_equal(refit, _stock().fit(X[:60], y[:60]).predict(X_test))
+
+
+def test_clone_of_a_patched_regressor_is_the_unfitted_stock_regressor(patched):
+    """sklearn semantics: clone copies parameters, and the variant is fitted state. Fitting the
+    clone and retrofitting it again gives the same predictions, bit for bit."""
+    stock, oa_only, X_test = patched
+    plain = clone(oa_only)
+    assert type(plain) is TabPFNRegressor and plain.get_params() == stock.get_params()
+    with pytest.raises(NotFittedError):
+        check_is_fitted(plain)
+    X, y = _data()
+    again = retrofit(plain.fit(X[:60], y[:60]), "oa_only")
+    assert np.array_equal(again.predict(X_test), oa_only.predict(X_test))
+
+
+def test_patched_regressor_pickles(patched):
+    _, oa_only, X_test = patched
+    loaded = pickle.loads(pickle.dumps(oa_only))
+    assert type(loaded) is type(oa_only) and loaded.retrofit_report_ == oa_only.retrofit_report_
+    assert np.array_equal(loaded.predict(X_test), oa_only.predict(X_test))
+    with pytest.raises(RetrofitError, match="RetrofitRegressor"):
+        loaded.fit(*_data())
+
+
+# --- RetrofitRegressor -------------------------------------------------------------------------
+
+
+@parametrize_with_checks(
+    [RetrofitRegressor(n_estimators=1, random_state=0, device="cpu")], expected_failed_checks=_expected_failed_checks
+)
+def test_sklearn_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@parametrize_with_checks(
+    [RetrofitRegressor("oa_only", host="tiny_v2", n_estimators=2, random_state=0, device="cpu")],
+    expected_failed_checks=_expected_failed_checks,
+)
+def test_sklearn_checks_on_tiny_v2(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+def test_stock_regressor_fails_the_same_sklearn_checks():
+    """RetrofitRegressor passes every check the stock TabPFNRegressor passes on the same host."""
+    results = check_estimator(_stock(), on_fail=None)
+    assert {r["check_name"] for r in results if r["status"] == "failed"} == set(EXPECTED_FAILED_CHECKS)
+
+
+def test_fit_is_the_stock_fit_retrofitted():
+    X, y = _data()
+    estimator = RetrofitRegressor("oa_only", n_estimators=2, random_state=0, device="cpu").fit(X[:60], y[:60])
+    by_hand = retrofit(_stock(n_estimators=2).fit(X[:60], y[:60]), "oa_only")
+    assert np.array_equal(estimator.predict(X[60:]), by_hand.predict(X[60:]))
+    assert estimator.regressor_.retrofit_report_ == by_hand.retrofit_report_
+    assert estimator.n_features_in_ == 4
+
+
+def test_hyper_parameters_take_effect_and_none_keeps_the_variant_default():
+    X, y = _data()
+    tau = {"mode": "absolute", "value": 2.0}
+    tuned = RetrofitRegressor(tau=tau, eps_den=1e-3, eps_mode="relative", compact=True, n_estimators=1, device="cpu")
+    variant = tuned.fit(X, y).regressor_.retrofit_report_.variant
+    assert (variant.tau.mode, variant.tau.value, variant.eps_den, variant.eps_mode, variant.compact) == (
+        "absolute", 2.0, 1e-3, "relative", True,
+    )
+    block = tuned.regressor_.models_[0].icl_blocks[0]
+    assert (block.tau.value, block.eps_den, block.compact) == (2.0, 1e-3, True)
+    assert tuned.get_params()["tau"] is tau
+    default = RetrofitRegressor(n_estimators=1, device="cpu").fit(X, y).regressor_.retrofit_report_.variant
+    assert default == resolve_variant("full_o")
+
+
+def test_constructor_takes_every_variant_hyper_parameter():
+    assert set(HPARAMS) <= set(RetrofitRegressor().get_params())
+
+
+def test_cross_val_score_equals_a_fold_loop_by_hand():
+    X, y = _data()
+    folds = KFold(3, shuffle=True, random_state=0)
+    scores = cross_val_score(RetrofitRegressor("oa_only", n_estimators=1, random_state=0, device="cpu"), X, y, cv=folds)
+    by_hand = [
+        r2_score(y[test], retrofit(_stock().fit(X[train], y[train]), "oa_only").predict(X[test]))
+        for train, test in folds.split(X)
+    ]
+    assert np.array_equal(scores, by_hand) and scores.min() > 0.5
+
+
+def test_grid_search_over_tau_and_eps_den():
+    X, y = _data()
+    taus = [{"mode": "calibrated", "c": 1e-3}, {"mode": "calibrated", "c": 1.0}]
+    search = GridSearchCV(
+        RetrofitRegressor("oa_only", n_estimators=1, random_state=0, device="cpu"),
+        {"tau": taus, "eps_den": [1e-6, 1.0]},
+        cv=KFold(2, shuffle=True, random_state=0),
+    ).fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) == 4 and len(set(scores)) == 4  # every candidate ran its own variant
+    variant = search.best_estimator_.regressor_.retrofit_report_.variant
+    assert (variant.tau.c, variant.eps_den) == (search.best_params_["tau"]["c"], search.best_params_["eps_den"])
+
+
+def test_pipeline():
+    X, y = _data()
+    pipeline = make_pipeline(StandardScaler(), RetrofitRegressor("oa_only", n_estimators=1, random_state=0, device="cpu"))
+    scaler = StandardScaler().fit(X[:60])
+    by_hand = retrofit(_stock().fit(scaler.transform(X[:60]), y[:60]), "oa_only").predict(scaler.transform(X[60:]))
+    assert np.array_equal(pipeline.fit(X[:60], y[:60]).predict(X[60:]), by_hand)
+
+
+def test_joblib_round_trip(tmp_path):
+    X, y = _data()
+    estimator = RetrofitRegressor(n_estimators=1, random_state=0, device="cpu").fit(X[:60], y[:60])
+    joblib.dump(estimator, tmp_path / "estimator.joblib")
+    loaded = joblib.load(tmp_path / "estimator.joblib")
+    assert loaded.get_params() == estimator.get_params()
+    assert np.array_equal(loaded.predict(X[60:]), estimator.predict(X[60:]))
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"variant": "nope"}, "unknown variant 'nope'"),
+        ({"host": "tiny_v9"}, "unknown host 'tiny_v9'"),
+        ({"model_path": "/no/such/model.ckpt"}, "does not exist"),
+        ({"device": "tpu"}, "device must be one of"),
+        ({"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
+        ({"eps_den": -1.0}, "eps_den must be > 0"),
+        ({"eps_mode": "sideways"}, "eps_mode must be one of"),
+    ],
+)
+def test_bad_parameters_fail_at_fit(params, message):
+    estimator = RetrofitRegressor(n_estimators=1, device="cpu").set_params(**params)  # nothing checked yet
+    with pytest.raises(RetrofitError, match=message):
+        estimator.fit(*_data())
+    assert not hasattr(estimator, "regressor_")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
+def test_device_on_a_machine_without_cuda():
+    assert _stock().device == "cpu" and make_regressor(get_path("tiny_v3"), device="auto").device == "cpu"
+    with pytest.raises(RetrofitError, match="sees no CUDA device"):
+        make_regressor(get_path("tiny_v3"), device="cuda")
+    with pytest.raises(RetrofitError, match="sees no CUDA device"):
+        RetrofitRegressor(device="cuda").fit(*_data())
+
+
+def test_cuda_turns_tf32_off(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    assert resolve_device("auto") == "cuda"
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
