@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit test test-fast lint exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
+.PHONY: help install retrofit sweep-submitit test test-fast lint exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -23,9 +23,15 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
 
-retrofit: $(STAMP) ## the main job: datasets x seeds x variants -> results/retrofit_rmse.csv + table
-	$(PY) experiments/sweep.py -m +experiment=paper_table
-	$(PY) experiments/aggregate.py
+# The sweep reads the reference before it runs (as committed; outside git, as the file is then), writes
+# results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.reproduce).
+retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
+	$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib hydra.launcher.n_jobs=2 \
+		reference=results/retrofit_rmse.csv
+
+sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local mode; SLURM: hydra/launcher=slurm)
+	$(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \
+		results_dir=outputs/sweep_submitit cache_dir=outputs/sweep_submitit/.cache
 
 test: $(STAMP) ## the whole test suite (what CI runs)
 	$(PY) -m pytest -q

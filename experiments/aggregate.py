@@ -1,7 +1,12 @@
-"""Aggregate the unit files under <results_dir>/runs/ (a separate step, run after the sweep):
+"""Aggregate every complete unit in the local store (e.g. after an interrupted or concurrent sweep):
 
-    python experiments/aggregate.py [results_dir=<dir>]
+    python experiments/aggregate.py [cache_dir=<dir>] [results_dir=<dir>] [reference=<csv>]
     -> retrofit_rmse.csv, retrofit_table.md, retrofit_deltas.png in <results_dir>
+       (with reference: reproduction.txt, non-zero exit unless every row reproduces that CSV as
+       committed, or as it was before this step outside git)
+
+A finished sweep (-m) writes the same files from exactly its own units; this reads all of
+<cache_dir>/runs, whatever else ran there.
 """
 
 import logging
@@ -11,22 +16,27 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from retrofit.errors import RunnerError, exit_on_user_error
 from retrofit.runner.aggregate import aggregate
-from retrofit.errors import exit_on_user_error
 from retrofit.runner.config import resolve
-from retrofit.errors import RunnerError
+from retrofit.runner.reproduce import read_reference, verify
+from retrofit.runner.units import UnitStore
 
 log = logging.getLogger(__name__)
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> None:
-    results_dir = resolve(Path(HydraConfig.get().runtime.cwd), cfg.results_dir)
+    base_dir = Path(HydraConfig.get().runtime.cwd)
+    results_dir, runs_dir = resolve(base_dir, cfg.results_dir), resolve(base_dir, cfg.cache_dir) / "runs"
     with exit_on_user_error():
-        frame = aggregate(results_dir)
+        reference = read_reference(resolve(base_dir, cfg.reference)) if cfg.reference else None
+        frame = aggregate(results_dir, UnitStore(runs_dir).rows())
         if frame.empty:
-            raise RunnerError(f"no unit results under {results_dir / 'runs'}; run the sweep first (make retrofit)")
-    log.info("%d rows -> %s/retrofit_rmse.csv, retrofit_table.md, retrofit_deltas.png", len(frame), results_dir)
+            raise RunnerError(f"no unit results under {runs_dir}; run the sweep first (make retrofit)")
+        log.info("%d rows -> %s/retrofit_rmse.csv, retrofit_table.md, retrofit_deltas.png", len(frame), results_dir)
+        if reference is not None:
+            verify(results_dir, reference)
 
 
 if __name__ == "__main__":

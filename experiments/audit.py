@@ -8,7 +8,7 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from retrofit.audit import audit_table
+from retrofit.audit import Insertion, audit_table
 from retrofit.hosts import get_path
 from retrofit.hosts.random_host import random_host
 
@@ -27,6 +27,7 @@ def main(cfg: DictConfig) -> None:
             n_estimators=cfg.n_estimators,
             random_state=cfg.random_state,
             seed=cfg.seed,
+            insertions=tuple(Insertion(**entry) for entry in cfg.insertions),
         )
     output = Path(to_absolute_path(cfg.output))
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ def main(cfg: DictConfig) -> None:
     table = times.join(memory_table(grid))
     goal = table.R.map(lambda R: cfg.goal_ratio_small if cfg.goal_small_rows >= R else cfg.goal_ratio_large)
     table["fused_meets_goal"] = table.fused_time_ratio <= goal
+    table["fused_relative_meets_goal"] = table.fused_relative_time_ratio <= cfg.goal_ratio_relative
     print("time ratios: method / plain SDPA, thread CPU time, median of interleaved paired rounds, 1 thread;")
     print("*_mem_mib: peak growth of live tensor memory in one call; output_mib: the (B, H, R, D) fp32 output")
     print(f"null_fraction={cfg.null_fraction}: sdpa, fused and materialised attend to every key; compact skips nulls")

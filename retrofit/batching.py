@@ -81,7 +81,7 @@ def predict_many(
     for index, regressor in enumerate(regressors):
         if results[index] is None:
             n_members = len(regressor.executor_.ensemble_members)
-            results[index] = _decode(regressor, [outputs[(index, m)] for m in range(n_members)])
+            results[index] = decode_members(regressor, [outputs[(index, m)] for m in range(n_members)])
     return results
 
 
@@ -106,7 +106,9 @@ def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberI
             device, engine.force_inference_dtype, member.X_train, member.transform_X_test(X), member.y_train
         )
         x_full, _ = _maybe_run_gpu_preprocessing(
-            x_full, gpu_preprocessor=member.gpu_preprocessor, num_train_rows=member.X_train.shape[0],
+            x_full,
+            gpu_preprocessor=member.gpu_preprocessor,
+            num_train_rows=member.X_train.shape[0],
             feature_schema=member.feature_schema,
         )
         inputs.append(MemberInput(pair, index, x_full[:, 0], y_train))
@@ -116,22 +118,25 @@ def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberI
 def bucket_members(
     members: Sequence[MemberInput], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
 ) -> list[list[MemberInput]]:
-    """Members grouped so that padding stays bounded: in each bucket the padded cells
-    (members x (max train + max test rows) x max columns) are at most `max_padding` times the
-    real cells and at most `max_cells` (a lone member over `max_cells` runs alone).
+    """Members grouped so that padding stays bounded. Two work measures, each at most
+    `max_padding` times its unpadded value over the bucket: cells, (train + test rows) x columns
+    (the column stage); and attention pairs, (train + test rows) x train rows (the in-context
+    stage, quadratic in the table). The padded cells of a bucket are also at most `max_cells`
+    (a lone member over it runs alone).
 
-    Greedy over members sorted by size, largest first: a member joins the open bucket if both
-    bounds still hold, else opens the next one.
+    Greedy over members sorted by size, largest first: a member joins the open bucket if every
+    bound still holds, else opens the next one.
     """
     if max_padding < 1:
-        raise RetrofitError(f"max_padding must be >= 1 (padded cells / real cells), got {max_padding}")
-    ordered = sorted(members, key=lambda m: (_cells(m.shape), m.shape), reverse=True)
+        raise RetrofitError(f"max_padding must be >= 1 (padded work / real work), got {max_padding}")
+    ordered = sorted(members, key=lambda m: (_work(m.shape), m.shape), reverse=True)
     buckets: list[list[MemberInput]] = []
     for member in ordered:
         if buckets:
             candidate = [*buckets[-1], member]
-            padded = _padded_cells(candidate)
-            if padded <= max_padding * sum(_cells(m.shape) for m in candidate) and padded <= max_cells:
+            padded = _work(_padded_shape(candidate), len(candidate))
+            real = [sum(w) for w in zip(*(_work(m.shape) for m in candidate), strict=True)]
+            if all(p <= max_padding * r for p, r in zip(padded, real, strict=True)) and padded[0] <= max_cells:
                 buckets[-1] = candidate
                 continue
         buckets.append([member])
@@ -142,9 +147,7 @@ def pad_members(bucket: Sequence[MemberInput]) -> dict[str, torch.Tensor]:
     """The bucket as one model input: `x` (R, B, C) with each member's train rows first and its
     test rows from row max-train on, absent rows and columns zero; `y` (N, B); presences
     `row_presence` (B, R) and `column_presence` (B, C)."""
-    N = max(m.shape[0] for m in bucket)
-    T = max(m.shape[1] for m in bucket)
-    C = max(m.shape[2] for m in bucket)
+    N, T, C = _padded_shape(bucket)
     reference = bucket[0].x_RC
     x_RBC = reference.new_zeros(N + T, len(bucket), C)
     y_NB = reference.new_zeros(N, len(bucket))
@@ -169,8 +172,10 @@ def _forward_bucket(regressor: TabPFNRegressor, bucket: list[MemberInput]) -> to
         return regressor.models_[0](inputs.pop("x"), inputs.pop("y"), **inputs).float()
 
 
-def _decode(regressor: TabPFNRegressor, outputs: list[torch.Tensor]) -> np.ndarray:
-    """`regressor.predict`'s post-processing of its members' logits (T, buckets), in member order."""
+def decode_members(regressor: TabPFNRegressor, outputs: list[torch.Tensor]) -> np.ndarray:
+    """Mean predictions from the logits (T, buckets) of each of `regressor`'s ensemble members, in
+    member order: `regressor.predict`'s post-processing (border translation per member, ensemble
+    average, temperature and corrections, bar distribution mean, target scale)."""
     borders = regressor.znorm_space_bardist_.borders
     accumulated = None
     for member, output in zip(regressor.executor_.ensemble_members, outputs, strict=True):
@@ -203,12 +208,12 @@ def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNReg
                 f"predict_many: pair {index} holds {name}, not an o_closed one; padding is only exact for a model "
                 "O-closed from its input. Use retrofit.retrofit(fitted, 'o_closed')."
             )
-        if not getattr(regressor, "is_constant_target_", False):
-            if not isinstance(regressor.executor_, InferenceEngineCachePreprocessing) or len(regressor.models_) != 1:
-                raise RetrofitError(
-                    f"predict_many: pair {index} was fitted with fit_mode={regressor.fit_mode!r} or several models; "
-                    "fit one model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
-                )
+        engine_ok = isinstance(getattr(regressor, "executor_", None), InferenceEngineCachePreprocessing)
+        if not getattr(regressor, "is_constant_target_", False) and not (engine_ok and len(regressor.models_) == 1):
+            raise RetrofitError(
+                f"predict_many: pair {index} was fitted with fit_mode={regressor.fit_mode!r} or several models; "
+                "fit one model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
+            )
     for label, key in (
         ("checkpoints", lambda r: str(r.model_path)),
         ("variants", lambda r: r.retrofit_report_.variant),
@@ -224,11 +229,12 @@ def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNReg
     return regressors
 
 
-def _cells(shape: tuple[int, int, int]) -> int:
+def _work(shape: tuple[int, int, int], count: int = 1) -> tuple[int, int]:
+    """(cells, attention pairs) of `count` members of shape (train rows, test rows, columns)."""
     N, T, C = shape
-    return (N + T) * C
+    return count * (N + T) * C, count * (N + T) * N
 
 
-def _padded_cells(bucket: Sequence[MemberInput]) -> int:
-    shapes = [m.shape for m in bucket]
-    return len(bucket) * (max(s[0] for s in shapes) + max(s[1] for s in shapes)) * max(s[2] for s in shapes)
+def _padded_shape(bucket: Sequence[MemberInput]) -> tuple[int, int, int]:
+    """The (train rows, test rows, columns) every member of `bucket` is padded to."""
+    return tuple(max(m.shape[i] for m in bucket) for i in range(3))

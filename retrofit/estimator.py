@@ -6,7 +6,7 @@ So every refit, clone and fold of a cross-validation or grid search gets the var
 """
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -63,11 +63,11 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         self.eps_mode = eps_mode
         self.compact = compact
 
-    def fit(self, X: Any, y: Any) -> "RetrofitRegressor":
+    def fit(self, X: Any, y: Any) -> Self:
         """Fit the stock regressor on (X, y) and retrofit it with the variant; returns self."""
         hparams = {"tau": self.tau, "eps_den": self.eps_den, "eps_mode": self.eps_mode, "compact": self.compact}
         hparams = {name: value for name, value in hparams.items() if value is not None}
-        resolve_variant(self.variant, **hparams)
+        resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
         path = get_path(self.host) if self.model_path is None else self.model_path
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
         validate_data(self, X, y, **_AS_TABPFN_TAKES_IT)

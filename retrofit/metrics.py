@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
 from retrofit.errors import RetrofitError
 
@@ -118,8 +118,7 @@ class BarPredictive:
         bucket_N = np.clip(np.searchsorted(b, y_N, side="right") - 1, 0, K - 1)
         log_p_N = np.take_along_axis(self._log_probs(), bucket_N[:, None], axis=1)[:, 0]
         s_left, s_right = self._tail_scales()
-        with np.errstate(divide="ignore"):
-            inner_N = -np.log(self._widths()[bucket_N])
+        inner_N = -np.log(self._widths()[bucket_N])
         left_N = math.log(2.0 / s_left) - 0.5 * ((b[1] - y_N) / s_left) ** 2 + math.log(_PHI_0)
         right_N = math.log(2.0 / s_right) - 0.5 * ((y_N - b[-2]) / s_right) ** 2 + math.log(_PHI_0)
         log_shape_N = np.where(bucket_N == 0, left_N, np.where(bucket_N == K - 1, right_N, inner_N))

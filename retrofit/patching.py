@@ -19,8 +19,8 @@ from tabpfn import TabPFNRegressor
 from torch import nn
 
 from retrofit.adapters import ADAPTERS, PARTS, OBlock, OClosedModel, architecture_of, close_model
-from retrofit.variants import Variant, resolve_variant
 from retrofit.errors import RetrofitError
+from retrofit.variants import Variant, resolve_variant
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +113,11 @@ def retrofit(
     """A frozen deep copy of the fitted `regressor` with `variant`'s O adapters patched in.
 
     `variant`: a name in `configs/variant/` or a spec (dict / OmegaConf); `hparams` override
-    its `tau`, `eps_den`, `eps_mode`, `compact`. The result is still a fitted TabPFNRegressor (`.predict`
-    runs the variant) and carries `retrofit_report_` (a `RetrofitReport`); it refuses `fit` (see
-    `PatchedTabPFNRegressor`). `regressor` is not touched. Raises RetrofitError (a ValueError: unfitted, KV-cache fit mode, unknown architecture
-    or variant, a block that does not match its spec) before anything is swapped.
+    its `tau`, `eps_den`, `eps_mode`, `compact`. The result is still a fitted TabPFNRegressor
+    (`.predict` runs the variant) and carries `retrofit_report_` (a `RetrofitReport`); it refuses
+    `fit` (see `PatchedTabPFNRegressor`). `regressor` is not touched. Raises RetrofitError (a
+    ValueError: unfitted, KV-cache fit mode, unknown architecture or variant, a block that does
+    not match its spec) before anything is swapped.
     """
     spec = resolve_variant(variant, **hparams)
     clone = _prepare(regressor)
@@ -172,7 +173,9 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
             "fit_mode='fit_preprocessors' (or 'low_memory') and retrofit that."
         )
     if getattr(regressor, "retrofit_report_", None) is not None:
-        raise RetrofitError("this regressor is already retrofitted; call retrofit.unpatch on it or retrofit the original")
+        raise RetrofitError(
+            "this regressor is already retrofitted; call retrofit.unpatch on it or retrofit the original"
+        )
     if type(regressor) is not TabPFNRegressor:
         raise RetrofitError(
             f"retrofit needs a tabpfn.TabPFNRegressor itself, got its subclass {type(regressor).__name__}: the "
@@ -228,7 +231,9 @@ def _match(model: nn.Module) -> list[tuple[str, nn.Module]]:
 def _report(variant: Variant, models: list[nn.Module]) -> RetrofitReport:
     """The report of `variant` on `models` as they are: every O wrapper and what it replaced."""
     adapters = {spec.part: spec for spec in ADAPTERS.values()}
-    wrapped = [(i, name, m) for i, model in enumerate(models) for name, m in model.named_modules() if isinstance(m, OBlock)]
+    wrapped = [
+        (i, name, m) for i, model in enumerate(models) for name, m in model.named_modules() if isinstance(m, OBlock)
+    ]
     return RetrofitReport(
         variant=variant,
         architectures=tuple(dict.fromkeys(architecture_of(model).name for model in models)),

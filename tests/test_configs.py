@@ -1,27 +1,31 @@
 """Configs through Hydra's compose API, and the entry points end to end on tiny random hosts."""
 
+import inspect
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
-from retrofit.data import DatasetSpec
-from retrofit.runner.config import case_from_hydra
+from retrofit.data import DatasetError, DatasetSpec
 from retrofit.errors import RunnerError
+from retrofit.runner import hydra_callbacks
+from retrofit.runner.config import BUILTIN_SEARCHPATH, case_from_hydra
 from retrofit.runner.hydra_callbacks import sweep_jobs
 from retrofit.runner.tau_sweep import tau_cases
+from retrofit.variants import VARIANT_DIR, available_variants
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
-DATASETS = ["auto", "carseats", "college", "diabetes", "hitters", "wage"]
-SELECTION_DATASETS = ["bdims", "boston", "cps1985", "cpus", "credit", "housing"]
+BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]
 
 
 @pytest.fixture
@@ -33,72 +37,220 @@ def hydra_compose():
     GlobalHydra.instance().clear()
 
 
-def test_every_dataset_config_is_a_valid_spec():
+def case_of(hydra_compose, *overrides: str):
+    cfg = hydra_compose("config", overrides)
+    return case_from_hydra(cfg, cfg.hydra)
+
+
+@pytest.fixture
+def benchmark_datasets(hydra_compose) -> list[str]:
+    """The one list of the six default datasets (configs/benchmark/default.yaml)."""
+    return hydra_compose("host_quality").benchmark_datasets.split(",")
+
+
+def test_every_dataset_config_is_a_valid_spec(benchmark_datasets, hydra_compose):
     names = sorted(p.stem for p in (CONFIGS / "dataset").glob("*.yaml"))
-    assert names == sorted(DATASETS + SELECTION_DATASETS)
+    assert names == sorted(benchmark_datasets + list(hydra_compose("preset_selection").datasets))
     for name in names:
         assert DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{name}.yaml").read_text())).name == name
+
+
+def test_the_default_datasets_are_written_once_and_read_by_all(hydra_compose, benchmark_datasets):
+    assert len(benchmark_datasets) == 6
+    assert list(hydra_compose("host_quality").datasets) == benchmark_datasets
+    assert list(hydra_compose("tau_sweep").datasets) == benchmark_datasets
+    sources = [
+        p for p in CONFIGS.rglob("*.yaml") if "wage,college" in p.read_text() or "wage, college" in p.read_text()
+    ]
+    assert sources == [CONFIGS / "benchmark" / "default.yaml"]
 
 
 def test_presets_are_selected_on_datasets_disjoint_from_the_quality_bar(hydra_compose):
     bar = hydra_compose("host_quality")
     selection = hydra_compose("preset_selection")
-    assert sorted(bar.datasets) == DATASETS and sorted(selection.datasets) == SELECTION_DATASETS
+    assert not set(bar.datasets) & set(selection.datasets) and len(selection.datasets) == 6
     assert selection.cards_dir is None and selection.results_dir != bar.results_dir
     assert "stored" not in selection.presets and len(selection.presets) >= 2
 
 
-def test_default_case_runs_every_variant_on_tiny_v3(hydra_compose, tmp_path):
-    cfg = hydra_compose(overrides=[f"results_dir={tmp_path}"])
-    case = case_from_hydra(cfg, cfg.hydra)
-    assert (case.host, case.dataset.name, case.seed) == ("tiny_v3", "diabetes", 0)
-    assert [u.variant for u in case.units] == ["baseline", "full_o", "oa_only"]
-    assert case.runs_dir == tmp_path / "runs"
+def test_hydra_settings_live_in_one_group(hydra_compose):
+    for name in ("config", "tau_sweep", "host_quality", "audit", "pretrain_host", "sink_mass"):
+        assert hydra_compose(name).hydra.job.chdir is False
+    with_chdir = sorted(str(p.relative_to(CONFIGS)) for p in CONFIGS.rglob("*.yaml") if "chdir" in p.read_text())
+    assert with_chdir == ["hydra/default.yaml"]
+
+
+def test_default_case_runs_every_builtin_variant_on_tiny_v3(hydra_compose, tmp_path):
+    case = case_of(hydra_compose, f"cache_dir={tmp_path}")
+    assert (case.host, case.dataset.name, case.seed, case.device, case.precision) == (
+        "tiny_v3",
+        "diabetes",
+        0,
+        "cpu",
+        "float32",
+    )
+    assert [u.variant for u in case.units] == BUILTIN_VARIANTS
+    assert all(u.hparams == {} and u.spec is None for u in case.units)
+    assert case.runs_dir == tmp_path / "runs" and case.timing_rounds == 3
+
+
+def test_closed_variants_are_left_out_on_a_host_that_cannot_be_closed(hydra_compose):
+    assert [u.variant for u in case_of(hydra_compose, "host=tiny_v2").units] == ["baseline", "full_o", "oa_only"]
 
 
 def test_variant_override_restricts_to_baseline_plus_it(hydra_compose):
-    cfg = hydra_compose(overrides=["variant=oa_only", "dataset=wage", "seed=2"])
-    case = case_from_hydra(cfg, cfg.hydra)
+    case = case_of(hydra_compose, "variant=oa_only", "dataset=wage", "seed=2")
     assert [u.variant for u in case.units] == ["baseline", "oa_only"]
     assert (case.dataset.name, case.seed) == ("wage", 2)
 
 
-def test_relative_results_dir_is_taken_from_the_start_directory(hydra_compose, tmp_path):
-    cfg = hydra_compose(overrides=["results_dir=out/here"])
+@pytest.mark.parametrize(
+    ("overrides", "hparams", "path"),
+    [
+        (["variant.eps_den=0.5"], {"eps_den": 0.5}, "variant=oa_only,eps_den=0.5.json"),
+        (["variant.eps_mode=relative"], {"eps_mode": "relative"}, "variant=oa_only,eps_mode=relative.json"),
+        (
+            ["variant.tau.c=0.01"],
+            {"tau": {"mode": "calibrated", "c": 0.01}},
+            "variant=oa_only,tau.c=0.01,tau.mode=calibrated.json",
+        ),
+        (["variant.compact=true"], {"compact": True}, "variant=oa_only,compact=True.json"),
+        (["variant.eps_den=1e-6"], {}, "variant=oa_only.json"),  # the built-in value: the built-in unit
+    ],
+)
+def test_variant_key_overrides_take_effect_and_name_the_unit(hydra_compose, overrides, hparams, path):
+    case = case_of(hydra_compose, "variant=oa_only", *overrides)
+    unit = case.units[1]
+    assert unit.hparams == hparams and case.key(unit).relpath().name == path
+    resolved = unit.resolved()
+    assert resolved.eps_den == hparams.get("eps_den", 1e-6)
+    assert resolved.tau.c == hparams.get("tau", {}).get("c", 1e-3)
+    assert resolved.eps_mode == hparams.get("eps_mode", "absolute") and resolved.compact == hparams.get(
+        "compact", False
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["variant=oa_only", "+variant.colour=1"], r"bad key 'colour'"),
+        (["variant=oa_only", "+variant.tau.cc=1"], r"bad key 'tau.cc'"),
+        (["variant=oa_only", "variant.eps_den=abc"], r"bad key 'eps_den'"),
+        (
+            ["variant=oa_only", "variant.adapters=[o_attention,o_ffn]"],
+            r"variant.adapters=.* would change what the built-in",
+        ),
+        (["variant=oa_only", "variant.name=mine"], r"has name 'mine'"),
+        (["variant=oa_only", "variant.eps_mode=softmax"], r"eps_mode must be one of"),
+        (["+host.nmae=x"], r"host: bad key 'nmae'"),
+        (["device=gpu"], r"device must be one of"),
+        (["precision=bfloat16"], r"precision must be one of"),
+        (["timing.rounds=-1"], r"timing.rounds must be >= 0"),
+        (["threads=0"], r"threads must be a positive integer"),
+        (["+timing.repeats=3"], r"timing: bad key 'repeats'"),
+    ],
+)
+def test_bad_keys_and_values_are_errors_naming_them(hydra_compose, overrides, message):
+    with pytest.raises(RunnerError, match=message):
+        case_of(hydra_compose, *overrides)
+
+
+def test_a_dataset_key_typo_is_an_error(hydra_compose):
+    with pytest.raises(DatasetError, match=r"unknown keys \['targte'\]"):
+        case_of(hydra_compose, "+dataset.targte=y")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_without_cuda_fails_before_any_work(hydra_compose):
+    with pytest.raises(RunnerError, match=r"device='cuda' but torch .* sees no CUDA device"):
+        case_of(hydra_compose, "device=cuda")
+    assert case_of(hydra_compose, "device=auto").device == "cpu"
+
+
+def write_variant(folder: Path, name: str, **keys) -> Path:
+    (folder / "variant").mkdir(parents=True, exist_ok=True)
+    spec = {
+        "name": name,
+        "adapters": ["o_attention"],
+        "tau": {"mode": "calibrated", "c": 0.01},
+        "eps_den": 1e-3,
+    } | keys
+    (folder / "variant" / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+    return folder
+
+
+def test_a_variant_on_a_search_path_runs_from_its_file(hydra_compose, tmp_path):
+    searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{write_variant(tmp_path, 'mine')}]"
+    assert [u.variant for u in case_of(hydra_compose, searchpath).units] == [
+        "baseline",
+        "full_o",
+        "mine",
+        "o_closed",
+        "oa_only",
+    ]
+    _, mine = case_of(hydra_compose, searchpath, "variant=mine", "variant.eps_den=0.01").units
+    assert mine.spec["eps_den"] == 0.01 and mine.resolved().tau.c == 0.01 and mine.resolved().name == "mine"
+    with pytest.raises(RunnerError, match=r"keep pkg://retrofit.configs in it"):
+        case_of(hydra_compose, f"hydra.searchpath=[file://{tmp_path}]")
+
+
+def test_a_search_path_variant_with_a_bad_key_is_refused(hydra_compose, tmp_path):
+    searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{write_variant(tmp_path, 'bad', temperature=2)}]"
+    with pytest.raises(RunnerError, match=r"variant=bad: .*bad key 'temperature'"):
+        case_of(hydra_compose, searchpath)
+
+
+def test_builtin_variants_are_package_data():
+    assert available_variants() == BUILTIN_VARIANTS
+    assert VARIANT_DIR.is_relative_to(ROOT / "retrofit") and not (CONFIGS / "variant").exists()
+    package_data = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    assert package_data["retrofit.configs"] == ["variant/*.yaml"]
+
+
+def test_relative_paths_are_taken_from_the_start_directory(hydra_compose, tmp_path):
+    cfg = hydra_compose("config", ["cache_dir=out/cache"])
     with open_dict(cfg):
         cfg.hydra.runtime.cwd = str(tmp_path)
-    assert case_from_hydra(cfg, cfg.hydra).results_dir == tmp_path / "out" / "here"
+    assert case_from_hydra(cfg, cfg.hydra).runs_dir == tmp_path / "out" / "cache" / "runs"
 
 
-def test_paper_table_is_18_distinct_cases(hydra_compose):
-    cfg = hydra_compose(overrides=["+experiment=paper_table"])
+def test_paper_table_is_36_distinct_cases_on_both_hosts_timed_on_seed_0(hydra_compose, benchmark_datasets):
+    cfg = hydra_compose("config", ["+experiment=paper_table"])
     with open_dict(cfg):
         cfg.hydra.overrides.task = ["+experiment=paper_table"]
     jobs = sweep_jobs(cfg)
-    assert len(jobs) == 18 and len({tuple(j) for j in jobs}) == 18
-    datasets = {o for job in jobs for o in job if o.startswith("dataset=")}
-    assert datasets == {f"dataset={d}" for d in ["diabetes", "auto", "carseats", "hitters", "wage", "college"]}
+    assert len(jobs) == 36 and len({tuple(j) for j in jobs}) == 36
+    assert {o for job in jobs for o in job if o.startswith("dataset=")} == {f"dataset={d}" for d in benchmark_datasets}
+    assert {o for job in jobs for o in job if o.startswith("host=")} == {"host=tiny_v3", "host=tiny_v2"}
+    assert list(cfg.timing.seeds) == [0]
+
+
+def test_sweep_expansion_uses_only_public_hydra_api(hydra_compose):
+    assert "hydra._internal" not in inspect.getsource(hydra_callbacks).replace('"hydra._internal.core_plugins', "")
+    cfg = hydra_compose("config", [])
+    with open_dict(cfg):
+        cfg.hydra.overrides.task = ["seed=0,1", "dataset=wage", "seed=2,3,4"]  # a later value of a key wins
+    assert sweep_jobs(cfg) == [["seed=2", "dataset=wage"], ["seed=3", "dataset=wage"], ["seed=4", "dataset=wage"]]
 
 
 def test_checkpoint_host_needs_an_existing_tabpfn_file(hydra_compose, tmp_path):
-    cfg = hydra_compose(overrides=["host=checkpoint"])
-    with pytest.raises(RunnerError, match="host=checkpoint needs host.path"):
-        case_from_hydra(cfg, cfg.hydra)
-    cfg = hydra_compose(overrides=["host=checkpoint", f"host.path={tmp_path / 'none.ckpt'}"])
+    with pytest.raises(RunnerError, match=r"host=checkpoint needs host\.path"):
+        case_of(hydra_compose, "host=checkpoint")
     with pytest.raises(ValueError, match="does not exist"):
-        case_from_hydra(cfg, cfg.hydra)
+        case_of(hydra_compose, "host=checkpoint", f"host.path={tmp_path / 'none.ckpt'}")
     (tmp_path / "notes.safetensors").write_text("not a checkpoint")
-    cfg = hydra_compose(overrides=["host=checkpoint", f"host.path={tmp_path / 'notes.safetensors'}"])
     with pytest.raises(ValueError, match="not a readable safetensors file"):
-        case_from_hydra(cfg, cfg.hydra)
+        case_of(hydra_compose, "host=checkpoint", f"host.path={tmp_path / 'notes.safetensors'}")
 
 
 def test_tau_sweep_config_fits_each_case_once(hydra_compose, tmp_path):
-    cfg = hydra_compose("tau_sweep")
-    cases = tau_cases(cfg, tmp_path)
-    assert len(cases) == 6
+    cfg = hydra_compose("tau_sweep", [f"cache_dir={tmp_path}"])
+    cases = tau_cases(cfg, cfg.hydra)
+    assert [c.dataset.name for c in cases] == list(cfg.datasets)
     assert len(cases[0].units) == len(cfg.variants) * len(cfg.c_values) == 10
-    assert cases[0].results_dir == tmp_path / "results" / "tau_sweep"
+    assert cases[0].runs_dir == tmp_path / "tau_sweep" / "runs" and cases[0].timing_rounds == 0
 
 
 # --- the entry points as a user runs them (subprocesses) --------------------------------------
@@ -106,7 +258,7 @@ def test_tau_sweep_config_fits_each_case_once(hydra_compose, tmp_path):
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -115,52 +267,98 @@ def host(make_random_host):
 
 
 def host_args(host: Path) -> list[str]:
-    return ["host=checkpoint", f"host.path={host}", "host.name=random_v3", "n_estimators=1"]
+    return ["host=checkpoint", f"host.path={host}", "host.name=random_v3", "n_estimators=1", "timing.rounds=0"]
+
+
+def out_args(tmp_path: Path) -> list[str]:
+    return [f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={tmp_path / 'multirun'}"]
 
 
 @pytest.mark.slow
 def test_one_case_from_the_command_line(host, tmp_path):
-    out = run("experiments/sweep.py", "dataset=hitters", "seed=1", f"results_dir={tmp_path}", *host_args(host))
+    out = run("experiments/sweep.py", "dataset=hitters", "seed=1", *out_args(tmp_path), *host_args(host))
     assert out.returncode == 0, out.stderr
     csv = pd.read_csv(tmp_path / "retrofit_rmse.csv")
-    assert sorted(csv["variant"]) == ["baseline", "full_o", "oa_only"]
+    assert sorted(csv["variant"]) == BUILTIN_VARIANTS and set(csv["device"]) == {"cpu"}
     assert set(csv["n_train"] + csv["n_test"]) == {263}
     assert "dropped 59 of 322 rows without target 'Salary'" in out.stdout + out.stderr
+    assert sorted(p.name for p in (tmp_path / "cache" / "runs").rglob("*.json"))[0] == "variant=baseline.json"
 
 
-@pytest.mark.slow
-def test_joblib_sweep_with_a_csv_dataset_added_by_one_yaml(host, tmp_path):
-    """The README's add-a-dataset example: one YAML (on a search path) and a CSV relative to cwd."""
+def sweep(tmp_path: Path, host: Path, *extra: str) -> subprocess.CompletedProcess:
+    """A 2 × 2 sweep (a CSV dataset added by one YAML, a variant added by one YAML, both on a search
+    path; a CSV path relative to the start directory) in `tmp_path`."""
     pd.DataFrame({"a": range(40), "b": [i % 7 for i in range(40)], "y": [i * 0.5 + i % 3 for i in range(40)]}).to_csv(
         tmp_path / "toy.csv", index=False
     )
-    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset").mkdir(parents=True, exist_ok=True)
     (tmp_path / "conf" / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
-    out = run(
-        str(ROOT / "experiments" / "sweep.py"), "-m", "dataset=toy,diabetes", "seed=0,1", "variant=oa_only",
-        f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-        f"hydra.sweep.dir={tmp_path / 'multirun'}", "results_dir=results", *host_args(host), cwd=tmp_path,
+    write_variant(tmp_path / "conf", "mine")
+    return run(
+        str(ROOT / "experiments" / "sweep.py"), "-m", "dataset=toy,diabetes", "seed=0,1", "variant=mine",
+        f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path / 'conf'}]", "results_dir=results",
+        "cache_dir=cache", f"hydra.sweep.dir={tmp_path / 'multirun'}", *host_args(host), *extra, cwd=tmp_path,
     )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    out = run(str(ROOT / "experiments" / "aggregate.py"), "results_dir=results", cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_joblib_sweep_writes_its_rows_and_checks_a_reference(host, tmp_path):
+    out = sweep(tmp_path, host, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     assert out.returncode == 0, out.stderr
     csv = pd.read_csv(tmp_path / "results" / "retrofit_rmse.csv")
-    assert len(csv) == 8 and set(csv["dataset"]) == {"toy", "diabetes"}
+    assert len(csv) == 8 and set(csv["dataset"]) == {"toy", "diabetes"} and set(csv["variant"]) == {"baseline", "mine"}
     assert (tmp_path / "results" / "retrofit_table.md").is_file()
+    reference = tmp_path / "reference.csv"
+    csv.to_csv(reference, index=False)
+    # Rerun with the reference: every unit is read back (nothing recomputed), every row reproduces.
+    out = sweep(tmp_path, host, f"reference={reference}")
+    assert out.returncode == 0, out.stderr
+    assert "reproduced: 8/8 rows within 1e-09 (max rel |ΔRMSE| 0)" in out.stdout
+    csv.loc[3, "rmse"] *= 1.001  # an altered reference row
+    csv.to_csv(reference, index=False)
+    out = run(str(ROOT / "experiments" / "aggregate.py"), "results_dir=results", "cache_dir=cache",
+              f"reference={reference}", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 1 and "reproduced: 7/8 rows within 1e-09 (max rel |ΔRMSE| 0.000999)" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert (tmp_path / "results" / "reproduction.txt").read_text().startswith("reproduced: 7/8")
+
+
+@pytest.mark.slow
+def test_submitit_local_sweep_runs_end_to_end(host, tmp_path):
+    out = sweep(tmp_path, host, "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=20")
+    assert out.returncode == 0, out.stderr
+    csv = pd.read_csv(tmp_path / "results" / "retrofit_rmse.csv")
+    assert len(csv) == 8 and (csv["variant"] == "baseline").sum() == 4
+    assert list((tmp_path / "multirun" / ".submitit").iterdir())  # the jobs went through submitit
+
+
+def test_the_slurm_launcher_config_composes(hydra_compose):
+    cfg = hydra_compose("config", ["hydra/launcher=slurm", "hydra.launcher.partition=p"])
+    assert cfg.hydra.launcher._target_.endswith("SlurmLauncher") and cfg.hydra.launcher.partition == "p"
 
 
 BAD_INPUTS = {
     "unknown-dataset": (["dataset=nope"], "Could not find 'dataset/nope'"),
     "unknown-variant": (["variant=nope"], "Could not find 'variant/nope'"),
+    "unknown-variant-key": (["variant=oa_only", "+variant.colour=1"], "bad key 'colour'"),
     "unknown-host": (["host=nope"], "Could not find 'host/nope'"),
     "checkpoint-without-path": (["host=checkpoint"], "host=checkpoint needs host.path"),
     "checkpoint-missing": (["host=checkpoint", "host.path=missing.ckpt"], "does not exist"),
-    "not-a-checkpoint": (["host=checkpoint", "host.path=README.md"], "README.md could not be read as a torch checkpoint"),
-    "missing-csv": (["dataset.source=csv", "~dataset.loader", "+dataset.path=missing.csv"], "missing.csv does not exist"),
+    "not-a-checkpoint": (
+        ["host=checkpoint", "host.path=README.md"],
+        "README.md could not be read as a torch checkpoint",
+    ),
+    "missing-csv": (
+        ["dataset.source=csv", "~dataset.loader", "+dataset.path=missing.csv"],
+        "missing.csv does not exist",
+    ),
     "missing-target": (["dataset.target=nope"], "no target column 'nope'"),
     "unknown-hparam": (["+hparams.temperature=2"], "unknown retrofit hyper-parameters"),
     "duplicate-jobs": (["-m", "seed=0,0"], "duplicate units in this sweep"),
-    "bad-table-later-in-sweep": (["-m", "dataset=hitters,diabetes", "dataset.target=Salary"], "no target column 'Salary'"),
+    "bad-table-later-in-sweep": (
+        ["-m", "dataset=hitters,diabetes", "dataset.target=Salary"],
+        "no target column 'Salary'",
+    ),
 }
 
 
@@ -168,11 +366,39 @@ BAD_INPUTS = {
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))
 def test_bad_input_exits_nonzero_with_a_clear_message_and_no_rows(name, tmp_path):
     overrides, message = BAD_INPUTS[name]
-    out = run("experiments/sweep.py", *overrides, f"results_dir={tmp_path}", f"hydra.sweep.dir={tmp_path / 'm'}")
+    out = run("experiments/sweep.py", *overrides, *out_args(tmp_path))
     assert out.returncode != 0
     assert message in out.stderr
     assert "Traceback" not in out.stderr
-    assert not (tmp_path / "runs").exists() and not (tmp_path / "retrofit_rmse.csv").exists()
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "retrofit_rmse.csv").exists()
+
+
+@pytest.mark.slow
+def test_builtin_variants_work_from_an_installed_wheel(tmp_path):
+    """Build the wheel, install it into a folder of its own, and resolve a built-in variant there."""
+    source = tmp_path / "source"  # a copy, so that the build leaves nothing in the checkout
+    shutil.copytree(ROOT / "retrofit", source / "retrofit", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path, source],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    target = tmp_path / "site"
+    install = run("-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel))
+    assert install.returncode == 0, install.stderr
+    code = (
+        f"import sys; sys.path.insert(0, {str(target)!r}); import retrofit.variants as v; "
+        "assert v.__file__.startswith(sys.path[0]), v.__file__; "
+        "print(v.available_variants(), v.resolve_variant('oa_only').eps_den)"
+    )
+    out = run("-c", code, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{BUILTIN_VARIANTS} 1e-06"
 
 
 @pytest.mark.slow
@@ -180,12 +406,25 @@ def test_tau_sweep_writes_one_row_per_variant_and_c(hydra_compose, host, tmp_pat
     from retrofit.runner.case import run_case
     from retrofit.runner.tau_sweep import write_tau_results
 
-    overrides = ["seeds=[0,1]", "c_values=[0.001,0.1]", f"results_dir={tmp_path}", *host_args(host)]
-    overrides += [f"~datasets.{name}" for name in DATASETS if name != "diabetes"]
-    cfg = hydra_compose("tau_sweep", overrides)
-    for case in tau_cases(cfg, tmp_path):
+    overrides = ["seeds=[0,1]", "c_values=[0.001,0.1]", "datasets=[diabetes]", f"cache_dir={tmp_path}"]
+    cfg = hydra_compose("tau_sweep", overrides + host_args(host)[:4])
+    for case in tau_cases(cfg, cfg.hydra):
         run_case(case)
-    table = write_tau_results(tmp_path)
-    assert sorted(zip(table["variant"], table["c"])) == [("full_o", 0.001), ("full_o", 0.1), ("oa_only", 0.001), ("oa_only", 0.1)]
+    table = write_tau_results(tmp_path, tmp_path)
+    assert sorted(zip(table["variant"], table["c"], strict=True)) == [
+        ("full_o", 0.001),
+        ("full_o", 0.1),
+        ("oa_only", 0.001),
+        ("oa_only", 0.1),
+    ]
     assert set(table["cases"]) == {2}
     assert pd.read_csv(tmp_path / "tau_sweep.csv").shape[0] == 4 and (tmp_path / "tau_sweep.png").is_file()
+
+
+def test_a_failing_sweep_callback_exits_nonzero_instead_of_warning(capsys):
+    with pytest.raises(SystemExit) as user, hydra_callbacks.exit_on_any_error():
+        raise RunnerError("bad sweep")
+    assert user.value.code == "error: bad sweep"
+    with pytest.raises(SystemExit) as bug, hydra_callbacks.exit_on_any_error():
+        raise KeyError("a bug")
+    assert bug.value.code == 1 and "KeyError: 'a bug'" in capsys.readouterr().err

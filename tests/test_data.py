@@ -83,7 +83,9 @@ def test_split_is_70_30_and_seeded():
 def test_categoricals_are_ordinal_encoded_on_train_rows_and_indexed():
     frame = toy_frame(60)
     frame.loc[frame.index[-1], "colour"] = "mauve"  # a level only one row has
-    spec = DatasetSpec.from_mapping({"name": "toy", "source": "csv", "path": "x", "target": "y", "categorical": ["code"]})
+    spec = DatasetSpec.from_mapping(
+        {"name": "toy", "source": "csv", "path": "x", "target": "y", "categorical": ["code"]}
+    )
     table = clean(frame, spec)
     assert table.categorical == ("colour", "code")
     mauve_in_test = 0
@@ -135,7 +137,15 @@ def write_csv(tmp_path, frame) -> Path:
         (lambda f: f.iloc[: MIN_ROWS - 1], f"9 usable rows; a train/test split needs at least {MIN_ROWS}"),
         (lambda f: f.assign(y="high"), "is not numeric"),
     ],
-    ids=["all-target-missing", "constant-target", "inf-target", "inf-feature", "no-target", "too-few-rows", "text-target"],
+    ids=[
+        "all-target-missing",
+        "constant-target",
+        "inf-target",
+        "inf-feature",
+        "no-target",
+        "too-few-rows",
+        "text-target",
+    ],
 )
 def test_bad_tables_raise_a_clear_error(tmp_path, change, message):
     path = write_csv(tmp_path, change(toy_frame()))
@@ -144,7 +154,7 @@ def test_bad_tables_raise_a_clear_error(tmp_path, change, message):
 
 
 def test_missing_csv_names_the_file(tmp_path):
-    with pytest.raises(DatasetError, match="toy.csv does not exist"):
+    with pytest.raises(DatasetError, match=r"toy\.csv does not exist"):
         load_table(csv_spec("nowhere/toy.csv"), tmp_path)
 
 
@@ -156,6 +166,8 @@ def test_missing_csv_names_the_file(tmp_path):
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "colour": 1}, r"unknown keys \['colour'\]"),
         ({"name": "a", "source": "csv", "path": "p"}, "key 'target' is missing"),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "max_rows": 0}, "max_rows must be a positive"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "drop": "id"}, "drop must be a list of column"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "categorical": [1]}, "categorical must be a list"),
     ],
 )
 def test_bad_specs_raise_a_clear_error(raw, message):

@@ -3,6 +3,7 @@ returns (refit refused, models checked against the report, clone, pickle). Shipp
 
 import copy
 import pickle
+import re
 
 import joblib
 import numpy as np
@@ -59,10 +60,10 @@ def patched() -> tuple[TabPFNRegressor, np.ndarray, np.ndarray]:
 
 
 def test_patched_regressor_refuses_fit_and_keeps_predicting_the_variant(patched):
-    stock, oa_only, X_test = patched
+    _, oa_only, X_test = patched
     before = oa_only.predict(X_test)
     X, y = _data(seed=1)
-    with pytest.raises(RetrofitError, match="silently drop the O adapters.*RetrofitRegressor"):
+    with pytest.raises(RetrofitError, match=r"silently drop the O adapters.*RetrofitRegressor"):
         oa_only.fit(X, y)
     with pytest.raises(RetrofitError, match="retrofit variant 'oa_only'"):
         oa_only.fit_from_preprocessed(X, y)
@@ -74,16 +75,16 @@ def test_predict_refuses_models_that_disagree_with_the_report(patched):
     stock, oa_only, X_test = patched
     refitted = copy.deepcopy(oa_only)
     TabPFNRegressor.fit(refitted, *_data())  # around the refusal: tabpfn reloads stock models
-    with pytest.raises(RetrofitError, match="no longer run what retrofit_report_ says .0 wrapped blocks"):
+    with pytest.raises(RetrofitError, match=re.escape("no longer run what retrofit_report_ says (0 wrapped blocks")):
         refitted.predict(X_test)
     swapped = copy.deepcopy(oa_only)
     swapped.models_ = copy.deepcopy(stock.models_)
-    with pytest.raises(RetrofitError, match="not in regressor.models_ .models_ replaced"):
+    with pytest.raises(RetrofitError, match=re.escape("not in regressor.models_ (models_ replaced")):
         swapped.predict(X_test)
 
 
 def test_unpatched_regressor_is_a_plain_regressor_again(patched):
-    stock, oa_only, X_test = patched
+    _, oa_only, X_test = patched
     restored = unpatch(copy.deepcopy(oa_only))
     assert type(restored) is TabPFNRegressor
     X, y = _data(seed=1)
@@ -153,9 +154,8 @@ def test_hyper_parameters_take_effect_and_none_keeps_the_variant_default():
     tau = {"mode": "absolute", "value": 2.0}
     tuned = RetrofitRegressor(tau=tau, eps_den=1e-3, eps_mode="relative", compact=True, n_estimators=1, device="cpu")
     variant = tuned.fit(X, y).regressor_.retrofit_report_.variant
-    assert (variant.tau.mode, variant.tau.value, variant.eps_den, variant.eps_mode, variant.compact) == (
-        "absolute", 2.0, 1e-3, "relative", True,
-    )
+    taken = (variant.tau.mode, variant.tau.value, variant.eps_den, variant.eps_mode, variant.compact)
+    assert taken == ("absolute", 2.0, 1e-3, "relative", True)
     block = tuned.regressor_.models_[0].icl_blocks[0]
     assert (block.tau.value, block.eps_den, block.compact) == (2.0, 1e-3, True)
     assert tuned.get_params()["tau"] is tau
@@ -194,7 +194,8 @@ def test_grid_search_over_tau_and_eps_den():
 
 def test_pipeline():
     X, y = _data()
-    pipeline = make_pipeline(StandardScaler(), RetrofitRegressor("oa_only", n_estimators=1, random_state=0, device="cpu"))
+    estimator = RetrofitRegressor("oa_only", n_estimators=1, random_state=0, device="cpu")
+    pipeline = make_pipeline(StandardScaler(), estimator)
     scaler = StandardScaler().fit(X[:60])
     by_hand = retrofit(_stock().fit(scaler.transform(X[:60]), y[:60]), "oa_only").predict(scaler.transform(X[60:]))
     assert np.array_equal(pipeline.fit(X[:60], y[:60]).predict(X[60:]), by_hand)
@@ -239,7 +240,10 @@ def test_device_on_a_machine_without_cuda():
 
 def test_cuda_turns_tf32_off(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    assert resolve_device("auto") == "cuda"
-    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        assert resolve_device("auto") == "cuda"
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved

@@ -30,7 +30,8 @@ def test_exactness_config_runs_and_meets_contracts(compose_config):
     table = exactness_table(
         [Shape(**s) for s in cfg.shapes], cfg.score_stds, cfg.dtypes, cfg.null_fraction, cfg.insert_fraction, cfg.seed
     )
-    assert len(table) == 3 * 3 and (table.null_receiver_max_abs == 0).all()
+    assert len(table) == 3 * 2 * 3 and (table.null_receiver_max_abs == 0).all()  # implementations x eps_mode x dtypes
+    assert set(table.eps_mode) == {"absolute", "relative"}
     assert (table[table.implementation == "compact"].null_insertion_linf_abs == 0).all()
 
 
@@ -63,6 +64,7 @@ def test_bench_entry_point_prints_ratios(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "fused_time_ratio" in run.stdout and "compact_mem_mib" in run.stdout
+    assert "fused_relative_time_ratio" in run.stdout and "fused_relative_mem_mib" in run.stdout
 
 
 def test_keep_mask_rejects_out_of_range_positions():

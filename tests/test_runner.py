@@ -1,31 +1,42 @@
-"""The runner: unit files (naming, atomic writes, resume, duplicates), matched cases, aggregation."""
+"""The runner: unit files (naming, atomic writes, resume, fingerprints, concurrent writers), matched
+cases, interleaved timing, aggregation with the two-level bootstrap, the reproduction check."""
 
 import json
 import re
+import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
+import torch
 import yaml
 
 import retrofit
 from retrofit.data import DatasetSpec
-from retrofit.runner import aggregate as agg
-from retrofit.runner import case as case_module
-from retrofit.runner.case import Case, UnitSpec, run_case
 from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
-from retrofit.runner.units import UnitKey, UnitStore, hparams_key, reject_duplicates
+from retrofit.runner import aggregate as agg
+from retrofit.runner import case as case_module
+from retrofit.runner import units as units_module
+from retrofit.runner.bootstrap import cluster_bootstrap_ci
+from retrofit.runner.case import Case, UnitSpec, predict_all, run_case, timing_columns
+from retrofit.runner.reproduce import RTOL, compare, read_reference, verify
+from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
 VARIANTS = ("baseline", "oa_only", "full_o")
 
 
-def make_case(host: Path, results_dir: Path, dataset: str = "carseats", seed: int = 0, **kwargs) -> Case:
+def make_case(host: Path, runs_dir: Path, dataset: str = "carseats", seed: int = 0, **kwargs) -> Case:
     spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{dataset}.yaml").read_text()))
     settings = dict(units=tuple(UnitSpec(v) for v in VARIANTS), n_estimators=1) | kwargs
-    return Case(spec, seed, "random_v3", host, results_dir=results_dir, base_dir=Path("."), **settings)
+    return Case(spec, seed, "random_v3", host, runs_dir=runs_dir, base_dir=Path("."), **settings)
 
 
 # --- unit files -------------------------------------------------------------------------------
@@ -40,7 +51,9 @@ def test_unit_path_names_what_ran():
 def test_duplicate_keys_are_rejected_by_name():
     a, b = UnitKey("h", "d", 0, "oa_only"), UnitKey("h", "d", 1, "oa_only")
     reject_duplicates([a, b])
-    with pytest.raises(RunnerError, match=r"duplicate units in this sweep: host=h/dataset=d/seed=0/variant=oa_only.json"):
+    with pytest.raises(
+        RunnerError, match=r"duplicate units in this sweep: host=h/dataset=d/seed=0/variant=oa_only.json"
+    ):
         reject_duplicates([a, b, a])
 
 
@@ -64,8 +77,29 @@ def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
 
 def test_corrupt_unit_file_is_named(tmp_path):
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(RunnerError, match="bad.json is not valid JSON"):
+    with pytest.raises(RunnerError, match=r"bad\.json is not valid JSON"):
         UnitStore(tmp_path).rows()
+
+
+def test_code_digest_changes_with_any_source_file(tmp_path):
+    package = tmp_path / "retrofit"
+    shutil.copytree(ROOT / "retrofit" / "runner", package / "runner", ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_digest(package)
+    path = package / "runner" / "case.py"
+    path.write_text(path.read_text() + "\n# changed\n")
+    code_digest.cache_clear()
+    assert code_digest(package) != before
+    (package / "notes.txt").write_text("not source")
+    code_digest.cache_clear()
+    assert code_digest(package) == code_digest(package)
+
+
+def test_fingerprints_include_the_versions_and_the_code_digest():
+    import tabpfn
+    import torch
+
+    env = units_module.environment()
+    assert env == {"tabpfn": tabpfn.__version__, "torch": torch.__version__, "code": code_digest()}
 
 
 # --- matched cases on a tiny random host ------------------------------------------------------
@@ -76,21 +110,81 @@ def host(make_random_host):
     return make_random_host("tabpfn_v3")
 
 
-def unit_files(results_dir: Path) -> list[Path]:
-    return sorted((results_dir / "runs").rglob("*.json"))
+def unit_files(runs_dir: Path) -> list[Path]:
+    return sorted(runs_dir.rglob("*.json"))
 
 
 def test_case_writes_one_file_per_variant_with_all_columns(host, tmp_path):
     rows = run_case(make_case(host, tmp_path))
-    assert [p.name for p in unit_files(tmp_path)] == ["variant=baseline.json", "variant=full_o.json", "variant=oa_only.json"]
+    assert [p.name for p in unit_files(tmp_path)] == [
+        "variant=baseline.json",
+        "variant=full_o.json",
+        "variant=oa_only.json",
+    ]
     for row in rows:
         assert set(agg.COLUMNS) <= set(row)
-        assert (row["n_train"], row["n_test"], row["n_features"]) == (280, 120, 10)
+        assert (row["n_train"], row["n_test"], row["n_features"], row["device"]) == (280, 120, 10, "cpu")
         assert row["baseline_rmse"] > 0
+        assert np.isnan([row["predict_seconds"], row["predict_time_ratio"], row["predict_time_ratio_max"]]).all()
     baseline = rows[0]
     assert baseline["variant"] == "baseline" and baseline["rmse"] == baseline["baseline_rmse"]
     assert (baseline["delta_rmse_pct"], baseline["tau"], baseline["eps_den"]) == (0.0, "", None)
     assert rows[1]["tau"] == "c=0.001 (calibrated)" and rows[1]["eps_den"] == 1e-6
+
+
+def test_timed_case_records_median_times_and_paired_ratios(host, tmp_path):
+    untimed = run_case(make_case(host, tmp_path / "a"))
+    timed = run_case(make_case(host, tmp_path / "b", timing_rounds=3))
+    assert [r["rmse"] for r in timed] == [r["rmse"] for r in untimed]  # timing never changes a number
+    baseline, *variants = timed
+    assert (baseline["predict_time_ratio"], baseline["predict_time_ratio_min"]) == (1.0, 1.0)
+    assert baseline["predict_seconds"] == baseline["baseline_predict_seconds"] > 0
+    for row in variants:
+        assert 0 < row["predict_time_ratio_min"] <= row["predict_time_ratio"] <= row["predict_time_ratio_max"]
+
+
+class CountingModel:
+    """A stand-in regressor: counts its calls, records the call order, predicts `value`."""
+
+    def __init__(self, name: str, value: float, order: list[str]):
+        self.name, self.value, self.order = name, value, order
+
+    def predict(self, X):
+        self.order.append(self.name)
+        return np.full(len(X), self.value)
+
+
+def test_predict_all_warms_up_then_interleaves_rotated_rounds(monkeypatch):
+    monkeypatch.setattr(case_module, "_predict", lambda model, X: model.predict(X))
+    order: list[str] = []
+    models = {name: CountingModel(name, v, order) for name, v in (("baseline", 1.0), ("a", 2.0), ("b", 3.0))}
+    preds, times = predict_all(models, np.zeros((4, 2)), rounds=3)
+    assert order == ["baseline", "a", "b", "baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
+    assert {k: v[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0}
+    assert {k: len(v) for k, v in times.items()} == {"baseline": 3, "a": 3, "b": 3}
+    order.clear()
+    preds, times = predict_all(models, np.zeros((4, 2)), rounds=0)
+    assert order == ["baseline", "a", "b"] and times == {"baseline": [], "a": [], "b": []}
+
+
+def test_timing_columns_are_median_and_range_of_per_round_ratios():
+    times = {"baseline": [1.0, 2.0, 4.0], "a": [1.5, 2.0, 2.0]}
+    columns = timing_columns(times, "a")
+    assert columns == {
+        "predict_seconds": 2.0,
+        "predict_time_ratio": 1.0,
+        "predict_time_ratio_min": 0.5,
+        "predict_time_ratio_max": 1.5,
+    }
+
+
+def test_a_case_runs_with_its_thread_count_and_restores_it(host, tmp_path, monkeypatch):
+    seen = []
+    fit = case_module._fitted_regressor
+    monkeypatch.setattr(case_module, "_fitted_regressor", lambda *a: seen.append(torch.get_num_threads()) or fit(*a))
+    before = torch.get_num_threads()
+    run_case(make_case(host, tmp_path, units=(UnitSpec("baseline"),), threads=3))
+    assert seen == [3] and torch.get_num_threads() == before
 
 
 def test_variants_share_one_fit(host, tmp_path, monkeypatch):
@@ -115,32 +209,48 @@ def test_rerun_skips_finished_units_and_overwrite_recomputes(host, tmp_path, mon
         raise AssertionError("a finished case must not fit again")
 
     monkeypatch.setattr(case_module, "make_regressor", no_fit)
-    assert run_case(make_case(host, tmp_path)) == first
+    same = json.dumps(run_case(make_case(host, tmp_path)), sort_keys=True, default=str)  # NaN-safe equality
+    assert same == json.dumps(first, sort_keys=True, default=str)
     assert {p: p.stat().st_mtime_ns for p in unit_files(tmp_path)} == stamps
     monkeypatch.undo()
     run_case(make_case(host, tmp_path, overwrite=True))
     assert all(p.stat().st_mtime_ns != stamps[p] for p in unit_files(tmp_path))
 
 
-def test_a_changed_setting_makes_a_unit_stale(host, tmp_path):
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"n_estimators": 2},
+        {"precision": "float64"},
+        {"threads": 2},
+        {"environment": {"code": "another"}},
+        {"environment": {"tabpfn": "0.0"}},
+        {"environment": {"torch": "0.0"}},
+    ],
+    ids=["n_estimators", "precision", "threads", "code", "tabpfn-version", "torch-version"],
+)
+def test_a_changed_setting_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatch, change):
     run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
     (path,) = unit_files(tmp_path)
     before = json.loads(path.read_text())
-    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),), n_estimators=2))
+    settings = {k: v for k, v in change.items() if k != "environment"}
+    env = units_module.environment() | change.get("environment", {})
+    monkeypatch.setattr(case_module, "environment", lambda: env)
+    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),), **settings))
     after = json.loads(path.read_text())
-    assert (before["n_estimators"], after["n_estimators"]) == (1, 2)
     assert before["fingerprint"] != after["fingerprint"]
+    assert after["rmse"] > 0
 
 
 def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, monkeypatch):
-    patch = retrofit.retrofit
+    write = UnitStore.write
 
-    def crash_on_full_o(regressor, variant, **hparams):
-        if variant == "full_o":
+    def crash_on_full_o(store, key, row):
+        if key.variant == "full_o":
             raise KeyboardInterrupt
-        return patch(regressor, variant, **hparams)
+        return write(store, key, row)
 
-    monkeypatch.setattr(retrofit, "retrofit", crash_on_full_o)
+    monkeypatch.setattr(UnitStore, "write", crash_on_full_o)
     with pytest.raises(KeyboardInterrupt):
         run_case(make_case(host, tmp_path, units=(UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("full_o"))))
     assert [p.name for p in unit_files(tmp_path)] == ["variant=baseline.json", "variant=oa_only.json"]
@@ -152,47 +262,142 @@ def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, m
 
 
 def test_unknown_hparam_and_missing_host_are_user_errors(tmp_path, host):
-    from retrofit.runner.config import unit_specs
+    from retrofit.runner.config import unit_spec
 
     with pytest.raises(RunnerError, match="unknown retrofit hyper-parameters"):
-        unit_specs(["oa_only"], {"temperature": 2})
+        unit_spec("oa_only", retrofit.variants.load_variant("oa_only"), {"temperature": 2})
     with pytest.raises(retrofit.errors.RetrofitError):
         run_case(make_case(tmp_path / "missing.safetensors", tmp_path))
     assert unit_files(tmp_path) == []
 
 
+CONCURRENT_WRITER = """
+from pathlib import Path
+import yaml
+from retrofit.data import DatasetSpec
+from retrofit.runner.case import Case, UnitSpec, run_case
+for name in {datasets!r}:
+    spec = DatasetSpec.from_mapping(yaml.safe_load(Path({configs!r}, "dataset", name + ".yaml").read_text()))
+    units = (UnitSpec("baseline"), UnitSpec("oa_only"))
+    run_case(Case(spec, 0, "random_v3", Path({host!r}), units, Path({runs!r}), Path("."), n_estimators=1))
+"""
+
+
+@pytest.mark.slow
+def test_two_concurrent_sweeps_on_one_store_lose_nothing(host, tmp_path):
+    """Two processes run overlapping cases into one store at once: every unit ends up whole, once."""
+    scripts = [
+        CONCURRENT_WRITER.format(configs=str(CONFIGS), datasets=d, host=str(host), runs=str(tmp_path))
+        for d in (["diabetes", "carseats"], ["carseats", "diabetes"])
+    ]
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(s)], stderr=subprocess.PIPE) for s in scripts]
+    errors = [p.communicate(timeout=600)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    rows = UnitStore(tmp_path).rows()
+    assert sorted((r["dataset"], r["variant"]) for r in rows) == [
+        ("carseats", "baseline"), ("carseats", "oa_only"), ("diabetes", "baseline"), ("diabetes", "oa_only")
+    ]  # fmt: skip
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
 # --- aggregation ------------------------------------------------------------------------------
 
 
-def synthetic_runs(results_dir: Path) -> None:
-    store = UnitStore(results_dir / "runs")
+def synthetic_rows() -> list[dict]:
+    rows = []
     rng = np.random.default_rng(0)
     for dataset in ("a", "b"):
         for seed in range(3):
             for variant, shift in (("baseline", 0.0), ("oa_only", 0.1), ("full_o", 0.2)):
-                delta = 0.0 if variant == "baseline" else shift + rng.normal(0, 0.05)
-                row = dict(
-                    dataset=dataset, seed=seed, variant=variant, host="h", n_train=70, n_test=30, n_features=4,
-                    rmse=1 + delta / 100, baseline_rmse=1.0, delta_rmse_pct=delta, tau="", eps_den=None,
-                    predict_seconds=1.1, baseline_predict_seconds=1.0, fit_seconds=0.1, n_categorical=0,
+                base = variant == "baseline"
+                delta = 0.0 if base else shift + rng.normal(0, 0.05)
+                ratio = 1.0 if base else 1.2 + 0.1 * seed
+                rows.append(dict(
+                    dataset=dataset, seed=seed, variant=variant, host="h", device="cpu", n_train=70, n_test=30,
+                    n_features=4, rmse=1 + delta / 100, baseline_rmse=1.0, delta_rmse_pct=delta,
+                    nll=1.0 + delta / 100, baseline_nll=1.0, delta_nll=delta / 100, crps=0.5, baseline_crps=0.5,
+                    delta_crps_pct=0.0, coverage_90=0.9, baseline_coverage_90=0.9, delta_coverage_90=0.0,
+                    tau="" if base else "c=0.001 (calibrated)", tau_c=None if base else 0.001,
+                    eps_den=None if base else 1e-6, eps_mode=None if base else "absolute",
+                    predict_seconds=1.1, baseline_predict_seconds=1.0, predict_time_ratio=ratio if seed < 2 else np.nan,
+                    predict_time_ratio_min=ratio, predict_time_ratio_max=ratio, fit_seconds=0.1, n_categorical=0,
                     n_missing_target=0, n_estimators=1, hparams={}, fingerprint="x",
-                )  # fmt: skip
-                store.write(UnitKey("h", dataset, seed, variant), row)
+                ))  # fmt: skip
+    return rows
 
 
 def test_aggregate_writes_csv_table_and_plot(tmp_path):
-    synthetic_runs(tmp_path)
-    frame = agg.aggregate(tmp_path)
+    frame = agg.aggregate(tmp_path, synthetic_rows())
     csv = pd.read_csv(tmp_path / "retrofit_rmse.csv")
     assert len(csv) == 18 and list(csv.columns) == agg.COLUMNS
     assert frame[["dataset", "seed", "variant"]].duplicated().sum() == 0
     table = (tmp_path / "retrofit_table.md").read_text()
     assert "6 host × dataset × seed cases" in table and re.search(r"\|\s*h\s*\|\s*a\s*\|", table)
+    assert re.search(r"\|\s*h\s*\|\s*oa_only\s*\|\s*6\s*\|.*\|\s*6 / 0\s*\|", table)  # all six cases above zero
+    assert "1.25× [1.20, 1.30] (n=4)" in table  # median of the timed units' ratios, their range, count
     assert (tmp_path / "retrofit_deltas.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
-    values = np.random.default_rng(1).normal(0.1, 0.05, 18)
-    low, high = agg.bootstrap_ci(values)
-    assert low < values.mean() < high and (low, high) == agg.bootstrap_ci(values)
-    assert np.isnan(agg.bootstrap_ci(values[:1])).all()
+def test_cluster_bootstrap_of_identical_datasets_has_zero_width():
+    assert cluster_bootstrap_ci([[0.3, 0.3, 0.3]] * 6) == (0.3, 0.3)
+    assert np.isnan(cluster_bootstrap_ci([[0.3]])).all()
+
+
+def test_cluster_bootstrap_resamples_datasets_then_seeds():
+    means = np.random.default_rng(1).normal(0.1, 0.05, 6)
+    # Seeds that agree within a dataset: the CI is the one-level bootstrap of the dataset means.
+    low, high = cluster_bootstrap_ci([[m] * 3 for m in means])
+    ref = scipy.stats.bootstrap((means,), np.mean, method="percentile", n_resamples=10_000, random_state=0)
+    assert low == pytest.approx(ref.confidence_interval.low, abs=0.005)
+    assert high == pytest.approx(ref.confidence_interval.high, abs=0.005)
+    # Two identical datasets: the spread comes from the seeds alone (mean of 6 draws of {0.1, 0.2, 0.3}).
+    assert cluster_bootstrap_ci([[0.1, 0.2, 0.3]] * 2) == pytest.approx((0.1333, 0.2667), abs=1e-3)
+    assert cluster_bootstrap_ci([[0.1, 0.2, 0.3]] * 2, seed=0) == cluster_bootstrap_ci([[0.1, 0.2, 0.3]] * 2, seed=0)
+
+
+# --- the reproduction check -------------------------------------------------------------------
+
+
+def reference_csv(tmp_path: Path) -> pd.DataFrame:
+    agg.aggregate(tmp_path, synthetic_rows(), table=False)
+    return pd.read_csv(tmp_path / "retrofit_rmse.csv")
+
+
+def test_an_unaltered_reference_reproduces(tmp_path):
+    frame = reference_csv(tmp_path)
+    outcome = verify(tmp_path, frame)
+    assert outcome.ok and outcome.line() == f"reproduced: 18/18 rows within {RTOL:g} (max rel |ΔRMSE| 0)"
+    assert (tmp_path / "reproduction.txt").read_text() == outcome.line() + "\n"
+
+
+def test_an_altered_reference_row_is_caught(tmp_path):
+    frame = reference_csv(tmp_path)
+    altered = frame.copy()
+    altered.loc[4, "rmse"] *= 1 + 1e-7
+    with pytest.raises(
+        RunnerError, match=r"not reproduced \(reproduced: 17/18 rows within 1e-09 \(max rel \|ΔRMSE\| 1e-07\)"
+    ):
+        verify(tmp_path, altered)
+    assert "1 differing: host=h/dataset=a/seed=1/variant=full_o" in (tmp_path / "reproduction.txt").read_text()
+    assert compare(frame, frame.assign(rmse=frame["rmse"] * (1 + RTOL / 2))).ok
+
+
+def test_missing_and_extra_rows_are_caught(tmp_path):
+    frame = reference_csv(tmp_path)
+    outcome = compare(frame.iloc[1:], frame.iloc[:-1])
+    assert not outcome.ok and (outcome.within, outcome.total) == (16, 18)
+    assert len(outcome.missing) == 1 and len(outcome.extra) == 1 and "1 missing" in outcome.line()
+    with pytest.raises(RunnerError, match="does not exist"):
+        read_reference(tmp_path / "none.csv")
+
+
+def test_the_reference_is_the_committed_file_else_the_file_as_it_is(tmp_path):
+    """In a git checkout the committed CSV counts, not one a failed run overwrote; outside git, the file."""
+    csv = tmp_path / "retrofit_rmse.csv"
+    frame = reference_csv(tmp_path)
+    assert read_reference(csv).equals(frame)  # not in a git checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", csv.name], ["commit", "-q", "-m", "reference"]):
+        subprocess.run([*git, *args], check=True)
+    frame.assign(rmse=frame["rmse"] * 2).to_csv(csv, index=False)  # a later run overwrote it
+    assert read_reference(csv)["rmse"].tolist() == frame["rmse"].tolist()

@@ -1,9 +1,13 @@
 """OAttention's sink: `eps_mode` through variants and hosts, and the sink-mass diagnostics."""
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -11,7 +15,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 import retrofit
-from retrofit.audit.sink import COLUMNS, SinkProbe, max_logit, sink_mass, sink_share
+from retrofit.adapters import OBlock
+from retrofit.audit.sink import COLUMNS, SinkProbe, sink_mass, sink_stats
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
@@ -23,15 +28,23 @@ HOSTS = ["tiny_v3", "tiny_v2"]
 NEAR_IDENTITY = {"eps_mode": "relative", "tau": {"mode": "calibrated", "c": 1e-9}}
 
 
+def weighted(s_xK: torch.Tensor, p_K: torch.Tensor) -> torch.Tensor:
+    """Presence-weighted logits s + log p (-inf for null sources)."""
+    return s_xK + torch.log(p_K)
+
+
 def test_sink_share_by_hand():
-    """Logits (0, log 2) with presences (1, 1/2): W = 1 + 2/2 = 2, so eps_den = 1 takes 1/3;
-    an all-null row gives the sink everything; the max logit skips null sources."""
-    s_BHQK = torch.tensor([[[[0.0, math.log(2.0), 50.0]]]], dtype=torch.float64)
-    p_BK = torch.tensor([[1.0, 0.5, 0.0]], dtype=torch.float64)
-    assert sink_share(s_BHQK, p_BK, 1.0).item() == pytest.approx(1 / 3, rel=1e-15)
-    assert sink_share(s_BHQK, torch.zeros_like(p_BK), 1.0).item() == 1.0
-    assert max_logit(s_BHQK, p_BK).item() == pytest.approx(math.log(2.0))
-    assert sink_share(s_BHQK - 30.0, p_BK, 1e-6).item() == pytest.approx(1e-6 / (1e-6 + 2 * math.exp(-30)))
+    """Logits (0, log 2, 50) with presences (1, 1/2, 0): W = 1 + 2/2 = 2, so eps_den = 1 takes 1/3
+    and the max weighted logit is log 2 - log 2 = 0 (the null source is skipped); an all-null row
+    gives the sink everything; logits 30 lower leave eps_den = 1e-6 a share of 1e-6 / (1e-6 + 2e^-30)."""
+    s_K = torch.tensor([0.0, math.log(2.0), 50.0], dtype=torch.float64)
+    p_K = torch.tensor([1.0, 0.5, 0.0], dtype=torch.float64)
+    share, max_logit = sink_stats(weighted(s_K, p_K), 1.0)
+    assert share.item() == pytest.approx(1 / 3, rel=1e-15) and max_logit.item() == pytest.approx(0.0, abs=1e-15)
+    share, max_logit = sink_stats(weighted(s_K, torch.zeros_like(p_K)), 1.0)
+    assert share.item() == 1.0 and max_logit.item() == -math.inf
+    share, _ = sink_stats(weighted(s_K - 30.0, p_K), 1e-6)
+    assert share.item() == pytest.approx(1e-6 / (1e-6 + 2 * math.exp(-30)), rel=1e-12)
 
 
 def test_sink_share_is_the_mass_oattention_does_not_pass_on():
@@ -45,7 +58,8 @@ def test_sink_share_is_the_mass_oattention_does_not_pass_on():
         p_BK = torch.rand(2, 7, generator=g, dtype=torch.float64)
         out = o_attention_reference(q, k, torch.ones(2, 3, 7, 1, dtype=torch.float64), torch.ones(2, 5), p_BK)
         s_BHQK = q @ k.transpose(-1, -2) / 3.0
-        torch.testing.assert_close(sink_share(s_BHQK, p_BK, 1e-6), 1 - out[..., 0], rtol=1e-9, atol=1e-12)
+        share_BHQ, _ = sink_stats(weighted(s_BHQK, p_BK[:, None, None, :]), 1e-6)
+        torch.testing.assert_close(share_BHQ, 1 - out[..., 0], rtol=1e-9, atol=1e-12)
 
 
 def test_variants_carry_eps_mode():
@@ -54,6 +68,26 @@ def test_variants_carry_eps_mode():
     assert resolve_variant("baseline").eps_mode is None
     with pytest.raises(RetrofitError, match="eps_mode must be one of"):
         resolve_variant("oa_only", eps_mode="softmax")
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2"])
+def test_relative_mode_reaches_every_block_and_recovers_the_stock_host(make_random_host, arch):
+    """eps_mode reaches every wrapper; with p = 1 everywhere and eps_den -> 0 relative OAttention is
+    the stock softmax attention, so full_o predicts as the stock host; a wrapper refuses a bad mode."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = X[:, 0] + np.sin(2 * X[:, 1])
+    regressor = make_regressor(make_random_host(arch), n_estimators=1, random_state=0).fit(X[:60], y[:60])
+    stock = retrofit.retrofit(regressor, "baseline").predict(X[60:])
+    exact = retrofit.retrofit(regressor, "full_o", eps_mode="relative", tau={"mode": "absolute", "value": 1e-30},
+                              eps_den=1e-30)
+    wrappers = [m for m in exact.models_[0].modules() if isinstance(m, OBlock)]
+    assert wrappers and {w.eps_mode for w in wrappers} == {"relative"}
+    assert "eps_mode=relative" in exact.retrofit_report_.summary()
+    np.testing.assert_allclose(exact.predict(X[60:]), stock, rtol=0, atol=1e-5 * np.abs(stock).max())
+    wrapper = wrappers[0]
+    with pytest.raises(RetrofitError, match="eps_mode must be one of"):
+        type(wrapper)(wrapper.base_layer, wrapper.parts, wrapper.tau, 1e-6, False, "Relative")
 
 
 def _tables():
@@ -110,3 +144,20 @@ def test_probe_leaves_predictions_bitwise_and_finds_the_dominated_head(host):
         assert 0.1 < dominated[(0, 2)] < 0.4 and table.max_logit_min.min() < -20
     else:
         assert (dominated == 0).all()
+
+
+@pytest.mark.slow
+def test_sink_mass_driver_takes_a_user_checkpoint(tmp_path):
+    """`host=checkpoint host.path=...` probes that one checkpoint, filed under `host.name`."""
+    script = REPO / "experiments" / "sink_mass.py"
+    drop = [f"~dataset@datasets.{name}" for name in ("auto", "carseats", "hitters", "wage", "college")]
+    overrides = [f"host.path={get_path('tiny_v2')}", "host.name=mine", "seeds=[1]", f"output={tmp_path}/sink.csv"]
+    run = subprocess.run(
+        [sys.executable, str(script), "host=checkpoint", *overrides, *drop],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    table = pd.read_csv(tmp_path / "sink.csv")
+    assert list(table.columns[:3]) == ["host", "dataset", "seed"] and tuple(table.columns[3:]) == COLUMNS
+    assert set(table.host) == {"mine"} and set(table.dataset) == {"diabetes"} and set(table.seed) == {1}
+    assert len(table) == 3 * 4  # tiny_v2: 3 blocks x 4 heads

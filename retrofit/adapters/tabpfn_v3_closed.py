@@ -54,8 +54,16 @@ class OClosedTabPFNV3(OClosedModel):
     """
 
     required = (
-        "x_embed", "col_y_encoder", "feature_distribution_embedder", "column_aggregator", "icl_y_encoder",
-        "icl_blocks", "output_norm", "output_projection", "feature_group_size", "use_nan_indicators",
+        "x_embed",
+        "col_y_encoder",
+        "feature_distribution_embedder",
+        "column_aggregator",
+        "icl_y_encoder",
+        "icl_blocks",
+        "output_norm",
+        "output_projection",
+        "feature_group_size",
+        "use_nan_indicators",
     )
 
     def __init__(self, base_layer: nn.Module, *, eps_den: float, eps_mode: str, compact: bool):
@@ -128,7 +136,7 @@ class OClosedTabPFNV3(OClosedModel):
             x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
         x_BRD = base.output_norm(x_BRD)
 
-        test_TBD = x_BRD[:, N:].transpose(0, 1)
+        test_TBD = x_BRD[:, N:].transpose(0, 1).contiguous()  # a strided matmul rounds by batch layout
         out_TBO = o_inject(base.output_projection(test_TBD), p_BR[:, N:].transpose(0, 1))
         if base._nan_safe_output:
             out_TBO = torch.nan_to_num(out_TBO, nan=0.0)

@@ -47,14 +47,13 @@ def o_column_aggregator(
     aggregator: nn.Module, x_BRCE: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, attention: dict[str, Any]
 ) -> torch.Tensor:
     """`ColumnAggregator` on cells (B, R, C, E): the CLS readout (B, R, CLS, E), 0 for absent rows."""
-    B, R, C, E = x_BRCE.shape
+    B, R, _, E = x_BRCE.shape
     n_cls = aggregator.num_cls_tokens
     cls_BRLE = o_inject(aggregator.cls_tokens.expand(B, R, n_cls, E), p_BR[:, :, None].expand(B, R, n_cls))
     x_bTE = torch.cat([cls_BRLE, x_BRCE], dim=2).flatten(0, 1)
     p_BT = torch.cat([p_BC.new_ones(B, n_cls), p_BC], dim=1)
     p_bT = (p_BR[:, :, None] * p_BT[:, None, :]).flatten(0, 1)
-    positions_bT = ((p_BT > 0).cumsum(1) - 1).clamp(min=0)[:, None, :].expand(B, R, -1).flatten(0, 1)
-    rope = _RankRope(aggregator.rope, positions_bT)
+    rope = _RankRope(aggregator.rope, ((p_BT > 0).cumsum(1) - 1).clamp(min=0))
     for block in aggregator.blocks[:-1]:
         h_bTE = block.layernorm(x_bTE)
         x_bTE = x_bTE + _o_self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT, rope, **attention)
@@ -69,7 +68,11 @@ def o_column_aggregator(
 
 
 def _o_cross_block(
-    block: nn.Module, x_bQE: torch.Tensor, context_bKE: torch.Tensor, p_bQ: torch.Tensor, p_bK: torch.Tensor,
+    block: nn.Module,
+    x_bQE: torch.Tensor,
+    context_bKE: torch.Tensor,
+    p_bQ: torch.Tensor,
+    p_bK: torch.Tensor,
     attention: dict[str, Any],
 ) -> torch.Tensor:
     """tabpfn_v3 `CrossAttentionBlock`: `x + attn(norm_q(x), norm_kv(context))`, then OFFN."""
@@ -90,8 +93,13 @@ def _o_cross_block(
 
 
 def _o_self_attention(
-    attn: nn.Module, h_query_bQE: torch.Tensor, h_bTE: torch.Tensor, p_bQ: torch.Tensor, p_bT: torch.Tensor,
-    rope: "_RankRope", **attention: Any,
+    attn: nn.Module,
+    h_query_bQE: torch.Tensor,
+    h_bTE: torch.Tensor,
+    p_bQ: torch.Tensor,
+    p_bT: torch.Tensor,
+    rope: "_RankRope",
+    **attention: Any,
 ) -> torch.Tensor:
     """tabpfn_v3 `Attention` (the aggregator's) with OAttention; queries are the first Q tokens."""
     b, Q, _ = h_query_bQE.shape
@@ -106,25 +114,28 @@ def _o_self_attention(
 class _RankRope:
     """The host's rotary embedding with given token positions (the rank among present tokens).
 
-    Same arithmetic as `tabpfn.architectures.tabpfn_v3.apply_rope`, which uses 0..S-1; the
-    first S positions of `positions_bT` serve a sequence of S tokens. `rope=None`: identity.
+    Same arithmetic as `tabpfn.architectures.tabpfn_v3.apply_rope`, which uses 0..S-1; the first
+    S positions of `positions_BT` serve a sequence of S tokens. The rows of a table share their
+    positions, so the angles are computed per table (B, S) and broadcast over its R rows of the
+    folded batch b = B * R. `rope=None`: identity.
     """
 
-    def __init__(self, rope: nn.Module | None, positions_bT: torch.Tensor):
-        self.rope, self.positions_bT = rope, positions_bT
+    def __init__(self, rope: nn.Module | None, positions_BT: torch.Tensor):
+        self.rope, self.positions_BT = rope, positions_BT
 
     def __call__(self, t_bHSD: torch.Tensor) -> torch.Tensor:
         if self.rope is None:
             return t_bHSD
         inv_freq = self.rope.freqs
-        S = t_bHSD.shape[-2]
-        freqs_b1SF = (self.positions_bT[:, None, :S, None].to(inv_freq.dtype)) * inv_freq
-        cos, sin = freqs_b1SF.cos(), freqs_b1SF.sin()
+        b, H, S, D = t_bHSD.shape
+        B = self.positions_BT.shape[0]
+        t_BRHSD = t_bHSD.view(B, b // B, H, S, D)
+        freqs_B11SF = self.positions_BT[:, None, None, :S, None].to(inv_freq.dtype) * inv_freq
+        cos, sin = freqs_B11SF.cos(), freqs_B11SF.sin()
         if self.rope.interleaved:
             cos, sin = cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
-            rotated = torch.stack((-t_bHSD[..., 1::2], t_bHSD[..., 0::2]), dim=-1).flatten(-2)
+            rotated = torch.stack((-t_BRHSD[..., 1::2], t_BRHSD[..., 0::2]), dim=-1).flatten(-2)
         else:
             cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
-            half = t_bHSD.shape[-1] // 2
-            rotated = torch.cat((-t_bHSD[..., half:], t_bHSD[..., :half]), dim=-1)
-        return (t_bHSD * cos + rotated * sin).to(t_bHSD.dtype)
+            rotated = torch.cat((-t_BRHSD[..., D // 2 :], t_BRHSD[..., : D // 2]), dim=-1)
+        return (t_BRHSD * cos + rotated * sin).to(t_bHSD.dtype).view(b, H, S, D)

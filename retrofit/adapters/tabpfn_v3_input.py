@@ -55,8 +55,9 @@ def o_standardised_cells(x_BRC: torch.Tensor, p_BRC: torch.Tensor, num_train: in
     centred_BNC = torch.where(train_BNC, x_BRC[:, :num_train] - mean_BC[:, None, :], 0)
     std_BC = (ordered_sum(centred_BNC.square(), 1) / (count_BC - 1).clamp(min=1)).sqrt()
     std_BC = torch.where((std_BC == 0) | (count_BC <= 1), 1, std_BC)
-    scaled_BRC = ((x_BRC - mean_BC[:, None, :]) / (std_BC[:, None, :] + torch.finfo(std_BC.dtype).eps)).clip(-CLIP, CLIP)
-    return torch.where(present_BRC, scaled_BRC, 0), torch.where(present_BRC, indicator_BRC, 0)
+    scaled_BRC = (x_BRC - mean_BC[:, None, :]) / (std_BC[:, None, :] + torch.finfo(std_BC.dtype).eps)
+    scaled_BRC = scaled_BRC.clip(-CLIP, CLIP)
+    return torch.where(present_BRC, scaled_BRC, 0), indicator_BRC  # absent cells were zeroed: indicator 0
 
 
 def _mean(x_BNC: torch.Tensor, keep_BNC: torch.Tensor) -> torch.Tensor:
@@ -92,6 +93,6 @@ def o_targets(y: torch.Tensor, p_BN: torch.Tensor) -> torch.Tensor:
     B, N = p_BN.shape
     y_BN = y.reshape(N, -1).transpose(0, 1).expand(B, N)
     keep_BN = (p_BN > 0) & torch.isfinite(y_BN)
-    mean_B1 = ordered_sum(torch.where(keep_BN, y_BN, 0), 1)[:, None] / ordered_sum(keep_BN.to(y_BN.dtype), 1).clamp(min=1)[:, None]
-    y_BN = torch.where(torch.isfinite(y_BN), y_BN, mean_B1)
+    mean_B = _mean(y_BN[:, :, None], keep_BN[:, :, None])[:, 0]
+    y_BN = torch.where(torch.isfinite(y_BN), y_BN, mean_B[:, None])
     return torch.where(p_BN > 0, y_BN, 0)

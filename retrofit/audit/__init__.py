@@ -1,6 +1,18 @@
-"""The O-closure audit: null rows inserted into a retrofitted host's in-context stage."""
+"""The O-closure audit: null rows at the in-context stage, absent rows and columns at the raw input."""
 
+from retrofit.audit.null_input import NullInput, leaking_stage
 from retrofit.audit.null_rows import NullRows, first_leaking_module
-from retrofit.audit.run import COLUMNS, audit_host, audit_table
+from retrofit.audit.run import COLUMNS, INSERTIONS, REL_BOUND, Insertion, audit_host, audit_table
 
-__all__ = ["COLUMNS", "NullRows", "audit_host", "audit_table", "first_leaking_module"]
+__all__ = [
+    "COLUMNS",
+    "INSERTIONS",
+    "REL_BOUND",
+    "Insertion",
+    "NullInput",
+    "NullRows",
+    "audit_host",
+    "audit_table",
+    "first_leaking_module",
+    "leaking_stage",
+]

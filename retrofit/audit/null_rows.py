@@ -40,7 +40,7 @@ class NullRows:
     def __enter__(self) -> "NullRows":
         for model in self.models:
             spec = architecture_of(model)
-            blocks = model.get_submodule(spec.blocks)
+            blocks = getattr(model, "host_model", model).get_submodule(spec.blocks)  # o_closed wraps the host
             for i, block in enumerate(blocks):
                 path = f"{spec.blocks}.{i}"
                 first, last = i == 0, i == len(blocks) - 1

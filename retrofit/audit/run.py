@@ -1,11 +1,18 @@
-"""The O-closure audit of one fitted host: per variant and null-row count, L-inf changes.
+"""The O-closure audit of one fitted host: per variant, insertion place, null kind and count.
 
-For each variant the retrofitted clone predicts `X_test` twice: once recording (reference) and
-once with `k` null rows inserted into its in-context stage. Rows of `results/audit.csv`: the L-inf
-change of the old rows' hidden states after every in-context block, the L-inf change of the test
-predictions, and the first module that re-activated a null carrier.
+For each variant the retrofitted clone predicts `X_test` once recording (reference) and once
+with `k` null tokens inserted:
+- `inserted_at="icl_entry"`, rows: zero carriers at the entry of the first in-context block
+  (`NullRows`); the nulls are removed again before the readout;
+- `inserted_at="input"`, rows or columns: absent train rows or feature columns inserted into
+  the raw table at the model's input (`NullInput`); only a closed model is told they are absent.
+Rows of `results/audit.csv` (`COLUMNS`): the L-inf change of the old rows' hidden states after
+every in-context block, the L-inf change of the test predictions, and where the leak starts.
+A variant the host cannot take (o_closed on the v2 family) gives one `status="refused"` row per
+insertion and count, with the reason in `first_leaking_module`.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,16 +21,56 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 from tabpfn import TabPFNRegressor
 
+from retrofit.adapters import architecture_of
+from retrofit.audit.null_input import NullInput, leaking_stage
 from retrofit.audit.null_rows import NullRows, first_leaking_module
+from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
 from retrofit.patching import retrofit
+from retrofit.variants import resolve_variant
 
 COLUMNS = (
-    "host", "variant", "n_null", "block", "linf_hidden", "linf_pred", "max_abs_hidden", "max_abs_pred", "first_leaking_module"
+    "host",
+    "variant",
+    "inserted_at",
+    "null_kind",
+    "n_null",
+    "block",
+    "linf_hidden",
+    "linf_pred",
+    "max_abs_hidden",
+    "max_abs_pred",
+    "first_leaking_module",
+    "status",
 )
 """`linf_*`: largest change of an old row's state / a prediction when nulls are inserted;
 `max_abs_*`: the largest magnitude of those states / predictions without nulls (the scale that
-float32 rounding is relative to)."""
+float32 rounding is relative to); `first_leaking_module`: for `icl_entry`, the first module that
+turned a null carrier non-zero; for `input`, the first stage where the insertion shows beyond
+`REL_BOUND` (`column_stage`: everything before the in-context blocks; or an in-context block);
+empty if none. `status`: measured, or refused (the reason's first clause in `first_leaking_module`)."""
+
+REL_BOUND = 1e-5
+"""Rounding bound: a change up to this fraction of the largest magnitude is float32 summation
+order (~80 ulps), not a leak."""
+
+
+@dataclass(frozen=True)
+class Insertion:
+    """Where null tokens go (`at`: icl_entry | input) and what they are (`kind`: rows | columns)."""
+
+    at: str
+    kind: str
+
+    def __post_init__(self) -> None:
+        if (self.at, self.kind) not in {("icl_entry", "rows"), ("input", "rows"), ("input", "columns")}:
+            raise RetrofitError(
+                f"audit insertion at={self.at!r} kind={self.kind!r} is not one of icl_entry/rows, input/rows, "
+                "input/columns (columns do not reach the in-context stage)"
+            )
+
+
+INSERTIONS = (Insertion("icl_entry", "rows"), Insertion("input", "rows"), Insertion("input", "columns"))
 
 
 def audit_host(
@@ -33,28 +80,61 @@ def audit_host(
     variants: dict[str, dict],
     n_nulls: list[int],
     seed: int = 0,
+    insertions: tuple[Insertion, ...] = INSERTIONS,
 ) -> list[dict]:
-    """Audit rows (see `COLUMNS`) of the fitted `regressor` for every variant and null count.
+    """Audit rows (see `COLUMNS`) of the fitted `regressor` for every variant, insertion and count.
 
     `variants`: label -> `{"variant": name or spec, **hparams}` passed to `retrofit`.
     """
+    arch = architecture_of(regressor.models_[0])
     rows = []
     for label, setting in variants.items():
         setting = dict(setting)
-        patched = retrofit(regressor, setting.pop("variant"), **setting)
-        with NullRows(patched, 0) as reference:
-            pred_ref = patched.predict(X_test)
-        for k in n_nulls:
-            with NullRows(patched, k, seed=seed) as inserted:
-                pred = patched.predict(X_test)
-            leak = first_leaking_module(inserted, reference)
-            linf_pred, scale_pred = float(np.max(np.abs(pred - pred_ref))), float(np.max(np.abs(pred_ref)))
-            for block, states in reference.states.items():
-                linf = max(float((a - b).abs().max()) for a, b in zip(states, inserted.states[block], strict=True))
-                scale = max(float(a.abs().max()) for a in states)
-                values = (host, label, k, block, linf, linf_pred, scale, scale_pred, leak)
-                rows.append(dict(zip(COLUMNS, values, strict=True)))
+        variant = setting.pop("variant")
+        if resolve_variant(variant, **setting).closed and arch.closed_wrapper is None:
+            reason = arch.closed_refusal.split(":")[0]  # the first clause; the spec holds the whole reason
+            rows += [
+                _row(host, label, insertion, k, "", np.nan, np.nan, np.nan, np.nan, reason, "refused")
+                for insertion in insertions
+                for k in n_nulls
+            ]
+            continue
+        patched = retrofit(regressor, variant, **setting)
+        for insertion in insertions:
+            rows += _audit_insertion(host, label, patched, X_test, insertion, n_nulls, seed)
     return rows
+
+
+def _audit_insertion(host, label, patched, X_test, insertion: Insertion, n_nulls, seed) -> list[dict]:
+    """The rows of one variant and insertion place, for every null count."""
+    record = (
+        (lambda k, s: NullRows(patched, k, seed=s))
+        if insertion.at == "icl_entry"
+        else (lambda k, s: NullInput(patched, k, insertion.kind, seed=s))
+    )
+    with record(0, seed) as reference:
+        pred_ref = patched.predict(X_test)
+    rows = []
+    for k in n_nulls:
+        with record(k, seed) as inserted:
+            pred = patched.predict(X_test)
+        linf_pred, scale_pred = float(np.max(np.abs(pred - pred_ref))), float(np.max(np.abs(pred_ref)))
+        if insertion.at == "icl_entry":
+            leak = first_leaking_module(inserted, reference)
+        else:
+            leak = leaking_stage(inserted, reference, REL_BOUND, linf_pred, scale_pred)
+        for block, states in reference.states.items():
+            pairs = list(zip(states, inserted.states[block], strict=True))
+            comparable = all(a.shape == b.shape for a, b in pairs)
+            linf = max(float((a - b).abs().max()) for a, b in pairs) if comparable else np.nan
+            scale = max(float(a.abs().max()) for a in states)
+            rows.append(_row(host, label, insertion, k, block, linf, linf_pred, scale, scale_pred, leak, "measured"))
+    return rows
+
+
+def _row(host, label, insertion, k, block, linf, linf_pred, scale, scale_pred, leak, status) -> dict:
+    values = (host, label, insertion.at, insertion.kind, k, block, linf, linf_pred, scale, scale_pred, leak, status)
+    return dict(zip(COLUMNS, values, strict=True))
 
 
 def audit_table(
@@ -65,19 +145,18 @@ def audit_table(
     n_estimators: int,
     random_state: int,
     seed: int,
+    insertions: tuple[Insertion, ...] = INSERTIONS,
 ) -> pd.DataFrame:
     """The audit over `hosts` (name -> checkpoint) on sklearn's diabetes data, 70/30 split by `seed`.
 
-    Regressors run in float32 (tabpfn's "auto" precision is bfloat16 autocast on CPUs with native
-    bf16, whose rounding would swamp the rounding-level figures this audit is about).
+    Regressors run in float32 (`make_regressor`; tabpfn's "auto" precision is bfloat16 autocast on
+    CPUs with native bf16, whose rounding would swamp the rounding-level figures of this audit).
     """
     X, y = load_diabetes(return_X_y=True)
     X_train, X_test, y_train, _ = train_test_split(X, y, test_size=0.3, random_state=seed)
     rows = []
     for name, path in hosts.items():
-        regressor = make_regressor(
-            path, n_estimators=n_estimators, random_state=random_state
-        )
+        regressor = make_regressor(path, n_estimators=n_estimators, random_state=random_state)
         regressor.fit(X_train, y_train)
-        rows += audit_host(name, regressor, X_test, variants, n_nulls, seed=seed)
+        rows += audit_host(name, regressor, X_test, variants, n_nulls, seed=seed, insertions=insertions)
     return pd.DataFrame(rows, columns=list(COLUMNS))

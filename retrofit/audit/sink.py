@@ -40,20 +40,20 @@ COLUMNS = (
     "max_logit_min", "max_logit_q01", "max_logit_q50", "max_logit_q99",
 )
 """`sink_share_*` over the present receivers; dominated: share > 1/2; `max_logit_*`: quantiles of
-the per-query max_j s_ij over present sources (s_ij = q_i . k_j / sqrt(D), presence not included)."""
+the per-query max_j (s_ij + log p_j), s_ij = q_i . k_j / sqrt(D), to compare with log eps_den."""
 
 
-def sink_share(s_BHQK: torch.Tensor, p_BK: torch.Tensor, eps_den: float) -> torch.Tensor:
-    """`eps_den / (eps_den + sum_j p_j exp(s_ij))` per query, (B, H, Q): the share of absolute-mode
-    OAttention's mass taken by the sink (1 where every source is null). Evaluated as
-    sigmoid(log eps_den - logsumexp_j(s_ij + log p_j)), exact in floating point for any logit scale."""
-    log_p_B11K = torch.log(p_BK.to(s_BHQK.dtype))[:, None, None, :]
-    return torch.sigmoid(math.log(eps_den) - torch.logsumexp(s_BHQK + log_p_B11K, dim=-1))
+def sink_stats(logit_xK: torch.Tensor, eps_den: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per query (...): the sink share `eps_den / (eps_den + sum_j exp(l_ij))` and `max_j l_ij` of
+    presence-weighted logits `l_ij = s_ij + log p_j` (...) x K (-inf for null sources).
 
-
-def max_logit(s_BHQK: torch.Tensor, p_BK: torch.Tensor) -> torch.Tensor:
-    """max_j s_ij over the present sources (p_j > 0) per query, (B, H, Q); -inf if there are none."""
-    return s_BHQK.masked_fill((p_BK <= 0)[:, None, None, :], -math.inf).amax(-1)
+    The share is the mass absolute-mode OAttention gives its sink (1 where every source is null),
+    evaluated as sigmoid(log eps_den - logsumexp_j l_ij): exact for any logit scale.
+    """
+    max_x = logit_xK.amax(-1)
+    shift_x1 = torch.where(torch.isfinite(max_x), max_x, 0.0)[..., None]
+    lse_x = shift_x1[..., 0] + torch.log((logit_xK - shift_x1).exp_().sum(-1))
+    return torch.sigmoid(math.log(eps_den) - lse_x), max_x
 
 
 class SinkProbe:
@@ -128,11 +128,14 @@ class SinkProbe:
             q_BHQD = q_BRHD[:, rows].transpose(1, 2).float()
             k_BHND = k_BNGD[:, :, :kv_heads].transpose(1, 2).float().repeat_interleave(H // kv_heads, dim=1)
             receiver_BQ = p_BR[:, rows] > 0
+            log_p_BN = torch.log(p_BN.float())
             for b in range(q_BHQD.shape[0]):  # one batch element at a time: an (H, Q, N) buffer
-                s_1HQN = (q_BHQD[b] @ k_BHND[b].transpose(-1, -2) / math.sqrt(D))[None]
-                keep = receiver_BQ[b]
-                self.shares[index].append(sink_share(s_1HQN, p_BN[b : b + 1], self.eps_den)[0][:, keep])
-                self.max_logits[index].append(max_logit(s_1HQN, p_BN[b : b + 1])[0][:, keep])
+                logit_HQN = torch.baddbmm(
+                    log_p_BN[b, None, None, :], q_BHQD[b], k_BHND[b].transpose(-1, -2), alpha=1 / math.sqrt(D)
+                )
+                share_HQ, max_HQ = sink_stats(logit_HQN, self.eps_den)
+                self.shares[index].append(share_HQ[:, receiver_BQ[b]])
+                self.max_logits[index].append(max_HQ[:, receiver_BQ[b]])
 
     def table(self) -> pd.DataFrame:
         """One row per (block, head) with the columns of `COLUMNS`."""

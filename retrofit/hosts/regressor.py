@@ -17,7 +17,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(device: Literal["auto", "cpu", "cuda"]) -> str:
-    """"cpu" or "cuda" for `device`; RetrofitError for another value or "cuda" without CUDA.
+    """The torch device for `device`: "cpu" or "cuda"; RetrofitError for another value or "cuda" without CUDA.
 
     On CUDA, TF32 matrix products are turned off (torch.backends.cuda.matmul and cudnn; a
     process-wide torch setting): TF32 keeps 10 mantissa bits, whose ~1e-3 rounding would swamp

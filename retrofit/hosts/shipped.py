@@ -103,10 +103,18 @@ def check_checkpoint(path: str | Path) -> Path:
     architecture the harness does not support.
     """
     path = Path(path).expanduser().resolve()
+    architecture_name(path)
+    return path
+
+
+def architecture_name(path: str | Path) -> str:
+    """The registered architecture (a key of `retrofit.adapters.ARCHITECTURES`) of the checkpoint at
+    `path`; RetrofitError as `check_checkpoint`."""
+    path = Path(path).expanduser().resolve()
     if not path.is_file():
         raise RetrofitError(f"checkpoint {path} does not exist; pass host.path=<an existing TabPFN .ckpt/.safetensors>")
     arch = _architecture_of_safetensors(path) if path.suffix == ".safetensors" else _architecture_of_torch_file(path)
     arch = "tabpfn_v2_5" if arch == "base" else arch
     if arch not in ARCHITECTURES:
         raise RetrofitError(f"{path}: architecture {arch!r} has no adapter spec; supported: {sorted(ARCHITECTURES)}")
-    return path
+    return arch

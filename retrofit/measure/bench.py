@@ -31,6 +31,7 @@ from retrofit.measure.timing import interleaved_times, paired_ratios
 METHODS: dict[str, Callable[[AttentionInputs], torch.Tensor]] = {
     "sdpa": lambda x: F.scaled_dot_product_attention(x.q, x.k, x.v),
     "fused": lambda x: o_attention(*x.args()),
+    "fused_relative": lambda x: o_attention(*x.args(), eps_mode="relative"),
     "compact": lambda x: o_attention(*x.args(), compact=True),
     "materialised": lambda x: o_attention_materialised(*x.args()),
 }

@@ -1,6 +1,6 @@
-"""OAttention exactness: each implementation x dtype x shape against the float64 reference.
+"""OAttention exactness: each implementation x sink mode x dtype x shape against the float64 reference.
 
-One row per (implementation, dtype, shape, score_std): the L_inf error in absolute units and
+One row per (implementation, eps_mode, dtype, shape, score_std): the L_inf error in absolute units and
 in units of eps(dtype) * max|ref|; the largest |output| over null receivers (exactly 0 by
 contract); the largest change of the outputs when null sources are inserted, absolute and in
 units of eps(dtype) * rowmax|out| (compact: exactly 0 by contract).
@@ -8,17 +8,18 @@ units of eps(dtype) * rowmax|out| (compact: exactly 0 by contract).
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 import torch
 
-from retrofit.ops import o_attention, o_attention_materialised, o_attention_reference
+from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 IMPLEMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
     "fused": o_attention,
-    "compact": lambda *args: o_attention(*args, compact=True),
+    "compact": partial(o_attention, compact=True),
     "materialised": o_attention_materialised,
 }
 
@@ -46,10 +47,12 @@ def exactness_table(shapes: Iterable[Shape], score_stds: Iterable[float], dtypes
                 )
                 positions = torch.randint(0, shape.K + 1, (max(1, int(insert_fraction * shape.K)),), generator=g)
                 x_ins = with_null_keys(x, positions.tolist(), scale=1.0, generator=g)
-                ref = o_attention_reference(*x.args())
-                for name, impl in IMPLEMENTATIONS.items():
-                    rows.append({"implementation": name, "dtype": dtype_name, **vars(shape), "score_std": score_std,
-                                 **measure(impl, x, x_ins, ref)})
+                for eps_mode in EPS_MODES:
+                    ref = o_attention_reference(*x.args(), eps_mode=eps_mode)
+                    for name, impl in IMPLEMENTATIONS.items():
+                        figures = measure(partial(impl, eps_mode=eps_mode), x, x_ins, ref)
+                        rows.append({"implementation": name, "eps_mode": eps_mode, "dtype": dtype_name, **vars(shape),
+                                     "score_std": score_std, **figures})
     return pd.DataFrame(rows)
 
 

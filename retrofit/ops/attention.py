@@ -132,6 +132,29 @@ def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
 
 
 def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
+    """`_compact_equal` per group of batch elements with equal (present queries, present keys)
+    counts, so no element is padded to another's count: CPU kernels round differently for
+    different lengths, and an element's result must not depend on which others share its batch.
+    Elements without a present query give 0 without a kernel call.
+    """
+    counts_B2 = torch.stack([(p_BQ > 0).sum(1), (p_BK > 0).sum(1)], dim=1)
+    groups_G2 = counts_B2.unique(dim=0)
+    if len(groups_G2) == 1 and groups_G2[0, 0] > 0:
+        return _compact_equal(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    B, H, Q, _ = q_BHQD.shape
+    out_BHQD = q_BHQD.new_zeros(B, H, Q, v_BGKD.shape[-1])
+    if mask is not None:
+        mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    for counts_2 in groups_G2[groups_G2[:, 0] > 0]:
+        i_b = (counts_B2 == counts_2).all(1).nonzero()[:, 0]
+        mask_b = None if mask is None else mask[i_b] if mask.shape[0] > 1 else mask
+        out_BHQD[i_b] = _compact_equal(
+            q_BHQD[i_b], k_BGKD[i_b], v_BGKD[i_b], p_BQ[i_b], p_BK[i_b], mask_b, eps_den, eps_mode
+        ).to(out_BHQD.dtype)
+    return out_BHQD
+
+
+def _compact_equal(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
     """Gather present queries and keys (in order, padded per batch), run `_fused`, scatter back.
 
     An axis whose tokens are all present is used as it is: its gather would be the identity.

@@ -1,6 +1,9 @@
-"""The sweep: run cases (one fit, every variant), store one result file per unit, aggregate.
+"""The sweep: run cases (one fit, every variant), store one result file per unit, aggregate, check.
 
-`case` runs one host × dataset × seed; `units` names and stores unit results; `config` builds a
-`Case` from a Hydra config; `hydra_callbacks` checks a whole sweep before it runs; `aggregate`
-writes the CSV, table and plot; `tau_sweep` runs ΔRMSE against the calibration constant c.
+`case` runs one host × dataset × seed (interleaved predict timing); `units` names and stores unit
+results (a local cache, fingerprinted); `config` builds a `Case` from a Hydra config (typed: every
+key applied or refused); `hydra_callbacks` checks a whole sweep before it runs and writes its
+results after; `aggregate` writes the CSV, table and plot; `bootstrap` is the two-level CI;
+`reproduce` checks a fresh CSV against the committed one; `decomposition` splits the retrofit cost
+into its sink and presence effects; `tau_sweep` runs ΔRMSE against the calibration constant c.
 """

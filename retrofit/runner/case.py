@@ -4,88 +4,126 @@ Matched comparison: all units of a case share the split, the fitted preprocessin
 members and the `random_state` (= the seed). The baseline prediction, from the frozen stock host
 `retrofit.retrofit(fitted, "baseline")`, is computed once per case; each variant is
 `retrofit.retrofit(fitted, variant, **hparams)` on the same fitted regressor, and a variant that
-patches nothing reuses the baseline prediction. Inference runs in float32: tabpfn's
-`inference_precision="auto"` means bfloat16 autocast on CPUs that have it, whose rounding
-(~1e-3 relative) would swamp the deltas being measured. Finished units (see
-`retrofit.runner.units`) are skipped unless `overwrite`; a case whose units are all finished
-loads no data and fits nothing.
+patches nothing reuses the baseline prediction. Inference runs in `Case.precision` (float32 by
+default: tabpfn's `inference_precision="auto"` means bfloat16 autocast on CPUs that have it, whose
+rounding (~1e-3 relative) would swamp the deltas being measured) on `Case.device`.
+
+Timing (`Case.timing_rounds` > 0): after one warm-up call each, the baseline and every patched
+variant predict `timing_rounds` times, interleaved in rotating order
+(`retrofit.measure.timing.interleaved_times`); a unit's `predict_seconds` is its median, and
+`predict_time_ratio` (min, max) the median (min, max) of its per-round ratios to the baseline's
+time in the same round. Untimed cases record NaN there. Finished units (see
+`retrofit.runner.units`) are skipped unless `overwrite`; a case whose units are all finished loads
+no data and fits nothing.
 """
 
 import logging
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from tabpfn import TabPFNRegressor
-from tqdm.auto import tqdm
 
 import retrofit
 from retrofit.data import DatasetSpec, Split, Table, load_table, split
 from retrofit.hosts import check_checkpoint, make_regressor
-from retrofit.hosts.regressor import INFERENCE_PRECISION
-from retrofit.metrics import rmse
-from retrofit.runner.units import UnitKey, UnitStore, file_digest, fingerprint, hparams_key, reject_duplicates
-from retrofit.variants import resolve_variant
+from retrofit.measure.timing import interleaved_times, paired_ratios, spread
+from retrofit.metrics import BarPredictive, DistributionScores, rmse
+from retrofit.runner.units import (
+    UnitKey,
+    UnitStore,
+    environment,
+    file_digest,
+    fingerprint,
+    hparams_key,
+    reject_duplicates,
+)
+from retrofit.variants import Variant, resolve_variant
 
 log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
 """The variant that patches nothing; its prediction is every unit's reference."""
+PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
+"""`Case.precision` -> the `inference_precision` tabpfn runs in."""
+TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
 
 
 @dataclass(frozen=True)
 class UnitSpec:
-    """A variant name plus the hyper-parameter overrides passed to `retrofit.retrofit`
-    (keys of `retrofit.variants.HPARAMS`, e.g. `{"tau": {"mode": "calibrated", "c": 0.01}}`)."""
+    """A variant plus the hyper-parameter overrides passed to `retrofit.retrofit`.
+
+    `variant` names a built-in variant, or, with `spec` (a full variant mapping, e.g. a file from a
+    Hydra search path), labels that spec. `hparams`: keys of `retrofit.variants.HPARAMS`, e.g.
+    `{"tau": {"mode": "calibrated", "c": 0.01}}`; they are part of the unit's key. `timed=False`
+    leaves the unit out of the interleaved timing (one predict call, NaN times), as for the
+    decomposition arms (`retrofit.runner.decomposition`).
+    """
 
     variant: str
     hparams: dict[str, Any] = field(default_factory=dict)
+    spec: Mapping[str, Any] | None = None
+    timed: bool = True
+
+    def resolved(self) -> Variant:
+        """The validated variant this unit runs."""
+        return resolve_variant(self.variant if self.spec is None else self.spec, **self.hparams)
+
+    def patch(self, regressor: TabPFNRegressor) -> TabPFNRegressor:
+        """`retrofit.retrofit` of this unit's variant on the fitted `regressor`."""
+        return retrofit.retrofit(regressor, self.variant if self.spec is None else self.spec, **self.hparams)
 
 
 @dataclass(frozen=True)
 class Case:
-    """Everything one case needs; built from a Hydra config by `retrofit.runner.config`."""
+    """Everything one case needs; built from a Hydra config by `retrofit.runner.config`.
+
+    `runs_dir`: the unit store (a local cache); `device`: "cpu" or "cuda" (resolved, see
+    `retrofit.hosts.regressor.resolve_device`); `precision`: a key of `PRECISIONS`;
+    `timing_rounds`: interleaved timing rounds per unit, 0 for none; `threads`: torch's CPU threads
+    while the case runs (part of the fingerprint: CPU kernels may split sums differently with more
+    threads, e.g. 4 threads move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
+    """
 
     dataset: DatasetSpec
     seed: int
     host: str
     host_path: Path
     units: tuple[UnitSpec, ...]
-    results_dir: Path
+    runs_dir: Path
     base_dir: Path
     n_estimators: int = 8
     test_size: float = 0.3
     overwrite: bool = False
-
-    @property
-    def runs_dir(self) -> Path:
-        """Where this case's unit files live (`<results_dir>/runs`)."""
-        return self.results_dir / "runs"
+    device: str = "cpu"
+    precision: str = "float32"
+    timing_rounds: int = 0
+    threads: int = 1
 
     def key(self, unit: UnitSpec) -> UnitKey:
         return UnitKey(self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams))
 
 
-def _timed(predict: Callable[[np.ndarray], np.ndarray], X: np.ndarray) -> tuple[np.ndarray, float]:
-    start = time.perf_counter()
-    pred = np.asarray(predict(X), dtype="float64")
-    return pred, time.perf_counter() - start
-
-
 def effective_hparams(patched: Any) -> dict[str, Any]:
-    """The tau rule and `eps_den` the patched model uses, read off its `retrofit_report_`.
+    """The tau rule, `eps_den` and `eps_mode` the patched model uses, read off its `retrofit_report_`.
 
     `tau` is the rule as applied: `c=<c> (calibrated)` (tau = c · median ||h||² of the context
     carriers, computed per layer and ensemble member at predict time) or `<value> (absolute)`;
-    empty for the baseline, which patches nothing.
+    empty for the baseline, which patches nothing. `tau_c`: that c (None unless calibrated).
     """
     variant = patched.retrofit_report_.variant
     rule = variant.tau
-    tau = "" if rule is None else f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
-    return {"tau": tau, "eps_den": variant.eps_den}
+    tau = ""
+    if rule is not None:
+        tau = f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
+    tau_c = rule.c if rule is not None and rule.mode == "calibrated" else None
+    return {"tau": tau, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}
 
 
 def case_data(case: Case) -> tuple[Table, Split]:
@@ -102,44 +140,104 @@ def check_cases(cases: list[Case]) -> None:
         case_data(case)
 
 
-def _fingerprints(case: Case, keys: list[UnitKey]) -> dict[UnitKey, str]:
+def _fingerprints(case: Case) -> dict[UnitKey, str]:
     """Per unit, a digest of everything its number depends on (see `retrofit.runner.units`)."""
-    host_digest = file_digest(check_checkpoint(case.host_path))
-    return {
-        key: fingerprint(
-            {
-                "host": host_digest,
-                "dataset": case.dataset,
-                "variant": resolve_variant(unit.variant, **unit.hparams),
-                "n_estimators": case.n_estimators,
-                "test_size": case.test_size,
-                "inference_precision": str(INFERENCE_PRECISION),
-            }
-        )
-        for unit, key in zip(case.units, keys)
+    shared = {
+        "host": file_digest(check_checkpoint(case.host_path)),
+        "dataset": case.dataset,
+        "n_estimators": case.n_estimators,
+        "test_size": case.test_size,
+        "device": case.device,
+        "precision": case.precision,
+        "threads": case.threads,
+        **environment(),
     }
+    return {case.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in case.units}
 
 
 def _fitted_regressor(case: Case, data: Split) -> tuple[TabPFNRegressor, float]:
     """The case's one `TabPFNRegressor`, fitted on the training rows; and the fit time in seconds."""
-    regressor = make_regressor(case.host_path, n_estimators=case.n_estimators, random_state=case.seed)
+    regressor = make_regressor(
+        case.host_path,
+        n_estimators=case.n_estimators,
+        random_state=case.seed,
+        device=case.device,
+        inference_precision=PRECISIONS[case.precision],
+    )
     regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
     start = time.perf_counter()
     regressor.fit(data.X_train, data.y_train)
     return regressor, time.perf_counter() - start
 
 
+def _predict(model: TabPFNRegressor, X: np.ndarray) -> tuple[np.ndarray, BarPredictive]:
+    """One `model.predict(X, output_type="full")` call: the mean prediction (float64, bit-identical
+    to `model.predict(X)`) and the predictive distribution of every row."""
+    full = model.predict(X, output_type="full")
+    return np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full)
+
+
+def predict_all(
+    models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int
+) -> tuple[dict[str, tuple[np.ndarray, BarPredictive]], dict[str, list[float]]]:
+    """Every model's prediction (mean, distribution; see `_predict`) on `X`, and its seconds per
+    timed round (empty lists when `rounds` is 0). Timed: one warm-up call each (its output is the
+    prediction; every call of a model returns the same), then `rounds` rotated rounds
+    (`interleaved_times`)."""
+    preds: dict[str, tuple[np.ndarray, BarPredictive]] = {}
+    if rounds == 0:
+        return {name: _predict(model, X) for name, model in models.items()}, {name: [] for name in models}
+
+    def call(name: str):
+        return lambda: preds.__setitem__(name, _predict(models[name], X))
+
+    times = interleaved_times({name: call(name) for name in models}, rounds)
+    return preds, times
+
+
+def timing_columns(times: Mapping[str, list[float]], name: str) -> dict[str, float]:
+    """`predict_seconds` (median) and `predict_time_ratio` (median, min, max of the per-round ratios
+    to `BASELINE`) of `name`; NaN when untimed."""
+    if not times.get(name):
+        return dict.fromkeys(TIMING_COLUMNS, math.nan)
+    ratio, low, high = spread(paired_ratios(times, BASELINE)[name])
+    return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high), strict=True))
+
+
+def stored_rows(case: Case) -> dict[UnitKey, dict[str, Any] | None]:
+    """Per unit of `case`, its stored row if finished with the current fingerprint, else None."""
+    store = UnitStore(case.runs_dir)
+    return {key: store.finished(key, stamp) for key, stamp in _fingerprints(case).items()}
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with `torch.set_num_threads(n)`, then restore the previous count."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def run_case(case: Case) -> list[dict[str, Any]]:
-    """Run the unfinished units of `case`; return one results row per unit (finished ones read back).
+    """Run the unfinished units of `case` with `case.threads` torch threads; return one results row
+    per unit (finished ones read back).
 
     Raises DatasetError / RunnerError for user-fixable problems before any unit file is written.
     """
+    with torch_threads(case.threads):
+        return _run_case(case)
+
+
+def _run_case(case: Case) -> list[dict[str, Any]]:
     keys = [case.key(u) for u in case.units]
     reject_duplicates(keys)
     store = UnitStore(case.runs_dir)
-    stamps = _fingerprints(case, keys)
-    done = {k: None if case.overwrite else store.finished(k, stamps[k]) for k in keys}
-    todo = [(u, k) for u, k in zip(case.units, keys) if done[k] is None]
+    stamps = _fingerprints(case)
+    done = dict.fromkeys(keys) if case.overwrite else stored_rows(case)
+    todo = [(u, k) for u, k in zip(case.units, keys, strict=True) if done[k] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
     if not todo:
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(keys))
@@ -149,14 +247,22 @@ def run_case(case: Case) -> list[dict[str, Any]]:
     regressor, fit_seconds = _fitted_regressor(case, data)
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fit_seconds)
     # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
-    baseline_pred, baseline_seconds = _timed(retrofit.retrofit(regressor, BASELINE).predict, data.X_test)
-    baseline_rmse = rmse(data.y_test, baseline_pred)
+    models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
+    patched = {key: unit.patch(regressor) for unit, key in todo}
+    models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
+    untimed = {str(key.relpath()) for unit, key in todo if not unit.timed} & set(models)
+    timed = {name: model for name, model in models.items() if name not in untimed}
+    preds, times = predict_all(timed, data.X_test, case.timing_rounds)
+    preds |= {name: _predict(models[name], data.X_test) for name in untimed}
+    baseline_rmse = rmse(data.y_test, preds[BASELINE][0])
+    baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE][1])
     log.info("%s: baseline RMSE %.4g (%d test rows)", label, baseline_rmse, len(data.y_test))
 
     common = {
         "dataset": case.dataset.name,
         "seed": case.seed,
         "host": case.host,
+        "device": case.device,
         "n_train": len(data.y_train),
         "n_test": len(data.y_test),
         "n_features": data.X_train.shape[1],
@@ -164,15 +270,13 @@ def run_case(case: Case) -> list[dict[str, Any]]:
         "n_missing_target": table.n_missing_target,
         "n_estimators": case.n_estimators,
         "baseline_rmse": baseline_rmse,
-        "baseline_predict_seconds": baseline_seconds,
+        "baseline_predict_seconds": timing_columns(times, BASELINE)["predict_seconds"],
         "fit_seconds": fit_seconds,
     }
-    for unit, key in tqdm(todo, desc=label, unit="variant", leave=False):
-        patched = retrofit.retrofit(regressor, unit.variant, **unit.hparams)
-        if patched.retrofit_report_.patched:
-            pred, seconds = _timed(patched.predict, data.X_test)
-        else:  # nothing patched: the baseline prediction, bit-identical by contract
-            pred, seconds = baseline_pred, baseline_seconds
+    for unit, key in todo:
+        # Nothing patched: the baseline prediction and timing, bit-identical by contract.
+        name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
+        pred, dist = preds[name]
         if not np.isfinite(pred).all():
             raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
         variant_rmse = rmse(data.y_test, pred)
@@ -182,11 +286,12 @@ def run_case(case: Case) -> list[dict[str, Any]]:
             "hparams": dict(key.hparams),
             "rmse": variant_rmse,
             "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
-            "predict_seconds": seconds,
-            **effective_hparams(patched),
+            **DistributionScores.of(data.y_test, dist).matched(baseline_scores),
+            **timing_columns(times, name),
+            **effective_hparams(patched[key]),
             "fingerprint": stamps[key],
         }
         store.write(key, row)
         done[key] = row
-        log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, rmse, row["delta_rmse_pct"])
+        log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, variant_rmse, row["delta_rmse_pct"])
     return [done[k] for k in keys]

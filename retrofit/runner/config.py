@@ -1,22 +1,70 @@
-"""From a composed Hydra config (`configs/config.yaml`) to a `Case`.
+"""From a composed Hydra config (`configs/config.yaml`, `configs/tau_sweep.yaml`) to `Case`s.
 
-Variant selection: the `variant` config group defaults to none, meaning every variant in
-`configs/variant/` (and any `hydra.searchpath` addition); `variant=<name>` restricts a run to
-`baseline` plus that variant. Relative paths are resolved against the directory the command
-started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
+Variant selection: the `variant` config group defaults to none, meaning every variant on Hydra's
+search path (the built-in ones, `pkg://retrofit.configs`, and any `hydra.searchpath` addition);
+`variant=<name>` restricts a run to `baseline` plus that variant. The variant that runs is the
+composed node, so `variant.<key>=<value>` overrides take effect: one of `retrofit.variants.HPARAMS`
+on a built-in variant becomes a hyper-parameter override (part of the unit's key and file name);
+another key of a built-in variant (its adapters, `closed`) is refused, since it would change what
+the name means; an unknown key is refused (`retrofit.variants.VariantConfig`). A variant that only
+a search-path folder defines runs from its spec.
+
+A closed variant (`closed: true`) on a host whose architecture has no whole-model closure is left
+out of that host's cases, and the log says so. Relative paths are resolved against the directory
+the command started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
 """
 
-from collections.abc import Sequence
+import functools
+import logging
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig, OmegaConf
+from hydra.types import RunMode
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
+from retrofit.adapters import ARCHITECTURES
 from retrofit.data import DatasetSpec
+from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path
-from retrofit.runner.case import BASELINE, Case, UnitSpec
-from retrofit.errors import RunnerError
-from retrofit.variants import resolve_variant
+from retrofit.hosts.regressor import resolve_device
+from retrofit.hosts.shipped import architecture_name
+from retrofit.runner.case import BASELINE, PRECISIONS, Case, UnitSpec
+from retrofit.runner.decomposition import with_arms
+from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec
+
+log = logging.getLogger(__name__)
+
+BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
+"""The search path entry under which Hydra finds the built-in variants."""
+
+
+@dataclass
+class HostConfig:
+    """The schema of `configs/host/*.yaml`: `name` labels results, `path` (null: the shipped host
+    `name`) is a TabPFN checkpoint file."""
+
+    name: str = MISSING
+    path: str | None = None
+
+
+@dataclass
+class TimingConfig:
+    """Interleaved predict timing (`retrofit.runner.case`): `rounds` per unit after a warm-up, on
+    the cases whose seed is in `seeds` (null: every case)."""
+
+    rounds: int = 3
+    seeds: list[int] | None = None
+
+
+def typed(schema: type, node: Any, where: str) -> Any:
+    """`node` merged onto the dataclass `schema` (unknown key or wrong type: RunnerError naming it)."""
+    try:
+        return OmegaConf.merge(OmegaConf.structured(schema), node)
+    except OmegaConfBaseException as err:
+        raise RunnerError(f"{where}: bad key {err.full_key!r} ({str(err).splitlines()[0]})") from None
 
 
 def resolve(base_dir: Path, path: str | Path) -> Path:
@@ -25,37 +73,26 @@ def resolve(base_dir: Path, path: str | Path) -> Path:
     return path if path.is_absolute() else Path(base_dir) / path
 
 
-def variant_names(choice: str | None, options: Sequence[str]) -> tuple[str, ...]:
-    """All `options` (baseline first) when `choice` is None, else baseline plus `choice`."""
-    if choice is not None and choice not in options:
-        raise RunnerError(f"unknown variant {choice!r}; available: {sorted(options)}")
-    names = sorted(options) if choice is None else [choice]
-    return tuple(dict.fromkeys([BASELINE, *names]))
-
-
-def unit_specs(names: Sequence[str], hparams: dict) -> tuple[UnitSpec, ...]:
-    """One `UnitSpec` per variant name, each checked by `retrofit.variants.resolve_variant`."""
-    for name in names:
-        try:
-            resolve_variant(name, **hparams)
-        except ValueError as err:
-            raise RunnerError(f"variant {name!r} with hparams {hparams}: {err}") from None
-    return tuple(UnitSpec(name, hparams) for name in names)
-
-
 def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     """The host's checkpoint file: `host.path` when given (validated offline: exists, is a TabPFN
     checkpoint of a supported architecture), else the shipped host `host.name`."""
-    if OmegaConf.is_missing(cfg.host, "path"):
+    if OmegaConf.is_missing(cfg.host, "path"):  # checked first: a merge onto the schema would hide it
         raise RunnerError("host=checkpoint needs host.path=<file of a TabPFN checkpoint>")
-    if cfg.host.path is None:
-        return get_path(cfg.host.name)
-    return check_checkpoint(resolve(base_dir, cfg.host.path))
+    host = typed(HostConfig, cfg.host, "host")
+    if host.path is None:
+        return get_path(host.name)
+    return check_checkpoint(resolve(base_dir, host.path))
 
 
-def run_settings(cfg: DictConfig, base_dir: Path) -> dict:
-    """The `Case` fields every case of a config shares (host, start directory, regressor and
-    split settings, `overwrite`), read from `cfg` (`configs/config.yaml` or `tau_sweep.yaml`)."""
+def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
+    """The `Case` fields every case of a config shares (host, start directory, regressor, device
+    and split settings, `overwrite`), read from `cfg`. `device=cuda` without CUDA fails here."""
+    if cfg.precision not in PRECISIONS:
+        raise RunnerError(f"precision must be one of {sorted(PRECISIONS)}, got {cfg.precision!r}")
+    try:
+        device = resolve_device(cfg.device)
+    except RetrofitError as err:
+        raise RunnerError(str(err)) from None
     return dict(
         host=str(cfg.host.name),
         host_path=host_path(cfg, base_dir),
@@ -63,7 +100,25 @@ def run_settings(cfg: DictConfig, base_dir: Path) -> dict:
         n_estimators=int(cfg.n_estimators),
         test_size=float(cfg.test_size),
         overwrite=bool(cfg.overwrite),
+        device=device,
+        precision=str(cfg.precision),
+        threads=threads(cfg),
     )
+
+
+def threads(cfg: DictConfig) -> int:
+    """torch CPU threads per case (`threads`, >= 1)."""
+    if not isinstance(cfg.threads, int) or cfg.threads < 1:
+        raise RunnerError(f"threads must be a positive integer, got {cfg.threads!r}")
+    return cfg.threads
+
+
+def timing_rounds(cfg: DictConfig, seed: int) -> int:
+    """Timing rounds of the case with `seed` (`TimingConfig`; 0: not timed)."""
+    timing = typed(TimingConfig, cfg.timing, "timing")
+    if timing.rounds < 0:
+        raise RunnerError(f"timing.rounds must be >= 0, got {timing.rounds}")
+    return timing.rounds if timing.seeds is None or seed in timing.seeds else 0
 
 
 def dataset_spec(node: DictConfig) -> DatasetSpec:
@@ -71,27 +126,110 @@ def dataset_spec(node: DictConfig) -> DatasetSpec:
     return DatasetSpec.from_mapping(OmegaConf.to_container(node, resolve=True))
 
 
-def case_from_config(cfg: DictConfig, *, variant_choice: str | None, variant_options: Sequence[str], base_dir: Path) -> Case:
-    """The `Case` a composed config describes; raise RunnerError/DatasetError for bad values."""
-    hparams = OmegaConf.to_container(cfg.hparams, resolve=True) if cfg.get("hparams") else {}
-    return Case(
-        dataset=dataset_spec(cfg.dataset),
-        seed=int(cfg.seed),
-        units=unit_specs(variant_names(variant_choice, variant_options), hparams),
-        results_dir=resolve(base_dir, cfg.results_dir),
-        **run_settings(cfg, base_dir),
-    )
+def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
+    """The node `group=option` composes to under this job's config and search path (read-only)."""
+    verb = "" if group in hydra_cfg.runtime.choices else "+"
+    loader = GlobalHydra.instance().config_loader()
+    primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
+    overrides = (*hydra_cfg.overrides.hydra, f"{verb}{group}={option}")
+    return _composed(primary, hydra_cfg.job.config_name, overrides)[group]
+
+
+@functools.lru_cache(maxsize=256)
+def _composed(primary: tuple[str, ...], config_name: str, overrides: tuple[str, ...]) -> DictConfig:
+    """The config `config_name` with `overrides`, composed once per search path (`primary`) and overrides."""
+    return GlobalHydra.instance().config_loader().load_configuration(config_name, list(overrides), RunMode.RUN)
+
+
+def variant_options(hydra_cfg: DictConfig) -> list[str]:
+    """The `variant` options on this job's search path; RunnerError if the built-in ones are missing."""
+    overrides = [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
+    loader = GlobalHydra.instance().config_loader()
+    options = loader.get_group_options("variant", config_name=hydra_cfg.job.config_name, overrides=overrides)
+    if BASELINE not in options:
+        raise RunnerError(
+            f"the built-in variants are not on Hydra's search path; keep {BUILTIN_SEARCHPATH} in it, e.g. "
+            f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file:///path/to/your/configs]"
+        )
+    return sorted(options)
+
+
+def _without_nulls(value: Any) -> Any:
+    """`value` without its None entries when it is a dict (a tau rule written with only its own key)."""
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+
+
+def unit_spec(option: str, node: DictConfig | dict, hparams: dict[str, Any]) -> UnitSpec:
+    """The unit running the variant config `node` of the `variant` option `option` (see module docstring).
+
+    Raises RunnerError naming a refused key, a name that disagrees with the option, or a bad value.
+    """
+    try:
+        spec = typed_spec(node)
+    except RetrofitError as err:
+        raise RunnerError(f"variant={option}: {err}") from None
+    if spec["name"] not in (None, option):
+        raise RunnerError(f"variant={option} has name {spec['name']!r}; a variant's file and its `name` must agree")
+    spec["name"] = option
+    if option in available_variants():
+        builtin = typed_spec(load_variant(option))
+        changed = sorted(key for key in spec if spec[key] != builtin[key])
+        refused = [key for key in changed if key not in HPARAMS]
+        if refused:
+            raise RunnerError(
+                f"variant.{refused[0]}={spec[refused[0]]!r} would change what the built-in variant {option!r} is; "
+                f"only {', '.join(HPARAMS)} may be overridden: copy it into a new variant file with its own name"
+            )
+        unit = UnitSpec(option, {**{key: _without_nulls(spec[key]) for key in changed}, **hparams})
+    else:
+        unit = UnitSpec(option, dict(hparams), spec)
+    try:
+        unit.resolved()
+    except RetrofitError as err:
+        raise RunnerError(f"variant={option} with hparams {unit.hparams}: {err}") from None
+    return unit
+
+
+def applicable(units: tuple[UnitSpec, ...], host_path: Path, host: str) -> tuple[UnitSpec, ...]:
+    """`units` less the closed variants `host`'s architecture cannot close (logged, not run)."""
+    arch = ARCHITECTURES[architecture_name(host_path)]
+    if arch.closed_wrapper is not None:
+        return units
+    skipped = [u.variant for u in units if u.resolved().closed]
+    if skipped:
+        log.info("host %s (%s): closed variants %s not run: %s", host, arch.name, skipped, arch.closed_refusal)
+    return tuple(u for u in units if u.variant not in skipped)
+
+
+def variant_units(cfg: DictConfig, hydra_cfg: DictConfig, hparams: dict[str, Any]) -> tuple[UnitSpec, ...]:
+    """The units of a case: baseline first, then every variant option (no `variant` choice) or the
+    chosen one, each from its composed node."""
+    options = variant_options(hydra_cfg)
+    choice = hydra_cfg.runtime.choices.get("variant")
+    nodes = {BASELINE: group_option(hydra_cfg, "variant", BASELINE)}
+    if choice is None:
+        nodes |= {name: group_option(hydra_cfg, "variant", name) for name in options if name != BASELINE}
+    else:
+        nodes[choice] = cfg.variant
+    return tuple(unit_spec(name, node, hparams) for name, node in nodes.items())
 
 
 def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
-    """`case_from_config` with the variant choice, its options and the start directory read off
-    `hydra_cfg` (the `hydra` node: `HydraConfig.get()` in a job, `cfg.hydra` from compose)."""
-    options = GlobalHydra.instance().config_loader().get_group_options(
-        "variant", config_name=hydra_cfg.job.config_name, overrides=list(hydra_cfg.overrides.task)
-    )
-    return case_from_config(
-        cfg,
-        variant_choice=hydra_cfg.runtime.choices.get("variant"),
-        variant_options=options,
-        base_dir=Path(hydra_cfg.runtime.cwd),
+    """The `Case` a composed `configs/config.yaml` describes, with the variant options, search path and
+    start directory read off `hydra_cfg` (`HydraConfig.get()` in a job, `cfg.hydra` from compose).
+    Raises RunnerError / DatasetError for bad values."""
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    hparams = OmegaConf.to_container(cfg.hparams, resolve=True) if cfg.get("hparams") else {}
+    settings = run_settings(cfg, base_dir)
+    return Case(
+        dataset=dataset_spec(cfg.dataset),
+        seed=int(cfg.seed),
+        units=applicable(
+            with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.get("decomposition")),
+            settings["host_path"],
+            settings["host"],
+        ),
+        runs_dir=resolve(base_dir, cfg.cache_dir) / "runs",
+        timing_rounds=timing_rounds(cfg, int(cfg.seed)),
+        **settings,
     )

@@ -1,9 +1,11 @@
 """The τ sweep: matched ΔRMSE% of each variant as the calibration constant c varies.
 
 Each (dataset, seed) is one `Case` whose units are every variant × c (tau rule
-`{"mode": "calibrated", "c": c}`), so all c share one fit and one baseline. Unit files live
-under `<results_dir>/tau_sweep/runs/`; `tau_sweep.csv` has one row per host × variant × c with
-the mean ΔRMSE% over the cases and its bootstrap 95% CI; `tau_sweep.png` plots it.
+`{"mode": "calibrated", "c": c}`), so all c share one fit and one baseline. Datasets and variants
+are config options by name, composed as Hydra composes them (search path included). Unit files
+live under `<cache_dir>/tau_sweep/runs/` (a local cache); `tau_sweep.csv` has one row per host ×
+variant × c with the mean ΔRMSE% over the cases and its 95% CI (two-level bootstrap,
+`retrofit.runner.bootstrap`); `tau_sweep.png` plots it.
 """
 
 from pathlib import Path
@@ -11,27 +13,45 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig
 
-from retrofit.runner.aggregate import bootstrap_ci, write_csv
-from retrofit.runner.case import Case, check_cases
-from retrofit.runner.config import dataset_spec, resolve, run_settings, unit_specs
 from retrofit.errors import RunnerError
 from retrofit.io import write_png
+from retrofit.runner.aggregate import bootstrap_ci, write_csv
+from retrofit.runner.case import Case, check_cases
+from retrofit.runner.config import (
+    applicable,
+    dataset_spec,
+    group_option,
+    resolve,
+    run_settings,
+    timing_rounds,
+    unit_spec,
+)
 from retrofit.runner.units import UnitStore
 
 
-def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
+def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
-    split), duplicates rejected — all before any unit runs."""
+    split), duplicates rejected — all before any unit runs. `hydra_cfg`: the `hydra` node."""
+    base_dir = Path(hydra_cfg.runtime.cwd)
     settings = run_settings(cfg, base_dir)
+    nodes = {name: group_option(hydra_cfg, "variant", name) for name in cfg.variants}
     units = tuple(
-        unit
+        unit_spec(name, node, {"tau": {"mode": "calibrated", "c": float(c)}})
         for c in cfg.c_values
-        for unit in unit_specs(list(cfg.variants), {"tau": {"mode": "calibrated", "c": float(c)}})
+        for name, node in nodes.items()
     )
-    results_dir = resolve(base_dir, cfg.results_dir) / "tau_sweep"
+    units = applicable(units, settings["host_path"], settings["host"])
+    runs_dir = resolve(base_dir, cfg.cache_dir) / "tau_sweep" / "runs"
     cases = [
-        Case(dataset=dataset_spec(dataset), seed=int(seed), units=units, results_dir=results_dir, **settings)
-        for dataset in cfg.datasets.values()
+        Case(
+            dataset=dataset_spec(group_option(hydra_cfg, "dataset", name)),
+            seed=int(seed),
+            units=units,
+            runs_dir=runs_dir,
+            timing_rounds=timing_rounds(cfg, int(seed)),
+            **settings,
+        )
+        for name in cfg.datasets
         for seed in cfg.seeds
     ]
     check_cases(cases)
@@ -39,14 +59,14 @@ def tau_cases(cfg: DictConfig, base_dir: Path) -> list[Case]:
 
 
 def tau_table(runs_dir: Path) -> pd.DataFrame:
-    """Mean ΔRMSE% (and bootstrap 95% CI over cases) per host × variant × c."""
+    """Mean ΔRMSE% (and its 95% CI, datasets then seeds resampled) per host × variant × c."""
     rows = pd.DataFrame(UnitStore(runs_dir).rows())
     if rows.empty:
         raise RunnerError(f"no tau-sweep results under {runs_dir}; run `make tau-sweep` first")
     rows["c"] = rows["hparams"].map(lambda h: h["tau.c"])
     table = []
     for (host, variant, c), group in rows.groupby(["host", "variant", "c"]):
-        low, high = bootstrap_ci(group["delta_rmse_pct"].to_numpy())
+        low, high = bootstrap_ci(group)
         table.append(
             {
                 "host": host,
@@ -87,9 +107,9 @@ def plot_tau(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def write_tau_results(results_dir: Path) -> pd.DataFrame:
-    """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from its `tau_sweep/runs/`."""
-    table = tau_table(results_dir / "tau_sweep" / "runs")
+def write_tau_results(results_dir: Path, cache_dir: Path) -> pd.DataFrame:
+    """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from `<cache_dir>/tau_sweep/runs/`."""
+    table = tau_table(cache_dir / "tau_sweep" / "runs")
     write_csv(table, results_dir / "tau_sweep.csv")
     plot_tau(table, results_dir / "tau_sweep.png")
     return table

@@ -129,5 +129,7 @@ class UnitStore:
             try:
                 rows.append(json.loads(path.read_text()))
             except json.JSONDecodeError as err:
-                raise RunnerError(f"{path} is not valid JSON ({err}); delete it and rerun to recompute that unit") from None
+                raise RunnerError(
+                    f"{path} is not valid JSON ({err}); delete it and rerun to recompute that unit"
+                ) from None
         return rows

@@ -1,0 +1,55 @@
+"""What `predict_many`'s padding does to a host that is not O-closed (`experiments/padding_demo.py`).
+
+For each variant, every case's fitted regressor is retrofitted, the members of all cases are
+bucketed and padded exactly as `retrofit.predict_many` pads them, and each bucket runs through
+the variant's model. An o_closed model is told which rows and columns are padding; any other
+model is fed the padding as ordinary zeros, which is all the stock host can be given (done here
+deliberately: `predict_many` refuses such a model). Each case's predictions are then compared
+with its own `predict`.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from retrofit.adapters import OClosedModel
+from retrofit.batching import MAX_PADDING, bucket_members, decode_members, member_inputs, pad_members
+from retrofit.measure.cases import FittedCase
+from retrofit.patching import retrofit
+
+COLUMNS = ("host", "variant", "dataset", "seed", "n_test", "max_abs_delta_pred", "max_abs_pred", "rel_delta_pred")
+"""`max_abs_delta_pred`: largest |padded - own prediction| over the case's test rows;
+`rel_delta_pred`: that divided by `max_abs_pred`, the largest |own prediction|."""
+
+
+def padding_effect(
+    host: str, cases: Sequence[FittedCase], variants: Sequence[str], *, max_padding: float = MAX_PADDING
+) -> pd.DataFrame:
+    """One row per variant and case (see `COLUMNS`)."""
+    rows = []
+    for variant in variants:
+        pairs = [(retrofit(case.regressor, variant), case.X_test) for case in cases]
+        members = [m for index, (regressor, X) in enumerate(pairs) for m in member_inputs(index, regressor, X)]
+        outputs: dict[tuple[int, int], torch.Tensor] = {}
+        for bucket in bucket_members(members, max_padding=max_padding):
+            padded = pad_members(bucket)
+            model = pairs[bucket[0].pair][0].models_[0]
+            absence = (
+                {"row_presence": padded["row_presence"], "column_presence": padded["column_presence"]}
+                if isinstance(model, OClosedModel)
+                else {}
+            )
+            with torch.inference_mode():
+                logits_TBO = model(padded["x"], padded["y"], **absence).float()
+            for b, member in enumerate(bucket):
+                outputs[(member.pair, member.member)] = logits_TBO[: member.shape[1], b]
+        for index, ((regressor, X_test), case) in enumerate(zip(pairs, cases, strict=True)):
+            n_members = len(regressor.executor_.ensemble_members)
+            padded_pred = decode_members(regressor, [outputs[(index, m)] for m in range(n_members)])
+            own = regressor.predict(X_test)
+            delta, scale = float(np.max(np.abs(padded_pred - own))), float(np.max(np.abs(own)))
+            values = (host, variant, case.dataset, case.seed, len(own), delta, scale, delta / scale)
+            rows.append(dict(zip(COLUMNS, values, strict=True)))
+    return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,0 +1,126 @@
+"""`retrofit.predict_many`: padded, mask-free batches of o_closed regressors equal their own predict."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import retrofit
+from retrofit.batching import MemberInput, bucket_members, pad_members
+from retrofit.errors import RetrofitError
+from retrofit.hosts import get_path, make_regressor
+
+SHAPES = [(60, 20, 5), (40, 13, 3), (80, 7, 8), (33, 30, 5)]
+"""(train rows, test rows, features) of the tables: all different."""
+
+
+def _tables(path, variant="o_closed", n_estimators=2, **hparams):
+    """One fitted, retrofitted regressor per table of `SHAPES`, with its test rows."""
+    rng = np.random.default_rng(0)
+    pairs = []
+    for i, (n, t, c) in enumerate(SHAPES):
+        X = rng.normal(size=(n + t, c))
+        y = (i + 1) * X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n + t) + 10 * i
+        regressor = make_regressor(path, n_estimators=n_estimators, random_state=i).fit(X[:n], y[:n])
+        pairs.append((retrofit.retrofit(regressor, variant, **hparams), X[n:]))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def random_v3_path(make_random_host):
+    return make_random_host("tabpfn_v3")
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("max_padding", [1.5, 100.0])  # several buckets; everything in one
+def test_predict_many_equals_each_regressors_predict(random_v3_path, compact, max_padding):
+    pairs = _tables(random_v3_path, compact=compact)
+    many = retrofit.predict_many(pairs, max_padding=max_padding)
+    for (regressor, X_test), predicted in zip(pairs, many, strict=True):
+        own = regressor.predict(X_test)
+        assert predicted.shape == own.shape
+        if compact:
+            np.testing.assert_array_equal(predicted, own)
+        else:
+            assert np.max(np.abs(predicted - own)) <= 1e-5 * np.max(np.abs(own))
+
+
+def test_predict_many_refuses_a_regressor_that_is_not_o_closed(random_v3_path):
+    pairs = _tables(random_v3_path)
+    full_o = retrofit.retrofit(retrofit.unpatch(copy.deepcopy(pairs[1][0])), "full_o")
+    with pytest.raises(RetrofitError, match="pair 1 holds variant 'full_o', not an o_closed one"):
+        retrofit.predict_many([pairs[0], (full_o, pairs[1][1])])
+    stock = retrofit.unpatch(copy.deepcopy(pairs[1][0]))
+    with pytest.raises(RetrofitError, match="pair 1 holds a stock regressor"):
+        retrofit.predict_many([pairs[0], (stock, pairs[1][1])])
+
+
+def test_predict_many_refuses_different_checkpoints(random_v3_path, make_random_host):
+    pairs = _tables(random_v3_path)
+    other = _tables(make_random_host("tabpfn_v3", seed=1))
+    with pytest.raises(RetrofitError, match="different checkpoints"):
+        retrofit.predict_many([pairs[0], other[1]])
+
+
+def test_predict_many_refuses_a_mix_of_devices(random_v3_path):
+    pairs = _tables(random_v3_path)
+    moved = copy.deepcopy(pairs[1][0])
+    moved.devices_ = (torch.device("meta"),)  # a second device, as far as the check is concerned
+    with pytest.raises(RetrofitError, match="different devices"):
+        retrofit.predict_many([pairs[0], (moved, pairs[1][1])])
+
+
+def test_predict_many_refuses_nothing_to_predict():
+    with pytest.raises(RetrofitError, match="at least one"):
+        retrofit.predict_many([])
+
+
+def _member(n, t, c, pair=0):
+    return MemberInput(pair, 0, torch.randn(n + t, c), torch.randn(n))
+
+
+def test_buckets_bound_the_padding_and_the_cells():
+    members = [
+        _member(n, t, c, i)
+        for i, (n, t, c) in enumerate(
+            [(3000, 900, 10), (300, 100, 10), (280, 90, 9), (250, 80, 12), (20, 5, 3), (2900, 950, 10)]
+        )
+    ]
+    buckets = bucket_members(members, max_padding=1.5, max_cells=10**9)
+    assert sorted(m.pair for bucket in buckets for m in bucket) == list(range(6))
+    for bucket in buckets:
+        N, T, C = (max(m.shape[i] for m in bucket) for i in range(3))
+        cells = sum((m.shape[0] + m.shape[1]) * m.shape[2] for m in bucket)
+        pairs = sum((m.shape[0] + m.shape[1]) * m.shape[0] for m in bucket)  # in-context attention
+        assert len(bucket) * (N + T) * C <= 1.5 * cells and len(bucket) * (N + T) * N <= 1.5 * pairs
+    assert [sorted(m.pair for m in bucket) for bucket in buckets] == [[0, 5], [1, 2, 3], [4]]
+    tight = bucket_members(members, max_padding=100.0, max_cells=50_000)
+    assert all(
+        len(b) * max(m.shape[0] + m.shape[1] for m in b) * max(m.shape[2] for m in b) <= 50_000
+        for b in tight
+        if len(b) > 1
+    )
+
+
+def test_padding_layout_puts_train_rows_first_and_test_rows_after_the_longest_train_block():
+    a, b = _member(3, 2, 2), _member(5, 1, 3)
+    padded = pad_members([a, b])
+    x, y, p_BR, p_BC = padded["x"], padded["y"], padded["row_presence"], padded["column_presence"]
+    assert x.shape == (7, 2, 3) and y.shape == (5, 2)
+    assert torch.equal(x[:3, 0, :2], a.x_RC[:3]) and torch.equal(x[5:7, 0, :2], a.x_RC[3:])
+    assert torch.equal(p_BR[0], torch.tensor([1.0, 1, 1, 0, 0, 1, 1]))
+    assert torch.equal(p_BC[0], torch.tensor([1.0, 1, 0]))
+    assert torch.all(x[3:5, 0] == 0) and torch.all(x[:, 0, 2] == 0) and torch.all(y[3:, 0] == 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compact", [False, True])
+def test_tiny_v3_predict_many_equals_each_regressors_predict(compact):
+    pairs = _tables(get_path("tiny_v3"), n_estimators=4, compact=compact)
+    for (regressor, X_test), predicted in zip(pairs, retrofit.predict_many(pairs), strict=True):
+        own = regressor.predict(X_test)
+        if compact:
+            np.testing.assert_array_equal(predicted, own)
+        else:
+            assert np.max(np.abs(predicted - own)) <= 1e-5 * np.max(np.abs(own))

@@ -1,0 +1,131 @@
+"""The sink / presence decomposition: arms from the config, extra units of a case, the arm table."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import retrofit
+import retrofit.adapters.block as block
+from retrofit.data import DatasetSpec
+from retrofit.errors import RunnerError
+from retrofit.hosts import get_path
+from retrofit.runner.aggregate import aggregate, frame_of
+from retrofit.runner.case import Case, UnitSpec, _fitted_regressor, case_data, run_case
+from retrofit.runner.decomposition import COLUMNS, Decomposition, decomposition_frame, with_arms
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))
+ARMS = ["paper", "presence_only", "sink_only", "identity_check"]
+SETTINGS = {  # arm -> (tau_c, eps_den, eps_mode) the variants run with
+    "paper": (1e-3, 1e-6, "absolute"),
+    "presence_only": (1e-3, 1e-6, "relative"),
+    "sink_only": (1e-9, 1e-6, "absolute"),
+    "identity_check": (1e-9, 1e-6, "relative"),
+}
+IDENTITY_BOUND_PCT = 0.05
+"""identity_check (presences 1, relative sink) must stay this close to the baseline's RMSE."""
+
+
+def make_case(host_path: Path, host: str, runs_dir: Path, dataset: str, **kwargs) -> Case:
+    spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{dataset}.yaml").read_text()))
+    units = with_arms(MAIN_UNITS, yaml.safe_load((CONFIGS / "decomposition" / "sink_presence.yaml").read_text()))
+    return Case(spec, 0, host, host_path, **{"units": units, "runs_dir": runs_dir, "base_dir": Path("."), **kwargs})
+
+
+def test_the_shipped_arms_switch_sink_and_presence():
+    decomposition = Decomposition.load()
+    assert decomposition.variants == ("oa_only", "full_o") and list(decomposition.arms) == ARMS
+    for variant in decomposition.variants:
+        assert {arm: decomposition.settings(variant, arm) for arm in ARMS} == SETTINGS
+
+
+def test_arms_are_extra_untimed_units_next_to_the_variant_units():
+    assert with_arms(MAIN_UNITS, None) == MAIN_UNITS  # no decomposition config: the units as they are
+    extra = Decomposition.load().units(MAIN_UNITS)
+    assert len(extra) == 6 and not any(u.timed for u in extra)  # the paper arm is the variant unit itself
+    assert {(u.variant, u.hparams["eps_mode"], u.hparams["tau"]["c"]) for u in extra} == {
+        (v, mode, c)
+        for v in ("oa_only", "full_o")
+        for mode, c in [("relative", 1e-3), ("absolute", 1e-9), ("relative", 1e-9)]
+    }
+    assert len(Decomposition.load().units((UnitSpec("baseline"), UnitSpec("oa_only")))) == 3
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        ({"variants": ["oa_only"], "arms": {"a": {}}, "armz": {}}, "bad key 'armz'"),
+        (
+            {"variants": ["oa_only"], "arms": {"a": {"tau_c": 1e-3}}},
+            "arm 'a' of 'oa_only': unknown retrofit hyper-parameters",
+        ),
+        (
+            {"variants": ["oa_only"], "arms": {"a": {}, "b": {"eps_mode": "absolute"}}},
+            "two arms of 'oa_only' run the same",
+        ),
+        (
+            {"variants": ["oa_only"], "arms": {"a": {"tau": {"mode": "absolute", "value": 1.0}}}},
+            "needs a calibrated tau",
+        ),
+    ],
+)
+def test_bad_arms_are_refused_by_name(node, message):
+    with pytest.raises(RunnerError, match=message):
+        Decomposition.from_node(node)
+
+
+def test_arm_rows_of_a_random_host_case(make_random_host, tmp_path):
+    case = make_case(
+        make_random_host("tabpfn_v3"), "random_v3", tmp_path / "runs", "carseats", n_estimators=1, timing_rounds=1
+    )
+    rows = run_case(case)
+    assert len(rows) == 3 + 6
+    arms = decomposition_frame(frame_of(rows), Decomposition.load())
+    assert list(arms.columns) == COLUMNS and len(arms) == 2 * 4
+    assert list(arms["arm"]) == ARMS * 2 and list(arms["variant"]) == ["oa_only"] * 4 + ["full_o"] * 4
+    for row in arms.itertuples():
+        assert (row.tau_c, row.eps_den, row.eps_mode) == SETTINGS[row.arm]
+    by_unit = {(r["variant"], tuple(sorted(r["hparams"].items()))): r for r in rows}
+    for variant in ("oa_only", "full_o"):  # the paper arm is the variant unit; arms are not timed
+        paper = arms[(arms["variant"] == variant) & (arms["arm"] == "paper")].iloc[0]
+        assert paper["delta_rmse_pct"] == by_unit[(variant, ())]["delta_rmse_pct"]
+        assert not math.isnan(by_unit[(variant, ())]["predict_seconds"])
+    assert all(math.isnan(r["predict_seconds"]) for r in rows if r["hparams"])
+    frame = aggregate(tmp_path, rows)
+    written = pd.read_csv(tmp_path / "decomposition.csv")
+    assert len(written) == 8 and list(written.columns) == COLUMNS and len(frame) == 9
+    table = (tmp_path / "decomposition.md").read_text()
+    assert all(f"| {arm} " in table for arm in ARMS) and (tmp_path / "decomposition.png").stat().st_size > 0
+    main_table = (tmp_path / "retrofit_table.md").read_text()  # the arms beyond the variant units stay out of it
+    assert "| oa_only " in main_table and "eps_mode=" not in main_table
+    assert decomposition_frame(frame_of(rows[:1]), Decomposition.load()).empty  # the baseline alone: no arm
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
+def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, tmp_path, monkeypatch):
+    """On a trained host: identity_check within 0.05 % RMSE of the baseline for both variants, and
+    with c = 1e-9 every non-null carrier's presence is 1 to one float32 rounding step."""
+    case = make_case(get_path(host), host, tmp_path / "runs", "diabetes")
+    arms = decomposition_frame(frame_of(run_case(case)), Decomposition.load())
+    identity = arms[arms["arm"] == "identity_check"]
+    assert len(identity) == 2 and (identity["delta_rmse_pct"].abs() < IDENTITY_BOUND_PCT).all(), identity
+
+    smallest: list[float] = []
+
+    def recorded(h, tau):
+        p = presence(h, tau)
+        smallest.append(float(p[h.square().sum(-1) > 0].min()))
+        return p
+
+    presence = block.presence
+    monkeypatch.setattr(block, "presence", recorded)
+    _, data = case_data(case)
+    regressor, _ = _fitted_regressor(case, data)
+    for variant in ("oa_only", "full_o"):
+        retrofit.retrofit(regressor, variant, **Decomposition.load().arms["sink_only"]).predict(data.X_test)
+    assert smallest and min(smallest) >= 1.0 - np.finfo(np.float32).eps
