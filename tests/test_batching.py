@@ -124,3 +124,18 @@ def test_tiny_v3_predict_many_equals_each_regressors_predict(compact):
             np.testing.assert_array_equal(predicted, own)
         else:
             assert np.max(np.abs(predicted - own)) <= 1e-5 * np.max(np.abs(own))
+
+
+def test_compact_attention_of_an_element_does_not_depend_on_its_batch_mates():
+    """What makes predict_many bitwise with compact: elements with different present counts are
+    not padded to each other's length (CPU kernels round differently for different lengths)."""
+    from retrofit.ops import o_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 40, 16, generator=g) for _ in range(3))
+    p_q, p_k = torch.ones(3, 40), torch.ones(3, 40)
+    p_q[1, 25:], p_k[1, 30:], p_k[2, 7:] = 0, 0, 0  # three different present counts
+    together = o_attention(q, k, v, p_q, p_k, compact=True)
+    for b in range(3):
+        alone = o_attention(q[b : b + 1], k[b : b + 1], v[b : b + 1], p_q[b : b + 1], p_k[b : b + 1], compact=True)
+        assert torch.equal(together[b : b + 1], alone)

@@ -338,6 +338,12 @@ def test_aggregate_writes_csv_table_and_plot(tmp_path):
     assert (tmp_path / "retrofit_deltas.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_variant_not_run_on_a_dataset_is_named_so_in_the_table():
+    rows = [r for r in synthetic_rows() if not (r["dataset"] == "b" and r["variant"] == "full_o")]
+    table = agg.per_dataset(agg.frame_of(rows)).set_index("dataset")
+    assert table.loc["b", "full_o"] == "not run" and table.loc["a", "full_o"].startswith("+")
+
+
 def test_cluster_bootstrap_of_identical_datasets_has_zero_width():
     assert cluster_bootstrap_ci([[0.3, 0.3, 0.3]] * 6) == (0.3, 0.3)
     assert np.isnan(cluster_bootstrap_ci([[0.3]])).all()

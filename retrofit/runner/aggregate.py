@@ -93,7 +93,7 @@ def per_dataset(frame: pd.DataFrame) -> pd.DataFrame:
     deltas = frame.assign(variant=_variant_label(frame)).pivot_table(
         index=["host", "dataset"], columns="variant", values="delta_rmse_pct", aggfunc="mean"
     )
-    deltas = deltas.map(lambda v: f"{v:+.3f}")
+    deltas = deltas.map(lambda v: f"{v:+.3f}" if pd.notna(v) else "not run")  # e.g. closed variants on v2
     base = frame.groupby(["host", "dataset"]).agg({"baseline_rmse": "mean", "seed": "nunique"})
     base = base.rename(columns={"baseline_rmse": "baseline RMSE", "seed": "seeds"})
     base["baseline RMSE"] = base["baseline RMSE"].map(lambda v: f"{v:.4g}")
