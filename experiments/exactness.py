@@ -12,8 +12,12 @@ from retrofit.measure.exactness import Shape, exactness_table
 @hydra.main(version_base="1.3", config_path="../configs", config_name="exactness")
 def main(cfg: DictConfig) -> None:
     table = exactness_table(
-        shapes=[Shape(**shape) for shape in cfg.shapes], score_stds=cfg.score_stds, dtypes=cfg.dtypes,
-        null_fraction=cfg.null_fraction, insert_fraction=cfg.insert_fraction, seed=cfg.seed,
+        shapes=[Shape(**shape) for shape in cfg.shapes],
+        score_stds=cfg.score_stds,
+        dtypes=cfg.dtypes,
+        null_fraction=cfg.null_fraction,
+        insert_fraction=cfg.insert_fraction,
+        seed=cfg.seed,
     )
     path = Path(to_absolute_path(cfg.output_csv))
     path.parent.mkdir(parents=True, exist_ok=True)

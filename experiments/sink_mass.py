@@ -1,7 +1,7 @@
 """Sink mass of OAttention on the frozen hosts, per block and head -> results/sink_mass.csv.
 
-    python experiments/sink_mass.py                                   # configs/sink_mass.yaml
-    python experiments/sink_mass.py host=checkpoint host.path=/x/v3.ckpt host.name=v3_real
+python experiments/sink_mass.py                                   # configs/sink_mass.yaml
+python experiments/sink_mass.py host=checkpoint host.path=/x/v3.ckpt host.name=v3_real
 """
 
 import logging
@@ -39,9 +39,11 @@ def main(cfg: DictConfig) -> None:
     output = resolve(base_dir, cfg.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
-    print(table.groupby(["host", "block", "head"])[["sink_share_mean", "frac_queries_sink_dominated", "max_logit_min"]]
-          .agg({"sink_share_mean": "mean", "frac_queries_sink_dominated": "max", "max_logit_min": "min"})
-          .to_string(float_format="%.3g"))
+    print(
+        table.groupby(["host", "block", "head"])[["sink_share_mean", "frac_queries_sink_dominated", "max_logit_min"]]
+        .agg({"sink_share_mean": "mean", "frac_queries_sink_dominated": "max", "max_logit_min": "min"})
+        .to_string(float_format="%.3g")
+    )
     print(f"wrote {output}")
 
 

@@ -259,8 +259,11 @@ def test_refusals(fitted):
 
 def test_unknown_architecture_is_refused_before_anything_is_patched(fitted, monkeypatch):
     regressor, _ = fitted("tabpfn_v2")
-    monkeypatch.setitem(ARCHITECTURES, "tabpfn_v2", ARCHITECTURES["tabpfn_v2"].__class__(
-        **{**vars(ARCHITECTURES["tabpfn_v2"]), "module": "not.tabpfn_v2"}))
+    monkeypatch.setitem(
+        ARCHITECTURES,
+        "tabpfn_v2",
+        ARCHITECTURES["tabpfn_v2"].__class__(**{**vars(ARCHITECTURES["tabpfn_v2"]), "module": "not.tabpfn_v2"}),
+    )
     with pytest.raises(RetrofitError, match="Supported architectures"):
         retrofit(regressor, "full_o")
     assert not any("base_layer" in k for k in regressor.models_[0].state_dict())

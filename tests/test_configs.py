@@ -295,10 +295,19 @@ def sweep(tmp_path: Path, host: Path, *extra: str) -> subprocess.CompletedProces
     (tmp_path / "conf" / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
     write_variant(tmp_path / "conf", "mine")
     return run(
-        str(ROOT / "experiments" / "sweep.py"), "-m", "dataset=toy,diabetes", "seed=0,1", "variant=mine",
-        f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path / 'conf'}]", "results_dir=results",
-        "cache_dir=cache", f"hydra.sweep.dir={tmp_path / 'multirun'}", *host_args(host), *extra, cwd=tmp_path,
-    )  # fmt: skip
+        str(ROOT / "experiments" / "sweep.py"),
+        "-m",
+        "dataset=toy,diabetes",
+        "seed=0,1",
+        "variant=mine",
+        f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path / 'conf'}]",
+        "results_dir=results",
+        "cache_dir=cache",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}",
+        *host_args(host),
+        *extra,
+        cwd=tmp_path,
+    )
 
 
 @pytest.mark.slow
@@ -316,8 +325,13 @@ def test_joblib_sweep_writes_its_rows_and_checks_a_reference(host, tmp_path):
     assert "reproduced: 8/8 rows within 1e-09 (max rel |ΔRMSE| 0)" in out.stdout
     csv.loc[3, "rmse"] *= 1.001  # an altered reference row
     csv.to_csv(reference, index=False)
-    out = run(str(ROOT / "experiments" / "aggregate.py"), "results_dir=results", "cache_dir=cache",
-              f"reference={reference}", cwd=tmp_path)  # fmt: skip
+    out = run(
+        str(ROOT / "experiments" / "aggregate.py"),
+        "results_dir=results",
+        "cache_dir=cache",
+        f"reference={reference}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 1 and "reproduced: 7/8 rows within 1e-09 (max rel |ΔRMSE| 0.000999)" in out.stderr
     assert "Traceback" not in out.stderr
     assert (tmp_path / "results" / "reproduction.txt").read_text().startswith("reproduced: 7/8")

@@ -12,6 +12,7 @@ from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
 from retrofit.hosts import available, check_checkpoint, get_path, make_regressor
 from retrofit.hosts.random_host import TINY_ARCHS
+from retrofit.metrics import rmse
 
 
 def _data(seed: int = 0, n: int = 120, f: int = 4):
@@ -87,10 +88,9 @@ def test_shipped_host_does_in_context_regression(name):
 
     X, y = load_diabetes(return_X_y=True)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
-    rmse = lambda pred: float(np.sqrt(np.mean((y_te - pred) ** 2)))  # noqa: E731
-    host = rmse(make_regressor(get_path(name), n_estimators=4, random_state=0).fit(X_tr, y_tr).predict(X_te))
-    assert host < 0.9 * rmse(np.full_like(y_te, y_tr.mean()))
-    assert host < 1.1 * rmse(RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_tr, y_tr).predict(X_te))
+    host = rmse(y_te, make_regressor(get_path(name), n_estimators=4, random_state=0).fit(X_tr, y_tr).predict(X_te))
+    assert host < 0.9 * rmse(y_te, np.full_like(y_te, y_tr.mean()))
+    assert host < 1.1 * rmse(y_te, RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_tr, y_tr).predict(X_te))
 
 
 def test_unknown_host_lists_available():

@@ -27,8 +27,9 @@ def inputs(draw, dtype=torch.float32, score_std=1.0, null_fraction=0.3) -> Atten
     B, G, groups = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
     Q, K, D = draw(st.integers(1, 24)), draw(st.integers(1, 24)), draw(st.sampled_from([8, 16, 32]))
     g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
-    return random_attention_inputs(B, G * groups, G, Q, K, D, dtype=dtype, score_std=score_std,
-                                   null_fraction=null_fraction, generator=g)
+    return random_attention_inputs(
+        B, G * groups, G, Q, K, D, dtype=dtype, score_std=score_std, null_fraction=null_fraction, generator=g
+    )
 
 
 def eps(dtype):
@@ -270,8 +271,18 @@ def test_relative_with_tiny_eps_is_presence_weighted_softmax_attention(data, dty
 
 
 def test_gqa_equals_repeated_heads():
-    x = random_attention_inputs(2, 6, 2, 9, 11, 16, dtype=torch.float32, score_std=1.0, null_fraction=0.2,
-                                generator=torch.Generator().manual_seed(3))
+    x = random_attention_inputs(
+        2,
+        6,
+        2,
+        9,
+        11,
+        16,
+        dtype=torch.float32,
+        score_std=1.0,
+        null_fraction=0.2,
+        generator=torch.Generator().manual_seed(3),
+    )
     out = o_attention(*x.args())
     out_rep = o_attention(x.q, x.k.repeat_interleave(3, 1), x.v.repeat_interleave(3, 1), x.p_q, x.p_k)
     torch.testing.assert_close(out, out_rep, rtol=0, atol=1e-6)

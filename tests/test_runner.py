@@ -295,8 +295,11 @@ def test_two_concurrent_sweeps_on_one_store_lose_nothing(host, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], errors
     rows = UnitStore(tmp_path).rows()
     assert sorted((r["dataset"], r["variant"]) for r in rows) == [
-        ("carseats", "baseline"), ("carseats", "oa_only"), ("diabetes", "baseline"), ("diabetes", "oa_only")
-    ]  # fmt: skip
+        ("carseats", "baseline"),
+        ("carseats", "oa_only"),
+        ("diabetes", "baseline"),
+        ("diabetes", "oa_only"),
+    ]
     assert not list(tmp_path.rglob("*.tmp"))
 
 
@@ -312,17 +315,45 @@ def synthetic_rows() -> list[dict]:
                 base = variant == "baseline"
                 delta = 0.0 if base else shift + rng.normal(0, 0.05)
                 ratio = 1.0 if base else 1.2 + 0.1 * seed
-                rows.append(dict(
-                    dataset=dataset, seed=seed, variant=variant, host="h", device="cpu", n_train=70, n_test=30,
-                    n_features=4, rmse=1 + delta / 100, baseline_rmse=1.0, delta_rmse_pct=delta,
-                    nll=1.0 + delta / 100, baseline_nll=1.0, delta_nll=delta / 100, crps=0.5, baseline_crps=0.5,
-                    delta_crps_pct=0.0, coverage_90=0.9, baseline_coverage_90=0.9, delta_coverage_90=0.0,
-                    tau="" if base else "c=0.001 (calibrated)", tau_c=None if base else 0.001,
-                    eps_den=None if base else 1e-6, eps_mode=None if base else "absolute",
-                    predict_seconds=1.1, baseline_predict_seconds=1.0, predict_time_ratio=ratio if seed < 2 else np.nan,
-                    predict_time_ratio_min=ratio, predict_time_ratio_max=ratio, fit_seconds=0.1, n_categorical=0,
-                    n_missing_target=0, n_estimators=1, hparams={}, fingerprint="x",
-                ))  # fmt: skip
+                rows.append(
+                    dict(
+                        dataset=dataset,
+                        seed=seed,
+                        variant=variant,
+                        host="h",
+                        device="cpu",
+                        n_train=70,
+                        n_test=30,
+                        n_features=4,
+                        rmse=1 + delta / 100,
+                        baseline_rmse=1.0,
+                        delta_rmse_pct=delta,
+                        nll=1.0 + delta / 100,
+                        baseline_nll=1.0,
+                        delta_nll=delta / 100,
+                        crps=0.5,
+                        baseline_crps=0.5,
+                        delta_crps_pct=0.0,
+                        coverage_90=0.9,
+                        baseline_coverage_90=0.9,
+                        delta_coverage_90=0.0,
+                        tau="" if base else "c=0.001 (calibrated)",
+                        tau_c=None if base else 0.001,
+                        eps_den=None if base else 1e-6,
+                        eps_mode=None if base else "absolute",
+                        predict_seconds=1.1,
+                        baseline_predict_seconds=1.0,
+                        predict_time_ratio=ratio if seed < 2 else np.nan,
+                        predict_time_ratio_min=ratio,
+                        predict_time_ratio_max=ratio,
+                        fit_seconds=0.1,
+                        n_categorical=0,
+                        n_missing_target=0,
+                        n_estimators=1,
+                        hparams={},
+                        fingerprint="x",
+                    )
+                )
     return rows
 
 

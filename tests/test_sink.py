@@ -79,8 +79,9 @@ def test_relative_mode_reaches_every_block_and_recovers_the_stock_host(make_rand
     y = X[:, 0] + np.sin(2 * X[:, 1])
     regressor = make_regressor(make_random_host(arch), n_estimators=1, random_state=0).fit(X[:60], y[:60])
     stock = retrofit.retrofit(regressor, "baseline").predict(X[60:])
-    exact = retrofit.retrofit(regressor, "full_o", eps_mode="relative", tau={"mode": "absolute", "value": 1e-30},
-                              eps_den=1e-30)
+    exact = retrofit.retrofit(
+        regressor, "full_o", eps_mode="relative", tau={"mode": "absolute", "value": 1e-30}, eps_den=1e-30
+    )
     wrappers = [m for m in exact.models_[0].modules() if isinstance(m, OBlock)]
     assert wrappers and {w.eps_mode for w in wrappers} == {"relative"}
     assert "eps_mode=relative" in exact.retrofit_report_.summary()
@@ -154,7 +155,11 @@ def test_sink_mass_driver_takes_a_user_checkpoint(tmp_path):
     overrides = [f"host.path={get_path('tiny_v2')}", "host.name=mine", "seeds=[1]", f"output={tmp_path}/sink.csv"]
     run = subprocess.run(
         [sys.executable, str(script), "host=checkpoint", *overrides, *drop],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert run.returncode == 0, run.stderr
     table = pd.read_csv(tmp_path / "sink.csv")

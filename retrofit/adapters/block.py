@@ -1,12 +1,14 @@
 """`OBlock`: the base of the wrappers that put O parts into one tabpfn in-context block."""
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
 from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
-from retrofit.ops import EPS_MODES, o_norm, presence
 from retrofit.errors import RetrofitError
+from retrofit.ops import EPS_MODES, o_norm, presence
 
 KV_CACHE_REFUSAL = (
     "a retrofitted block cannot build or read tabpfn's KV cache: the cache keeps keys and values "
@@ -32,8 +34,8 @@ class OBlock(nn.Module):
     `replaced` lists those this wrapper actually computes with an O operator.
     """
 
-    required: dict[str, tuple[str, ...]] = {}
-    part_modules: dict[str, tuple[str, ...]] = {}
+    required: ClassVar[dict[str, tuple[str, ...]]] = {}
+    part_modules: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -57,7 +59,9 @@ class OBlock(nn.Module):
         super().__init__()
         unknown = set(parts) - set(PARTS)
         if unknown or not parts:
-            raise RetrofitError(f"{type(self).__name__}: parts must be a non-empty subset of {PARTS}, got {sorted(parts)}")
+            raise RetrofitError(
+                f"{type(self).__name__}: parts must be a non-empty subset of {PARTS}, got {sorted(parts)}"
+            )
         for name, attributes in self.required.items():
             module = getattr(base_layer, name, None)
             missing = [a for a in attributes if not hasattr(module, a)]

@@ -10,6 +10,7 @@ O part (the `part` it replaces and the operator it uses). Both registries are fi
 from dataclasses import dataclass
 
 from torch import nn
+
 from retrofit.errors import RetrofitError
 
 PARTS = ("attention", "ffn", "norm")
@@ -67,7 +68,9 @@ def _register(registry: dict, spec: ArchitectureSpec | AdapterSpec, *keys: str):
     """Add `spec` to `registry` under its name unless a registered spec shares any of `keys`."""
     clash = [s.name for s in registry.values() if any(getattr(s, key) == getattr(spec, key) for key in keys)]
     if clash:
-        raise RetrofitError(f"{type(spec).__name__} {spec.name!r} clashes with registered {clash[0]!r} (same {' or '.join(keys)})")
+        raise RetrofitError(
+            f"{type(spec).__name__} {spec.name!r} clashes with registered {clash[0]!r} (same {' or '.join(keys)})"
+        )
     registry[spec.name] = spec
     return spec
 

@@ -28,7 +28,9 @@ for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):
     )
 
 register_adapter(
-    AdapterSpec("o_attention", "attention", "retrofit.ops.o_attention: hidden-carrier OAttention (p_i gates, p_j weighs)")
+    AdapterSpec(
+        "o_attention", "attention", "retrofit.ops.o_attention: hidden-carrier OAttention (p_i gates, p_j weighs)"
+    )
 )
 register_adapter(AdapterSpec("o_ffn", "ffn", "retrofit.ops.o_ffn: h + p * FFN(norm(h))"))
 register_adapter(AdapterSpec("o_norm", "norm", "retrofit.ops.o_norm: norm with its bias gated by p (0 -> 0)"))

@@ -7,6 +7,8 @@ test rows through the first key/value head only). Hidden carrier: each cell's `x
 residual branch or norm (post-norm: the branch reads the carrier itself).
 """
 
+from typing import ClassVar
+
 import torch
 
 from retrofit.adapters.attention import o_in_context_attention
@@ -22,15 +24,21 @@ class OTabPFNBlockV2(OBlock):
     never mixes rows, and on an all-null row it returns exactly 0 (bias-free values).
     """
 
-    required = {
+    required: ClassVar[dict[str, tuple[str, ...]]] = {
         "per_sample_attention_between_features": (),
-        "per_column_attention_between_cells": ("q_projection", "k_projection", "v_projection", "out_projection", "head_dim"),
+        "per_column_attention_between_cells": (
+            "q_projection",
+            "k_projection",
+            "v_projection",
+            "out_projection",
+            "head_dim",
+        ),
         "layernorm_mha1": (),
         "layernorm_mha2": (),
         "layernorm_mlp": (),
         "mlp": (),
     }
-    part_modules = {
+    part_modules: ClassVar[dict[str, tuple[str, ...]]] = {
         "attention": ("per_column_attention_between_cells",),
         "ffn": ("mlp",),
         "norm": ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp"),

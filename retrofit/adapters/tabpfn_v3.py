@@ -5,6 +5,7 @@ Hidden carrier: `x` entering each residual branch (not `layernorm(x)`).
 """
 
 from functools import partial
+from typing import ClassVar
 
 import torch
 
@@ -38,7 +39,7 @@ class OICLBlockV3(OBlock):
     norm: both pre-norms as ONorm (an RMSNorm, which already maps 0 to 0, is left as it is).
     """
 
-    required = {
+    required: ClassVar[dict[str, tuple[str, ...]]] = {
         "icl_attention": (
             "q_projection",
             "k_projection",
@@ -52,7 +53,11 @@ class OICLBlockV3(OBlock):
         "layernorm_mlp": (),
         "mlp": (),
     }
-    part_modules = {"attention": ("icl_attention",), "ffn": ("mlp",), "norm": ("layernorm", "layernorm_mlp")}
+    part_modules: ClassVar[dict[str, tuple[str, ...]]] = {
+        "attention": ("icl_attention",),
+        "ffn": ("mlp",),
+        "norm": ("layernorm", "layernorm_mlp"),
+    }
 
     def _forward_batch(self, x_BRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
         base = self.base_layer

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+
 from retrofit.errors import RetrofitError
 
 

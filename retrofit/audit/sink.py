@@ -36,8 +36,16 @@ from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
 COLUMNS = (
-    "block", "head", "n_queries", "sink_share_mean", "sink_share_max", "frac_queries_sink_dominated",
-    "max_logit_min", "max_logit_q01", "max_logit_q50", "max_logit_q99",
+    "block",
+    "head",
+    "n_queries",
+    "sink_share_mean",
+    "sink_share_max",
+    "frac_queries_sink_dominated",
+    "max_logit_min",
+    "max_logit_q01",
+    "max_logit_q50",
+    "max_logit_q99",
 )
 """`sink_share_*` over the present receivers; dominated: share > 1/2; `max_logit_*`: quantiles of
 the per-query max_j (s_ij + log p_j), s_ij = q_i . k_j / sqrt(D), to compare with log eps_den."""
@@ -145,8 +153,18 @@ class SinkProbe:
             logit_HX = torch.cat(self.max_logits[index], dim=1).double().numpy()
             for head, (share_X, logit_X) in enumerate(zip(share_HX, logit_HX, strict=True)):
                 q01, q50, q99 = np.quantile(logit_X, [0.01, 0.5, 0.99])
-                values = (index, head, share_X.size, share_X.mean(), share_X.max(), (share_X > 0.5).mean(),
-                          logit_X.min(), q01, q50, q99)
+                values = (
+                    index,
+                    head,
+                    share_X.size,
+                    share_X.mean(),
+                    share_X.max(),
+                    (share_X > 0.5).mean(),
+                    logit_X.min(),
+                    q01,
+                    q50,
+                    q99,
+                )
                 rows.append(dict(zip(COLUMNS, values, strict=True)))
         return pd.DataFrame(rows, columns=list(COLUMNS))
 

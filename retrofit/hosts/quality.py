@@ -119,8 +119,9 @@ def extrapolation_probe(
     y_train = 1.6 * x_train + 0.16 * rng.normal(size=n_train)
     x_test = x_train.mean() + x_train.std() * np.asarray(x_z, dtype=float)
     pred = model.fit(x_train[:, None], y_train).predict(x_test[:, None])
-    z = lambda v: (np.asarray(v) - y_train.mean()) / y_train.std()  # noqa: E731
-    return pd.DataFrame({"x_z": np.asarray(x_z, dtype=float), "true_y_z": z(1.6 * x_test), "pred_y_z": z(pred)})
+    mean, std = y_train.mean(), y_train.std()
+    true_z, pred_z = (1.6 * x_test - mean) / std, (np.asarray(pred) - mean) / std
+    return pd.DataFrame({"x_z": np.asarray(x_z, dtype=float), "true_y_z": true_z, "pred_y_z": pred_z})
 
 
 def per_dataset_ratios(scores: pd.DataFrame, model: str) -> pd.DataFrame:

@@ -24,9 +24,9 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from retrofit.ops import o_attention, o_attention_materialised
 from retrofit.measure.inputs import AttentionInputs, random_attention_inputs
 from retrofit.measure.timing import interleaved_times, paired_ratios
+from retrofit.ops import o_attention, o_attention_materialised
 
 METHODS: dict[str, Callable[[AttentionInputs], torch.Tensor]] = {
     "sdpa": lambda x: F.scaled_dot_product_attention(x.q, x.k, x.v),
@@ -58,13 +58,23 @@ class BenchGrid:
 
     def inputs(self, B: int, R: int) -> AttentionInputs:
         return random_attention_inputs(
-            B, self.n_heads, self.n_heads, R, int(self.key_fraction * R), self.head_dim, dtype=torch.float32,
-            score_std=1.0, null_fraction=self.null_fraction, generator=torch.Generator().manual_seed(self.seed),
+            B,
+            self.n_heads,
+            self.n_heads,
+            R,
+            int(self.key_fraction * R),
+            self.head_dim,
+            dtype=torch.float32,
+            score_std=1.0,
+            null_fraction=self.null_fraction,
+            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def methods(self, B: int, R: int) -> list[str]:
         K = int(self.key_fraction * R)
-        return [n for n in METHODS if n != "materialised" or B * self.n_heads * R * K * 4 <= self.materialised_max_bytes]
+        return [
+            n for n in METHODS if n != "materialised" or B * self.n_heads * R * K * 4 <= self.materialised_max_bytes
+        ]
 
 
 def time_table(grid: BenchGrid, seconds_per_case: float, min_repeats: int, max_repeats: int) -> pd.DataFrame:
@@ -75,7 +85,9 @@ def time_table(grid: BenchGrid, seconds_per_case: float, min_repeats: int, max_r
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return pd.DataFrame([_time_case(grid, B, R, seconds_per_case, min_repeats, max_repeats) for B, R in grid.cases()])
+        return pd.DataFrame(
+            [_time_case(grid, B, R, seconds_per_case, min_repeats, max_repeats) for B, R in grid.cases()]
+        )
     finally:
         torch.set_num_threads(threads)
 
@@ -108,8 +120,10 @@ def _time_case(grid: BenchGrid, B: int, R: int, seconds_per_case: float, min_rep
 def _memory_case(x: AttentionInputs, names: list[str]) -> dict:
     B, H, R, D = x.q.shape
     row = {"output_mib": B * H * R * D * 4 / 2**20}
-    row |= {f"{name}_mem_mib": _peak_growth_mib(lambda: METHODS[name](x)) if name in names else float("nan")
-            for name in METHODS}
+    row |= {
+        f"{name}_mem_mib": _peak_growth_mib(lambda name=name: METHODS[name](x)) if name in names else float("nan")
+        for name in METHODS
+    }
     return row
 
 

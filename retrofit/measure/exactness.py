@@ -13,8 +13,8 @@ from functools import partial
 import pandas as pd
 import torch
 
-from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 IMPLEMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
@@ -33,8 +33,14 @@ class Shape:
     D: int
 
 
-def exactness_table(shapes: Iterable[Shape], score_stds: Iterable[float], dtypes: Iterable[str],
-                    null_fraction: float, insert_fraction: float, seed: int) -> pd.DataFrame:
+def exactness_table(
+    shapes: Iterable[Shape],
+    score_stds: Iterable[float],
+    dtypes: Iterable[str],
+    null_fraction: float,
+    insert_fraction: float,
+    seed: int,
+) -> pd.DataFrame:
     """All rows for the given grid; inputs are redrawn per (shape, score_std, dtype) from `seed`."""
     rows = []
     for shape in shapes:
@@ -42,8 +48,16 @@ def exactness_table(shapes: Iterable[Shape], score_stds: Iterable[float], dtypes
             for dtype_name in dtypes:
                 g = torch.Generator().manual_seed(seed)
                 x = random_attention_inputs(
-                    shape.B, shape.H, shape.H, shape.Q, shape.K, shape.D, dtype=DTYPES[dtype_name],
-                    score_std=score_std, null_fraction=null_fraction, generator=g,
+                    shape.B,
+                    shape.H,
+                    shape.H,
+                    shape.Q,
+                    shape.K,
+                    shape.D,
+                    dtype=DTYPES[dtype_name],
+                    score_std=score_std,
+                    null_fraction=null_fraction,
+                    generator=g,
                 )
                 positions = torch.randint(0, shape.K + 1, (max(1, int(insert_fraction * shape.K)),), generator=g)
                 x_ins = with_null_keys(x, positions.tolist(), scale=1.0, generator=g)
@@ -51,13 +65,22 @@ def exactness_table(shapes: Iterable[Shape], score_stds: Iterable[float], dtypes
                     ref = o_attention_reference(*x.args(), eps_mode=eps_mode)
                     for name, impl in IMPLEMENTATIONS.items():
                         figures = measure(partial(impl, eps_mode=eps_mode), x, x_ins, ref)
-                        rows.append({"implementation": name, "eps_mode": eps_mode, "dtype": dtype_name, **vars(shape),
-                                     "score_std": score_std, **figures})
+                        rows.append(
+                            {
+                                "implementation": name,
+                                "eps_mode": eps_mode,
+                                "dtype": dtype_name,
+                                **vars(shape),
+                                "score_std": score_std,
+                                **figures,
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
-def measure(impl: Callable[..., torch.Tensor], x: AttentionInputs, x_ins: AttentionInputs,
-            ref: torch.Tensor) -> dict[str, float]:
+def measure(
+    impl: Callable[..., torch.Tensor], x: AttentionInputs, x_ins: AttentionInputs, ref: torch.Tensor
+) -> dict[str, float]:
     """The exactness figures of one implementation on one input (see the module docstring)."""
     eps = torch.finfo(x.q.dtype).eps
     out = impl(*x.args()).double()

@@ -11,8 +11,8 @@ from retrofit.ops.standardize import OStandardize, o_standardize
 
 __all__ = [
     "EPS_MODES",
-    "OAOnlyBlock",
     "OFFN",
+    "OAOnlyBlock",
     "OInject",
     "ONorm",
     "OStandardize",

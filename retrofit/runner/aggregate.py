@@ -22,13 +22,41 @@ from retrofit.io import write_atomic, write_png, write_text_atomic
 from retrofit.runner.bootstrap import N_BOOTSTRAP, cluster_bootstrap_ci
 
 COLUMNS = [
-    "dataset", "seed", "variant", "host", "device", "n_train", "n_test", "n_features", "rmse", "baseline_rmse",
-    "delta_rmse_pct", "nll", "baseline_nll", "delta_nll", "crps", "baseline_crps", "delta_crps_pct", "coverage_90",
-    "baseline_coverage_90", "delta_coverage_90", "tau", "tau_c", "eps_den", "eps_mode", "predict_seconds",
-    "baseline_predict_seconds", "predict_time_ratio",
-    "predict_time_ratio_min", "predict_time_ratio_max", "fit_seconds", "n_categorical", "n_missing_target",
-    "n_estimators", "hparams",
-]  # fmt: skip
+    "dataset",
+    "seed",
+    "variant",
+    "host",
+    "device",
+    "n_train",
+    "n_test",
+    "n_features",
+    "rmse",
+    "baseline_rmse",
+    "delta_rmse_pct",
+    "nll",
+    "baseline_nll",
+    "delta_nll",
+    "crps",
+    "baseline_crps",
+    "delta_crps_pct",
+    "coverage_90",
+    "baseline_coverage_90",
+    "delta_coverage_90",
+    "tau",
+    "tau_c",
+    "eps_den",
+    "eps_mode",
+    "predict_seconds",
+    "baseline_predict_seconds",
+    "predict_time_ratio",
+    "predict_time_ratio_min",
+    "predict_time_ratio_max",
+    "fit_seconds",
+    "n_categorical",
+    "n_missing_target",
+    "n_estimators",
+    "hparams",
+]
 
 
 def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -5,7 +5,7 @@ p = ||h||² / (tau + ||h||²) below 1 (tau = c · median ||h||² of the context 
 eps_den. With the paper's `absolute` sink, query i gives the sink the share eps_den / (eps_den + W_i),
 which takes the mass where a trained host puts every logit of a query far below log eps_den; the
 `relative` sink sits at log eps_den + log W_i, a constant share eps_den / (1 + eps_den) whatever
-the logits. The arms of `configs/decomposition/sink_presence.yaml` run each listed variant with
+the logits. The arms of `retrofit/configs/decomposition/sink_presence.yaml` run each listed variant with
 overrides that switch the two effects on or off (c as in the variant, or so small that every
 non-null presence rounds to 1; absolute or relative sink). They are extra units of every case, on
 the case's one fit, so every arm is matched against the same baseline prediction.
@@ -19,6 +19,7 @@ main table's bootstrap 95 % CI) and `decomposition.png`.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +36,29 @@ from retrofit.runner.case import UnitSpec
 from retrofit.runner.units import hparams_key
 from retrofit.variants import resolve_variant
 
-ARMS_FILE = Path(__file__).resolve().parents[2] / "configs" / "decomposition" / "sink_presence.yaml"
+ARMS_FILE = Path(str(files("retrofit.configs") / "decomposition" / "sink_presence.yaml"))
 """The arms of the paper table's decomposition (read by the sweep and by the aggregation)."""
 SETTINGS = ["tau_c", "eps_den", "eps_mode"]
 """The unit-row columns that identify an arm: the settings the patched model ran with."""
 COLUMNS = [
-    "host", "dataset", "seed", "variant", "arm", *SETTINGS, "rmse", "baseline_rmse", "delta_rmse_pct",
-    "delta_nll", "delta_crps_pct", "delta_coverage_90",
-]  # fmt: skip
+    "host",
+    "dataset",
+    "seed",
+    "variant",
+    "arm",
+    *SETTINGS,
+    "rmse",
+    "baseline_rmse",
+    "delta_rmse_pct",
+    "delta_nll",
+    "delta_crps_pct",
+    "delta_coverage_90",
+]
 
 
 @dataclass
 class DecompositionConfig:
-    """The schema of `configs/decomposition/*.yaml`: `variants` to split, and `arms` (name ->
+    """The schema of `decomposition/*.yaml` (in `retrofit/configs/`): `variants` to split, and `arms` (name ->
     retrofit hyper-parameter overrides; `{}` is the variant's own settings)."""
 
     variants: list[str] = MISSING
