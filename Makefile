@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit sweep-submitit test test-fast lint exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
+.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -28,6 +28,10 @@ install: $(STAMP) ## create .venv and install the pinned harness (first use only
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
 	$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		reference=results/retrofit_rmse.csv
+	$(PY) experiments/sink_mass.py
+
+sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (both hosts) -> results/sink_mass.csv
+	$(PY) experiments/sink_mass.py
 
 sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local mode; SLURM: hydra/launcher=slurm)
 	$(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \
@@ -71,4 +75,4 @@ pretrain-v3: $(STAMP) ## pretrain (or resume) the tiny_v3 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3
 
 clean: ## remove the venv and caches (keeps results/)
-	rm -rf $(VENV) .pytest_cache .hypothesis outputs multirun
+	rm -rf $(VENV) .pytest_cache .hypothesis outputs multirun .cache

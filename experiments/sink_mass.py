@@ -14,13 +14,14 @@ from omegaconf import DictConfig, OmegaConf
 from retrofit.audit.sink import sink_mass_table
 from retrofit.errors import exit_on_user_error
 from retrofit.hosts import SHIPPED_HOSTS, get_path
-from retrofit.runner.config import dataset_spec, host_path, resolve
+from retrofit.runner.config import dataset_spec, group_option, host_path, resolve
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="sink_mass")
 def main(cfg: DictConfig) -> None:
     logging.getLogger("retrofit").setLevel(logging.WARNING)
-    base_dir = Path(HydraConfig.get().runtime.cwd)
+    hydra_cfg = HydraConfig.get()
+    base_dir = Path(hydra_cfg.runtime.cwd)
     with exit_on_user_error():
         if cfg.get("host") is None:
             hosts = {name: get_path(name) for name in SHIPPED_HOSTS}
@@ -28,7 +29,7 @@ def main(cfg: DictConfig) -> None:
             hosts = {str(cfg.host.name): host_path(cfg, base_dir)}
         table = sink_mass_table(
             hosts,
-            [dataset_spec(node) for node in cfg.datasets.values()],
+            [dataset_spec(group_option(hydra_cfg, "dataset", name)) for name in cfg.datasets],
             list(cfg.seeds),
             base_dir=base_dir,
             n_estimators=int(cfg.n_estimators),

@@ -23,7 +23,8 @@ from tabpfn.validation import check_input_shape_matches, ensure_compatible_predi
 from retrofit.errors import RetrofitError
 
 MAX_PADDING = 1.5
-"""A bucket's padded cells are at most this multiple of its real cells (see `bucket_members`)."""
+"""A bucket's padded work (cells, in-context attention pairs) is at most this multiple of its
+unpadded work (see `bucket_members`)."""
 MAX_CELLS = 4_000_000
 """A bucket holds at most this many padded cells (batch x rows x columns): the memory bound."""
 
