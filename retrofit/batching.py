@@ -51,9 +51,10 @@ def predict_many(
 ) -> list[np.ndarray]:
     """Mean predictions of every `(regressor, X_test)` pair, as `[r.predict(X) for r, X in pairs]`.
 
-    Every regressor is an o_closed retrofit (`retrofit.retrofit(fitted, "o_closed")`) of a
-    regressor fitted on its own table (any numbers of train rows, test rows and features), all
-    on the same host checkpoint, variant and device, fitted with fit_mode="fit_preprocessors".
+    Every regressor is an o_closed retrofit (`retrofit.retrofit(fitted, "o_closed")`; a fitted
+    `retrofit.RetrofitRegressor("o_closed")` counts as its `regressor_`) of a regressor fitted on
+    its own table (any numbers of train rows, test rows and features), all on the same host
+    checkpoint, variant and device, fitted with fit_mode="fit_preprocessors".
     Each regressor's ensemble members are preprocessed by tabpfn's own pipeline (as its
     `predict` does), then all members are bucketed by size (`bucket_members`), padded with
     absent rows and columns to their bucket's shape, stacked along the batch axis and run
@@ -66,6 +67,7 @@ def predict_many(
     Raises RetrofitError for a regressor that is not o_closed, regressors on different
     checkpoints, variants or devices, or a fit mode without cached preprocessing.
     """
+    pairs = [(getattr(regressor, "regressor_", regressor), X) for regressor, X in pairs]
     regressors = _check_pairs(pairs)
     results: list[np.ndarray | None] = [None] * len(pairs)
     members: list[MemberInput] = []

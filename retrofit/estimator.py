@@ -25,7 +25,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
     Parameters are stored as given and validated by `fit` (sklearn convention): an unknown
     variant, host or device, or a bad hyper-parameter, raises RetrofitError there.
 
-    variant: a name in `configs/variant/` or a variant spec (mapping), as `retrofit.retrofit` takes.
+    variant: a built-in variant name (`retrofit/configs/variant/`) or a spec (mapping), as `retrofit.retrofit` takes.
     host: a shipped host (`retrofit.hosts.available()`); `model_path`, when given, is used instead.
     n_estimators, random_state: tabpfn's (random_state None draws a seed at each fit).
     device: "auto", "cpu" or "cuda" (`retrofit.hosts.make_regressor`).

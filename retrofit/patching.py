@@ -112,7 +112,7 @@ def retrofit(
 ) -> PatchedTabPFNRegressor:
     """A frozen deep copy of the fitted `regressor` with `variant`'s O adapters patched in.
 
-    `variant`: a name in `configs/variant/` or a spec (dict / OmegaConf); `hparams` override
+    `variant`: a built-in variant name (`retrofit/configs/variant/`) or a spec (dict / OmegaConf); `hparams` override
     its `tau`, `eps_den`, `eps_mode`, `compact`. The result is still a fitted TabPFNRegressor
     (`.predict` runs the variant) and carries `retrofit_report_` (a `RetrofitReport`); it refuses
     `fit` (see `PatchedTabPFNRegressor`). `regressor` is not touched. Raises RetrofitError (a

@@ -139,3 +139,16 @@ def test_compact_attention_of_an_element_does_not_depend_on_its_batch_mates():
     for b in range(3):
         alone = o_attention(q[b : b + 1], k[b : b + 1], v[b : b + 1], p_q[b : b + 1], p_k[b : b + 1], compact=True)
         assert torch.equal(together[b : b + 1], alone)
+
+
+def test_predict_many_takes_retrofit_regressors(random_v3_path):
+    from retrofit import RetrofitRegressor
+
+    rng = np.random.default_rng(1)
+    pairs = []
+    for n, c in [(50, 4), (30, 6)]:
+        X = rng.normal(size=(n + 10, c))
+        estimator = RetrofitRegressor("o_closed", model_path=str(random_v3_path), n_estimators=2, random_state=0)
+        pairs.append((estimator.fit(X[:n], X[:n, 0]), X[n:]))
+    for (estimator, X_test), predicted in zip(pairs, retrofit.predict_many(pairs), strict=True):
+        assert np.max(np.abs(predicted - estimator.predict(X_test))) <= 1e-5 * np.max(np.abs(predicted))

@@ -206,7 +206,7 @@ def test_builtin_variants_are_package_data():
     package_data = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
     ]
-    assert package_data["retrofit.configs"] == ["variant/*.yaml"]
+    assert set(package_data["retrofit.configs"]) == {"variant/*.yaml", "decomposition/*.yaml"}
 
 
 def test_relative_paths_are_taken_from_the_start_directory(hydra_compose, tmp_path):

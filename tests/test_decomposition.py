@@ -15,7 +15,7 @@ from retrofit.errors import RunnerError
 from retrofit.hosts import get_path
 from retrofit.runner.aggregate import aggregate, frame_of
 from retrofit.runner.case import Case, UnitSpec, _fitted_regressor, case_data, run_case
-from retrofit.runner.decomposition import COLUMNS, Decomposition, decomposition_frame, with_arms
+from retrofit.runner.decomposition import ARMS_FILE, COLUMNS, Decomposition, decomposition_frame, with_arms
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))
@@ -32,7 +32,7 @@ IDENTITY_BOUND_PCT = 0.05
 
 def make_case(host_path: Path, host: str, runs_dir: Path, dataset: str, **kwargs) -> Case:
     spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{dataset}.yaml").read_text()))
-    units = with_arms(MAIN_UNITS, yaml.safe_load((CONFIGS / "decomposition" / "sink_presence.yaml").read_text()))
+    units = with_arms(MAIN_UNITS, yaml.safe_load(ARMS_FILE.read_text()))
     return Case(spec, 0, host, host_path, **{"units": units, "runs_dir": runs_dir, "base_dir": Path("."), **kwargs})
 
 

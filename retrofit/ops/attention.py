@@ -135,12 +135,13 @@ def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
     """`_compact_equal` per group of batch elements with equal (present queries, present keys)
     counts, so no element is padded to another's count: CPU kernels round differently for
     different lengths, and an element's result must not depend on which others share its batch.
-    Elements without a present query give 0 without a kernel call.
+    Elements without a present query give 0 without a kernel call (unless no element has one: then
+    the zeros come from one gather of nothing, so they stay on the autograd graph).
     """
     counts_B2 = torch.stack([(p_BQ > 0).sum(1), (p_BK > 0).sum(1)], dim=1)
     groups_G2 = counts_B2.unique(dim=0)
-    if len(groups_G2) == 1 and groups_G2[0, 0] > 0:
-        return _compact_equal(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    if len(groups_G2) == 1 or not (groups_G2[:, 0] > 0).any():  # one group, or no present query at all:
+        return _compact_equal(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)  # zeros on the graph
     B, H, Q, _ = q_BHQD.shape
     out_BHQD = q_BHQD.new_zeros(B, H, Q, v_BGKD.shape[-1])
     if mask is not None:
