@@ -1,6 +1,6 @@
 """A dataset as the sweep sees it: one validated record built from `configs/dataset/<name>.yaml`.
 
-Adding a dataset is writing one YAML file with these keys (see README, "The sweep"):
+Adding a dataset is writing one YAML file with these keys (see docs/sweep.md, "Add a dataset"):
 
 - `name`: how results name it (the `dataset` column, unit files `.../dataset=<name>/...`).
 - `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
