@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
+.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -56,8 +56,14 @@ ablation: $(STAMP) ## standard vs OA-only vs OTransformer null insertion -> resu
 bench: $(STAMP) ## OAttention vs plain SDPA vs naive: time ratios and peak memory (prints)
 	$(PY) experiments/bench_attention.py
 
-audit: $(STAMP) ## O-closure audit of the patched host -> results/audit.csv
+audit: $(STAMP) ## O-closure audit (null rows/columns at the input and at the in-context entry) -> results/audit.csv
 	$(PY) experiments/audit.py
+
+padding-demo: $(STAMP) ## the stock host fed predict_many's padding vs o_closed -> results/padding_demo.csv
+	$(PY) experiments/padding_demo.py
+
+bench-batch: $(STAMP) ## predict_many vs one predict after another, 18 cases, interleaved -> results/bench_batch.csv
+	$(PY) experiments/bench_batch.py
 
 tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_sweep.{csv,png}
 	$(PY) experiments/tau_sweep.py

@@ -50,6 +50,9 @@ class RetrofitReport:
     architectures: tuple[str, ...]
     blocks: tuple[str, ...]
     patched: tuple[PatchedModule, ...]
+    closed: tuple[str, ...] = ()
+    """`<model index>:<stage>` of every host stage outside the in-context blocks that a whole-model
+    wrapper (`OClosedModel`, a `closed` variant) re-implements with O operators."""
 
     def counts(self) -> dict[str, int]:
         """Number of host submodules taken over, per part (every part listed, 0 if none)."""
@@ -63,6 +66,7 @@ class RetrofitReport:
             f"retrofit variant {self.variant.name!r} on {'/'.join(self.architectures)}: {len(self.blocks)} blocks "
             f"wrapped, {len(self.patched)} modules taken over ({counts}); {tau}; eps_den={self.variant.eps_den}, "
             f"eps_mode={self.variant.eps_mode}, compact={self.variant.compact}"
+            + (f"; whole model closed ({len(self.closed)} stages outside the blocks)" if self.closed else "")
         )
 
 
@@ -244,5 +248,11 @@ def _report(variant: Variant, models: list[nn.Module]) -> RetrofitReport:
             PatchedModule(i, f"{name}.{module}", part, adapters[part].name, adapters[part].operator)
             for i, name, wrapper in wrapped
             for part, module in wrapper.replaced
+        ),
+        closed=tuple(
+            f"{i}:{stage}"
+            for i, model in enumerate(models)
+            if isinstance(model, OClosedModel)
+            for stage in model.closed_stages
         ),
     )

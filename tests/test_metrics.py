@@ -16,7 +16,7 @@ from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path
 from retrofit.metrics import BarPredictive, DistributionScores
-from retrofit.runner.case import Case, UnitSpec, _fitted_regressor, case_data, run_case
+from retrofit.runner.case import Case, UnitSpec, case_data, fitted_regressor, run_case
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 NO_MASS = -np.inf
@@ -154,7 +154,7 @@ def make_case(host_path: Path, host: str, runs_dir: Path, dataset: str = "diabet
 def fitted(host_path: Path, host: str, tmp_path: Path, **kwargs) -> tuple:
     case = make_case(host_path, host, tmp_path, **kwargs)
     _, data = case_data(case)
-    return _fitted_regressor(case, data)[0], data
+    return fitted_regressor(case, data)[0], data
 
 
 def check_full_output(regressor, data) -> None:

@@ -9,6 +9,7 @@ from sklearn.model_selection import train_test_split
 
 import retrofit
 from retrofit.adapters import OClosedModel
+from retrofit.adapters.tabpfn_v3_closed import OClosedTabPFNV3
 from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, ordered_sum
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
@@ -234,3 +235,14 @@ def test_rank_rope_is_the_hosts_rope_at_positions_zero_to_s():
         t_bHSD = torch.randn(6, 2, 5, 8)  # b = B * R = 2 * 3
         rank = _RankRope(rope, torch.arange(7).expand(2, 7))
         assert torch.equal(rank(t_bHSD), rope.rotate_queries_or_keys(t_bHSD))
+
+
+def test_report_lists_the_closed_stages_of_every_model(random_v3):
+    regressor, _ = random_v3
+    patched = retrofit.retrofit(regressor, "o_closed")
+    report = patched.retrofit_report_
+    n_models = len(patched.models_)
+    assert report.closed == tuple(f"{i}:{stage}" for i in range(n_models) for stage in OClosedTabPFNV3.closed_stages)
+    assert all(hasattr(patched.models_[0].host_model, stage) for stage in OClosedTabPFNV3.closed_stages)
+    assert retrofit.retrofit(regressor, "full_o").retrofit_report_.closed == ()
+    assert "whole model closed (7 stages" in report.summary()

@@ -180,8 +180,8 @@ def test_timing_columns_are_median_and_range_of_per_round_ratios():
 
 def test_a_case_runs_with_its_thread_count_and_restores_it(host, tmp_path, monkeypatch):
     seen = []
-    fit = case_module._fitted_regressor
-    monkeypatch.setattr(case_module, "_fitted_regressor", lambda *a: seen.append(torch.get_num_threads()) or fit(*a))
+    fit = case_module.fitted_regressor
+    monkeypatch.setattr(case_module, "fitted_regressor", lambda *a: seen.append(torch.get_num_threads()) or fit(*a))
     before = torch.get_num_threads()
     run_case(make_case(host, tmp_path, units=(UnitSpec("baseline"),), threads=3))
     assert seen == [3] and torch.get_num_threads() == before

@@ -7,7 +7,7 @@ the `OClosedModel` subclass that does it (`closed_wrapper`) or says why it canno
 anything is swapped.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from torch import nn
 
@@ -22,6 +22,10 @@ class OClosedModel(nn.Module):
     reads e.g. `estimator_batch_budget`), so the wrapper stands in for the model in
     `regressor.models_` and in the engine; unpatching puts `base_layer` back.
     """
+
+    closed_stages: ClassVar[tuple[str, ...]] = ()
+    """The host submodules (outside the in-context blocks) whose dataflow this wrapper re-implements
+    with O operators; the retrofit report lists them."""
 
     def __init__(self, base_layer: nn.Module):
         super().__init__()

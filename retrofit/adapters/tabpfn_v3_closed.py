@@ -66,6 +66,16 @@ class OClosedTabPFNV3(OClosedModel):
         "use_nan_indicators",
     )
 
+    closed_stages = (
+        "x_embed",
+        "col_y_encoder",
+        "feature_distribution_embedder",
+        "column_aggregator",
+        "icl_y_encoder",
+        "output_norm",
+        "output_projection",
+    )
+
     def __init__(self, base_layer: nn.Module, *, eps_den: float, eps_mode: str, compact: bool):
         super().__init__(base_layer)
         missing = [name for name in self.required if not hasattr(base_layer, name)]

@@ -9,7 +9,7 @@ import numpy as np
 from omegaconf import OmegaConf
 from tabpfn import TabPFNRegressor
 
-from retrofit.runner.case import Case, _fitted_regressor, case_data
+from retrofit.runner.case import Case, case_data, fitted_regressor
 from retrofit.runner.config import dataset_spec
 
 DATASET_DIR = Path(__file__).resolve().parents[2] / "configs" / "dataset"
@@ -37,6 +37,6 @@ def fitted_cases(
         for seed in seeds:
             case = Case(spec, seed, "host", Path(host_path), (), base_dir, base_dir, n_estimators=n_estimators)
             _, data = case_data(case)
-            regressor, _ = _fitted_regressor(case, data)
+            regressor, _ = fitted_regressor(case, data)
             cases.append(FittedCase(name, seed, regressor, data.X_test, data.y_test))
     return cases

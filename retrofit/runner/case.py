@@ -155,7 +155,7 @@ def _fingerprints(case: Case) -> dict[UnitKey, str]:
     return {case.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in case.units}
 
 
-def _fitted_regressor(case: Case, data: Split) -> tuple[TabPFNRegressor, float]:
+def fitted_regressor(case: Case, data: Split) -> tuple[TabPFNRegressor, float]:
     """The case's one `TabPFNRegressor`, fitted on the training rows; and the fit time in seconds."""
     regressor = make_regressor(
         case.host_path,
@@ -244,7 +244,7 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
         return [done[k] for k in keys]
 
     table, data = case_data(case)
-    regressor, fit_seconds = _fitted_regressor(case, data)
+    regressor, fit_seconds = fitted_regressor(case, data)
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fit_seconds)
     # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
     models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
