@@ -151,16 +151,15 @@ def table_markdown(frame: pd.DataFrame) -> str:
 
 def plot_deltas(frame: pd.DataFrame, path: Path) -> Path:
     """Per-case ΔRMSE% per variant (one marker per case, coloured by dataset), mean ± 95% CI."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
 
     keyed = frame.assign(k=frame["host"] + "\n" + _variant_label(frame, sep="\n"))
     labels = sorted(keyed["k"].unique())
     datasets = sorted(frame["dataset"].unique())
-    colours = dict(zip(datasets, plt.get_cmap("tab10").colors, strict=False))  # 10 colours: up to 10 datasets
-    fig, ax = plt.subplots(figsize=(1.8 * len(labels) + 3, 4.5))
+    colours = dict(zip(datasets, colormaps["tab10"].colors, strict=False))  # 10 colours: up to 10 datasets
+    fig = Figure(figsize=(1.8 * len(labels) + 3, 4.5))
+    ax = fig.subplots()
     jitter = np.random.default_rng(0)
     for x, label in enumerate(labels):
         group = keyed[keyed["k"] == label]
@@ -178,21 +177,18 @@ def plot_deltas(frame: pd.DataFrame, path: Path) -> Path:
     ax.legend(title="dataset", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     write_png(fig, path)
-    plt.close(fig)
     return path
 
 
 def plot_distribution_deltas(frame: pd.DataFrame, path: Path) -> Path:
     """One panel per distribution delta (`DISTRIBUTION_DELTAS`): per-case values per host × variant
     (grey dots) and their mean with the 95% CI of `bootstrap_ci` (black)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
 
     keyed = frame.assign(k=frame["host"] + "\n" + _variant_label(frame, sep="\n"))
     labels = sorted(keyed["k"].unique())
-    fig, axes = plt.subplots(len(DISTRIBUTION_DELTAS), 1, figsize=(1.2 * len(labels) + 2, 9), sharex=True)
+    fig = Figure(figsize=(1.2 * len(labels) + 2, 9))
+    axes = fig.subplots(len(DISTRIBUTION_DELTAS), 1, sharex=True)
     jitter = np.random.default_rng(0)
     for ax, (column, label) in zip(axes, DISTRIBUTION_DELTAS.items(), strict=True):
         for x, group in enumerate(keyed[keyed["k"] == k] for k in labels):
@@ -207,7 +203,6 @@ def plot_distribution_deltas(frame: pd.DataFrame, path: Path) -> Path:
     axes[0].set_title("Matched change of the predictive distribution per case (black: mean, 95% CI)")
     fig.tight_layout()
     write_png(fig, path)
-    plt.close(fig)
     return path
 
 

@@ -197,15 +197,13 @@ def table_markdown(frame: pd.DataFrame) -> str:
 
 def plot(frame: pd.DataFrame, path: Path) -> Path:
     """Per host, per variant × arm: every case's ΔRMSE % (dots) and the mean with its 95 % CI."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
 
     hosts = sorted(frame["host"].unique())
     groups = frame[["variant", "arm"]].drop_duplicates().sort_values(["variant", "arm"])
     labels = [f"{v}\n{a}" for v, a in groups.itertuples(index=False)]
-    fig, axes = plt.subplots(1, len(hosts), figsize=(1.3 * len(labels) * len(hosts) + 2, 4.5), squeeze=False)
+    fig = Figure(figsize=(1.3 * len(labels) * len(hosts) + 2, 4.5))
+    axes = fig.subplots(1, len(hosts), squeeze=False)
     jitter = np.random.default_rng(0)
     for ax, host in zip(axes[0], hosts, strict=True):
         for x, (variant, arm) in enumerate(groups.itertuples(index=False)):
@@ -225,7 +223,6 @@ def plot(frame: pd.DataFrame, path: Path) -> Path:
     fig.suptitle("Retrofit cost by arm: presence × sink (black: mean, two-level bootstrap 95% CI)")
     fig.tight_layout()
     write_png(fig, path)
-    plt.close(fig)
     return path
 
 

@@ -84,12 +84,10 @@ def tau_table(runs_dir: Path) -> pd.DataFrame:
 
 def plot_tau(table: pd.DataFrame, path: Path) -> Path:
     """Mean ΔRMSE% against c (log axis; symlog ΔRMSE axis) per host × variant, with its 95% CI band."""
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    fig = Figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
     for (host, variant), group in table.groupby(["host", "variant"]):
         group = group.sort_values("c")
         ax.plot(group["c"], group["mean_delta_rmse_pct"], marker="o", label=f"{host} {variant}")
@@ -103,7 +101,6 @@ def plot_tau(table: pd.DataFrame, path: Path) -> Path:
     ax.legend()
     fig.tight_layout()
     write_png(fig, path)
-    plt.close(fig)
     return path
 
 
