@@ -89,7 +89,7 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
 
     Raises RetrofitError naming an unknown key or a value of the wrong type.
     """
-    label = spec.get("name", "<unnamed>") if isinstance(spec, Mapping | DictConfig) else spec
+    label = spec.get("name", "<unnamed>")
     try:
         typed = OmegaConf.merge(OmegaConf.structured(VariantConfig), spec)
     except OmegaConfBaseException as err:

@@ -20,6 +20,7 @@ from retrofit.audit.sink import COLUMNS, SinkProbe, sink_mass, sink_stats
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
+from retrofit.metrics import rmse
 from retrofit.ops import o_attention_reference
 from retrofit.variants import resolve_variant
 
@@ -100,10 +101,6 @@ def _tables():
     yield ("auto", data.X_train, data.X_test, data.y_train, data.y_test, list(data.categorical_indices))
 
 
-def _rmse(pred, y) -> float:
-    return float(np.sqrt(np.mean((np.asarray(pred) - np.asarray(y)) ** 2)))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("host", HOSTS)
 def test_relative_sink_near_identity_on_trained_hosts(host):
@@ -113,13 +110,13 @@ def test_relative_sink_near_identity_on_trained_hosts(host):
     for name, X_train, X_test, y_train, y_test, categorical in _tables():
         regressor = make_regressor(get_path(host), n_estimators=2, random_state=0)
         regressor.set_params(categorical_features_indices=categorical or None).fit(X_train, y_train)
-        baseline = _rmse(retrofit.retrofit(regressor, "baseline").predict(X_test), y_test)
+        baseline = rmse(y_test, retrofit.retrofit(regressor, "baseline").predict(X_test))
         for variant in ("oa_only", "full_o"):
             patched = retrofit.retrofit(regressor, variant, **NEAR_IDENTITY)
-            delta = 100 * abs(_rmse(patched.predict(X_test), y_test) - baseline) / baseline
+            delta = 100 * abs(rmse(y_test, patched.predict(X_test)) - baseline) / baseline
             assert delta < 0.05, (name, variant, delta)
         absolute = retrofit.retrofit(regressor, "oa_only", tau=NEAR_IDENTITY["tau"])
-        delta_absolute = 100 * abs(_rmse(absolute.predict(X_test), y_test) - baseline) / baseline
+        delta_absolute = 100 * abs(rmse(y_test, absolute.predict(X_test)) - baseline) / baseline
         assert (delta_absolute > 0.5) == (host == "tiny_v2"), (name, delta_absolute)
 
 

@@ -15,6 +15,7 @@ from retrofit.adapters.registry import (
     ArchitectureSpec,
     adapter,
     architecture_of,
+    in_context_blocks,
     register_adapter,
     register_architecture,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "adapter",
     "architecture_of",
     "close_model",
+    "in_context_blocks",
     "register_adapter",
     "register_architecture",
     "specs",

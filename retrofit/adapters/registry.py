@@ -92,6 +92,12 @@ def architecture_of(model: nn.Module) -> ArchitectureSpec:
     )
 
 
+def in_context_blocks(model: nn.Module) -> nn.Module:
+    """The `nn.ModuleList` of `model`'s in-context blocks, read through a whole-model wrapper
+    (`OClosedModel`) to the host model it wraps."""
+    return getattr(model, "host_model", model).get_submodule(architecture_of(model).blocks)
+
+
 def adapter(name: str) -> AdapterSpec:
     """The registered adapter `name`; RetrofitError listing the known ones otherwise."""
     if name not in ADAPTERS:

@@ -18,7 +18,7 @@ import torch
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import OClosedModel, architecture_of
+from retrofit.adapters import OClosedModel, architecture_of, in_context_blocks
 
 KINDS = ("rows", "columns")
 
@@ -45,7 +45,7 @@ class NullInput:
         for model in self.models:
             self._handles.append(model.register_forward_pre_hook(self._insert, with_kwargs=True))
             spec = architecture_of(model)
-            blocks = getattr(model, "host_model", model).get_submodule(spec.blocks)
+            blocks = in_context_blocks(model)
             self._handles.append(blocks[0].register_forward_pre_hook(self._record_entry))
             for i, block in enumerate(blocks):
                 self._handles.append(block.register_forward_hook(self._record_state(f"{spec.blocks}.{i}")))

@@ -18,7 +18,7 @@ import torch
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import architecture_of
+from retrofit.adapters import architecture_of, in_context_blocks
 
 
 class NullRows:
@@ -40,7 +40,7 @@ class NullRows:
     def __enter__(self) -> "NullRows":
         for model in self.models:
             spec = architecture_of(model)
-            blocks = getattr(model, "host_model", model).get_submodule(spec.blocks)  # o_closed wraps the host
+            blocks = in_context_blocks(model)
             for i, block in enumerate(blocks):
                 path = f"{spec.blocks}.{i}"
                 first, last = i == 0, i == len(blocks) - 1

@@ -24,15 +24,15 @@ import torch
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import architecture_of
+from retrofit.adapters import architecture_of, in_context_blocks
 from retrofit.adapters.attention import in_context_qkv
 from retrofit.adapters.tabpfn_v3 import scale_queries
 from retrofit.adapters.tau import TauRule
-from retrofit.data import DatasetSpec, load_table, split
+from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
 from retrofit.ops import presence
 from retrofit.patching import retrofit
+from retrofit.runner.case import Case, case_data, fitted_regressor
 from retrofit.variants import resolve_variant
 
 COLUMNS = (
@@ -81,7 +81,7 @@ class SinkProbe:
     def __enter__(self) -> "SinkProbe":
         for model in self.models:
             arch = architecture_of(model)
-            for i, block in enumerate(model.get_submodule(arch.blocks)):
+            for i, block in enumerate(in_context_blocks(model)):
                 self._handles.append(block.register_forward_pre_hook(partial(self._block_hook, i), with_kwargs=True))
                 if arch.name == "tabpfn_v3":  # pre-norm: the carrier enters `layernorm`, whose output is attended
                     self._handles.append(block.layernorm.register_forward_hook(partial(self._v3_hook, i, block)))
@@ -201,18 +201,16 @@ def sink_mass_table(
     eps_den: float | None = None,
 ) -> pd.DataFrame:
     """`sink_mass` rows for every host (label -> checkpoint) x dataset x seed, with the columns
-    `host, dataset, seed` first. Each case fits one regressor (`random_state` = seed) on the
-    seeded split (`retrofit.data.split`) and probes its test rows."""
+    `host, dataset, seed` first. Each case is loaded, split and fitted as the sweep's case
+    (`retrofit.runner.case.case_data`, `fitted_regressor`: random_state = seed) and its test rows probed."""
     datasets, seeds = list(datasets), list(seeds)
     frames = []
     for host, path in hosts.items():
         for spec in datasets:
-            table = load_table(spec, base_dir)
             for seed in seeds:
-                data = split(table, seed, test_size, spec.max_rows)
-                regressor = make_regressor(path, n_estimators=n_estimators, random_state=seed)
-                regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
-                regressor.fit(data.X_train, data.y_train)
+                case = Case(spec, seed, host, Path(path), (), base_dir, base_dir, n_estimators, test_size)
+                _, data = case_data(case)
+                regressor, _ = fitted_regressor(case, data)
                 frame = sink_mass(regressor, data.X_test, tau=tau, eps_den=eps_den)
                 frames.append(frame.assign(host=host, dataset=spec.name, seed=seed))
     columns = ["host", "dataset", "seed", *COLUMNS]

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from retrofit.measure.inputs import AttentionInputs, random_attention_inputs
-from retrofit.measure.timing import interleaved_times, paired_ratios
+from retrofit.measure.timing import interleaved_times, paired_ratios, torch_threads
 from retrofit.ops import o_attention, o_attention_materialised
 
 METHODS: dict[str, Callable[[AttentionInputs], torch.Tensor]] = {
@@ -82,14 +82,10 @@ def time_table(grid: BenchGrid, seconds_per_case: float, min_repeats: int, max_r
 
     Rounds per case: seconds_per_case / (first round's time), clamped to [min_repeats, max_repeats].
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         return pd.DataFrame(
             [_time_case(grid, B, R, seconds_per_case, min_repeats, max_repeats) for B, R in grid.cases()]
         )
-    finally:
-        torch.set_num_threads(threads)
 
 
 def memory_table(grid: BenchGrid) -> pd.DataFrame:

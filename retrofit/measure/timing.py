@@ -8,7 +8,10 @@ phases of the machine hit both sides of each ratio. Quote the median ratio and i
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+import torch
 
 
 def interleaved_times(
@@ -45,3 +48,14 @@ def paired_ratios(times: Mapping[str, list[float]], reference: str) -> dict[str,
 def spread(values: list[float]) -> tuple[float, float, float]:
     """(median, min, max) of `values`."""
     return statistics.median(values), min(values), max(values)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with `torch.set_num_threads(n)`, then restore the previous count."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

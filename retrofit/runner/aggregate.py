@@ -214,15 +214,16 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
 def aggregate(results_dir: Path, rows: list[dict[str, Any]], *, table: bool = True) -> pd.DataFrame:
     """Write `retrofit_rmse.csv` of `rows` (and, with `table`, the Markdown table, the plots and the
     sink / presence decomposition, `retrofit.runner.decomposition`) under `results_dir`."""
-    from retrofit.runner.decomposition import arm_extras, write_decomposition  # they build on this module
+    from retrofit.runner.decomposition import Decomposition, arm_extras, write_decomposition  # built on this module
 
     results_dir = Path(results_dir)
     frame = frame_of(rows)
     write_csv(frame, results_dir / "retrofit_rmse.csv")
     if table and len(frame):
-        main = frame[~arm_extras(frame)]  # the decomposition arms have a table of their own
+        decomposition = Decomposition.load()
+        main = frame[~arm_extras(frame, decomposition)]  # the decomposition arms have a table of their own
         write_text_atomic(results_dir / "retrofit_table.md", table_markdown(main))
         plot_deltas(main, results_dir / "retrofit_deltas.png")
         plot_distribution_deltas(main, results_dir / "retrofit_distribution_deltas.png")
-        write_decomposition(frame, results_dir)
+        write_decomposition(frame, results_dir, decomposition)
     return frame

@@ -20,8 +20,7 @@ no data and fits nothing.
 import logging
 import math
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from tabpfn import TabPFNRegressor
 import retrofit
 from retrofit.data import DatasetSpec, Split, Table, load_table, split
 from retrofit.hosts import check_checkpoint, make_regressor
-from retrofit.measure.timing import interleaved_times, paired_ratios, spread
+from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.metrics import BarPredictive, DistributionScores, rmse
 from retrofit.runner.units import (
     UnitKey,
@@ -204,21 +203,12 @@ def timing_columns(times: Mapping[str, list[float]], name: str) -> dict[str, flo
     return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high), strict=True))
 
 
-def stored_rows(case: Case) -> dict[UnitKey, dict[str, Any] | None]:
-    """Per unit of `case`, its stored row if finished with the current fingerprint, else None."""
+def stored_rows(case: Case, stamps: dict[UnitKey, str] | None = None) -> dict[UnitKey, dict[str, Any] | None]:
+    """Per unit of `case`, its stored row if finished with the current fingerprint (`stamps`, computed
+    when not given), else None."""
     store = UnitStore(case.runs_dir)
-    return {key: store.finished(key, stamp) for key, stamp in _fingerprints(case).items()}
-
-
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run the block with `torch.set_num_threads(n)`, then restore the previous count."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+    stamps = _fingerprints(case) if stamps is None else stamps
+    return {key: store.finished(key, stamp) for key, stamp in stamps.items()}
 
 
 def run_case(case: Case) -> list[dict[str, Any]]:
@@ -236,7 +226,7 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
     reject_duplicates(keys)
     store = UnitStore(case.runs_dir)
     stamps = _fingerprints(case)
-    done = dict.fromkeys(keys) if case.overwrite else stored_rows(case)
+    done = dict.fromkeys(keys) if case.overwrite else stored_rows(case, stamps)
     todo = [(u, k) for u, k in zip(case.units, keys, strict=True) if done[k] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
     if not todo:
