@@ -21,7 +21,13 @@ def _data(seed: int = 0, n: int = 120, f: int = 4):
     return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
 
 
-@pytest.mark.parametrize("arch_name", sorted(TINY_ARCHS))
+@pytest.mark.parametrize(
+    "arch_name",
+    [
+        pytest.param(a, marks=pytest.mark.skipif(a not in ARCHITECTURES, reason=f"{a} has no adapter spec yet"))
+        for a in sorted(TINY_ARCHS)
+    ],
+)
 def test_saved_host_loads_through_tabpfn_and_predicts(make_random_host, arch_name):
     path = make_random_host(arch_name)
     X, y = _data()

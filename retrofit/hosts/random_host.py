@@ -32,13 +32,40 @@ TINY_ARCHS: dict[str, dict[str, Any]] = {
         max_num_classes=0,
         num_buckets=32,
     ),
+    # v3.5 with the same grouped KV heads, 4 CLS tokens (in-context width 4 x 16) and narrow
+    # Fourier / softmax-scaling MLPs.
+    "tabpfn_v3_5": dict(
+        embed_dim=16,
+        nlayers=2,
+        icl_num_heads=4,
+        icl_num_kv_heads=2,
+        icl_num_kv_heads_test=1,
+        dist_embed_num_blocks=1,
+        dist_embed_num_heads=2,
+        dist_embed_num_inducing_points=8,
+        feat_agg_num_blocks=1,
+        feat_agg_num_heads=2,
+        feat_agg_num_cls_tokens=4,
+        decoder_num_heads=2,
+        decoder_head_dim=8,
+        softmax_scaling_mlp_hidden_dim=16,
+        fourier_encoding_num_frequencies=8,
+        max_num_classes=0,
+        num_buckets=32,
+    ),
     "tabpfn_v2": dict(emsize=32, nlayers=2, nhead=2, max_num_classes=0, num_buckets=32),
     "tabpfn_v2_5": dict(emsize=32, nlayers=2, nhead=2, num_thinking_rows=4, max_num_classes=0, num_buckets=32),
     "tabpfn_v2_6": dict(emsize=32, nlayers=2, nhead=2, num_thinking_rows=4, max_num_classes=0, num_buckets=32),
 }
 """Architecture -> config of its tiny test host (two in-context blocks each)."""
 
-VERSION_TAG = {"tabpfn_v2": "v2", "tabpfn_v2_5": "v2.5", "tabpfn_v2_6": "v2.6", "tabpfn_v3": "v3"}
+VERSION_TAG = {
+    "tabpfn_v2": "v2",
+    "tabpfn_v2_5": "v2.5",
+    "tabpfn_v2_6": "v2.6",
+    "tabpfn_v3": "v3",
+    "tabpfn_v3_5": "v3.5",
+}
 """tabpfn reads a checkpoint's version off its file name."""
 
 
