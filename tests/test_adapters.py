@@ -10,24 +10,30 @@ import torch
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, OBlock, TauRule, architecture_of
+from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, OBlock, TauRule, architecture_of, in_context_blocks
+from retrofit.adapters.block import unaccounted
+from retrofit.adapters.tabpfn_v3 import OICLBlockV3
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.random_host import random_host
 from retrofit.patching import retrofit, unpatch
 from retrofit.variants import available_variants, load_variant, resolve_variant
 
-ARCHS = ["tabpfn_v3", "tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"]
+ARCHS = ["tabpfn_v3", "tabpfn_v3_5", "tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"]
 TAKEN_OVER = {  # (arch, variant) -> (submodule, adapter) taken over in every in-context block
     ("tabpfn_v3", "baseline"): (),
     ("tabpfn_v3", "oa_only"): (("icl_attention", "o_attention"),),
     # the pre-norms are RMSNorms: no bias, 0 -> 0 already, so ONorm leaves them to the host
     ("tabpfn_v3", "full_o"): (("icl_attention", "o_attention"), ("mlp", "o_ffn")),
+    ("tabpfn_v3_5", "oa_only"): (("icl_attention", "o_attention"),),
+    ("tabpfn_v3_5", "full_o"): (("icl_attention", "o_attention"), ("mlp", "o_ffn")),
     ("tabpfn_v2", "baseline"): (),
     ("tabpfn_v2", "oa_only"): (("per_column_attention_between_cells", "o_attention"),),
     # the post-norms are LayerNorms without elementwise affine: no bias either
     ("tabpfn_v2", "full_o"): (("per_column_attention_between_cells", "o_attention"), ("mlp", "o_ffn")),
 }
+IDENTITY = {"tau": {"mode": "calibrated", "c": 1e-9}, "eps_mode": "relative"}
+"""Presences round to 1 and the sink scales with the row's own mass: every variant is the stock map."""
 NORM_ONLY = {"name": "o_norm_only", "adapters": ["o_norm"], "tau": {"mode": "calibrated", "c": 1e-3}, "eps_den": 1e-6}
 
 
@@ -188,13 +194,13 @@ def test_presence_one_recovers_the_stock_block(fitted, arch):
     assert np.allclose(exact.predict(X_test), stock, rtol=0, atol=1e-5 * np.abs(stock).max())
 
 
-@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2"])
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v3_5", "tabpfn_v2"])
 def test_chunked_block_equals_unchunked(fitted, arch):
     regressor, _ = fitted(arch)
     patched = retrofit(regressor, "full_o")
     spec = architecture_of(patched.models_[0])
     block = patched.models_[0].get_submodule(spec.blocks)[0]
-    shape = (4, 20, 128) if arch == "tabpfn_v3" else (4, 20, 3, 32)
+    shape = {"tabpfn_v3": (4, 20, 128), "tabpfn_v3_5": (4, 20, 64), "tabpfn_v2": (4, 20, 3, 32)}[arch]
     x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         whole, _ = block(x.clone(), 15, None)
@@ -267,3 +273,64 @@ def test_unknown_architecture_is_refused_before_anything_is_patched(fitted, monk
     with pytest.raises(RetrofitError, match="Supported architectures"):
         retrofit(regressor, "full_o")
     assert not any("base_layer" in k for k in regressor.models_[0].state_dict())
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+def test_identity_check_reproduces_the_stock_host_for_every_variant(fitted, arch):
+    """Contract: presences -> 1 with the relative sink (tau c = 1e-9) reproduce the frozen stock
+    predictions to 1e-5 relative, for every variant the architecture supports, on every
+    registered architecture (a wrapper that skipped a module of the block would be ~1e-2 off)."""
+    regressor, X_test = fitted(arch)
+    stock = _frozen_stock(regressor).predict(X_test)
+    variants = [v for v in available_variants() if v != "baseline"]
+    supported = [v for v in variants if not resolve_variant(v).closed or ARCHITECTURES[arch].closed_wrapper]
+    assert {"oa_only", "full_o"} <= set(supported)
+    for variant in supported:
+        predicted = retrofit(regressor, variant, **IDENTITY).predict(X_test)
+        assert np.abs(predicted - stock).max() <= 1e-5 * np.abs(stock).max(), variant
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+def test_every_registered_wrapper_accounts_for_its_whole_block(fitted, arch):
+    regressor, _ = fitted(arch)
+    wrapper = ARCHITECTURES[arch].wrapper
+    for block in in_context_blocks(regressor.models_[0]):
+        assert unaccounted(block, wrapper.required) == []
+
+
+def test_the_v3_wrapper_refuses_a_v3_5_block_naming_its_query_and_key_norms(fitted):
+    """v3.5's in-context attention normalises queries and keys per head; v3's wrapper reads
+    neither, so running it there would compute another map: it must refuse, by name."""
+    regressor, _ = fitted("tabpfn_v3_5")
+    block = in_context_blocks(regressor.models_[0])[0]
+    message = r"holds \['icl_attention.q_norm', 'icl_attention.k_norm'\].*update the spec and wrapper"
+    with pytest.raises(RetrofitError, match=message):
+        OICLBlockV3(block, frozenset({"attention"}), TauRule("calibrated", c=1e-3), 1e-6, False)
+
+
+def test_a_block_with_a_parameter_or_submodule_no_wrapper_reads_is_refused(fitted):
+    """A parameter added to a re-implemented submodule and a new submodule of the block are named
+    (the submodule once, not its contents); retrofit refuses before anything is swapped."""
+    regressor, _ = fitted("tabpfn_v3")
+    grown = copy.deepcopy(regressor)
+    block = in_context_blocks(grown.models_[0])[1]
+    block.icl_attention.gate = nn.Parameter(torch.ones(4))
+    block.extra_norm = nn.LayerNorm(8)
+    assert unaccounted(block, OICLBlockV3.required) == ["extra_norm", "icl_attention.gate"]
+    with pytest.raises(RetrofitError, match=r"holds \['extra_norm', 'icl_attention.gate'\]"):
+        retrofit(grown, "oa_only")
+    assert not any(isinstance(m, OBlock) for m in grown.models_[0].modules())
+
+
+def test_retrofit_regressor_runs_full_o_on_a_v3_5_host(fitted):
+    """`RetrofitRegressor` on a v3.5 checkpoint predicts what retrofitting the stock fit predicts."""
+    from retrofit import RetrofitRegressor
+
+    regressor, X_test = fitted("tabpfn_v3_5")
+    X, y = _data()
+    path = regressor.model_path
+    estimator = RetrofitRegressor("full_o", model_path=path, n_estimators=1, random_state=0, device="cpu").fit(
+        X[:60], y[:60]
+    )
+    assert estimator.regressor_.retrofit_report_.architectures == ("tabpfn_v3_5",)
+    np.testing.assert_array_equal(estimator.predict(X_test), retrofit(regressor, "full_o").predict(X_test))

@@ -2,10 +2,17 @@
 (fast on tiny random hosts; slow on the shipped tiny_v3)."""
 
 import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from retrofit.adapters import ARCHITECTURES
 from retrofit.audit import INSERTIONS, REL_BOUND, Insertion, audit_host
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
@@ -18,7 +25,12 @@ VARIANTS = {
     "o_closed_compact": {"variant": "o_closed", "compact": True},
 }
 N_NULL = [1, 8]
-ATTENTION = {"tabpfn_v3": "icl_blocks.0.icl_attention", "tabpfn_v2_6": "blocks.0.per_column_attention_between_cells"}
+ATTENTION = {
+    "tabpfn_v3": "icl_blocks.0.icl_attention",
+    "tabpfn_v3_5": "icl_blocks.0.icl_attention",
+    "tabpfn_v2_6": "blocks.0.per_column_attention_between_cells",
+}
+CLOSED = {arch for arch in ATTENTION if ARCHITECTURES[arch].closed_wrapper is not None}
 
 
 def _fitted(path, n_estimators=1):
@@ -46,7 +58,7 @@ def test_every_variant_insertion_count_and_block_has_one_row(audit):
     arch, rows = audit
     keys = [(r["variant"], r["inserted_at"], r["null_kind"], r["n_null"], r["block"]) for r in rows]
     assert len(keys) == len(set(keys))
-    measured = [v for v in VARIANTS if arch == "tabpfn_v3" or not v.startswith("o_closed")]
+    measured = [v for v in VARIANTS if arch in CLOSED or not v.startswith("o_closed")]
     blocks = 2  # in-context blocks of the tiny hosts
     refused = len(VARIANTS) - len(measured)
     assert len(rows) == len(INSERTIONS) * len(N_NULL) * (len(measured) * blocks + refused)
@@ -54,11 +66,11 @@ def test_every_variant_insertion_count_and_block_has_one_row(audit):
 
 
 def test_stock_host_leaks_at_the_in_context_entry_and_at_the_input(audit):
-    """Zero columns leak into tabpfn_v3 but not into v2.6, whose encoder drops constant columns."""
+    """Zero columns leak into tabpfn_v3 and v3.5 but not into v2.6, whose encoder drops constant columns."""
     arch, rows = audit
     for row in _rows(rows, "baseline", "icl_entry"):
         assert row["linf_hidden"] > 1e-3 and row["first_leaking_module"] == ATTENTION[arch]
-    kinds = ("rows", "columns") if arch == "tabpfn_v3" else ("rows",)
+    kinds = ("rows",) if arch == "tabpfn_v2_6" else ("rows", "columns")
     for row in [row for kind in kinds for row in _rows(rows, "baseline", "input", kind)]:
         assert row["linf_pred"] > 1e-4 * row["max_abs_pred"] and row["first_leaking_module"] == "column_stage"
 
@@ -75,8 +87,8 @@ def test_full_o_holds_in_context_but_leaks_at_the_input(audit, variant):
 
 def test_o_closed_holds_everywhere_to_rounding_and_bitwise_with_compaction(audit):
     arch, rows = audit
-    if arch != "tabpfn_v3":
-        pytest.skip("o_closed is tabpfn_v3 only (the v2 family's refusal is tested below)")
+    if arch not in CLOSED:
+        pytest.skip(f"{arch} has no o_closed (its refusal is tested below)")
     for row in _rows(rows, "o_closed"):
         assert row["max_abs_hidden"] > 0.1 and row["max_abs_pred"] > 0.05 and row["status"] == "measured"
         assert row["linf_hidden"] <= REL_BOUND * row["max_abs_hidden"]
@@ -85,13 +97,17 @@ def test_o_closed_holds_everywhere_to_rounding_and_bitwise_with_compaction(audit
         assert row["linf_hidden"] == 0.0 and row["linf_pred"] == 0.0 and row["first_leaking_module"] == ""
 
 
-def test_o_closed_on_the_v2_family_is_refused_with_the_reason(audit):
+def test_o_closed_without_a_closure_is_refused_with_the_reason(audit):
     arch, rows = audit
-    if arch == "tabpfn_v3":
-        pytest.skip("tabpfn_v3 is measured")
+    if arch in CLOSED:
+        pytest.skip(f"{arch} is measured")
+    reason = {
+        "tabpfn_v2_6": "the tabpfn_v2 family cannot be O-closed at its input",
+        "tabpfn_v3_5": "tabpfn_v3_5 cannot be O-closed at its input yet",
+    }[arch]
     for row in _rows(rows, "o_closed") + _rows(rows, "o_closed_compact"):
         assert row["status"] == "refused" and math.isnan(row["linf_pred"])
-        assert row["first_leaking_module"] == "the tabpfn_v2 family cannot be O-closed at its input"
+        assert row["first_leaking_module"] == reason
 
 
 def test_columns_cannot_be_inserted_at_the_in_context_entry():
@@ -111,3 +127,47 @@ def test_tiny_v3_input_audit_separates_full_o_from_o_closed():
         assert row["linf_pred"] <= REL_BOUND * row["max_abs_pred"] and row["first_leaking_module"] == ""
     for row in _rows(rows, "o_closed_compact"):
         assert row["linf_pred"] == 0.0 and row["linf_hidden"] == 0.0
+
+
+def _run_audit(cwd, *overrides):
+    script = Path(__file__).resolve().parents[1] / "experiments" / "audit.py"
+    small = ["n_null=[1]", "n_estimators=1", "insertions=[{at: icl_entry, kind: rows}]"]
+    return subprocess.run(
+        [sys.executable, str(script), *small, *overrides],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
+@pytest.mark.slow
+def test_audit_driver_takes_a_user_checkpoint_and_random_hosts(tmp_path, make_random_host):
+    """`host=checkpoint host.path=...` audits that checkpoint under `host.name`, with the random
+    hosts of `random_hosts` (v3.5 included); a path in `hosts`, a bad random-host entry and
+    `host` together with `hosts` are refused with the fix."""
+    path = make_random_host("tabpfn_v3_5")
+    run = _run_audit(
+        tmp_path,
+        "host=checkpoint",
+        f"host.path={path}",
+        "host.name=mine",
+        "random_hosts=[{arch: tabpfn_v3_5, seed: 1}]",
+        f"output={tmp_path}/audit.csv",
+    )
+    assert run.returncode == 0, run.stderr
+    table = pd.read_csv(tmp_path / "audit.csv")
+    assert set(table.host) == {"mine", "random_tabpfn_v3_5_seed1"}
+    full_o = table[table.variant.str.startswith("full_o")]
+    assert len(full_o) == 2 * 2 * 2 and (full_o.linf_hidden <= REL_BOUND * full_o.max_abs_hidden).all()
+    assert set(table[table.variant.str.startswith("o_closed")].status) == {"refused"}
+    refusals = {
+        f"hosts=[{path}]": "use host=checkpoint host.path=",
+        "random_hosts=[{arch: tabpfn_v9, seed: 0}]": r"must be \{arch: <one of \[",
+        "hosts=[tiny_v3]": "pass either host=<name>",
+    }
+    for override, message in refusals.items():
+        extra = ("host=checkpoint", f"host.path={path}") if override == "hosts=[tiny_v3]" else ()
+        run = _run_audit(tmp_path, *extra, override)
+        assert run.returncode == 1 and re.search(message, run.stderr), run.stderr

@@ -126,6 +126,21 @@ def test_v2_family_is_refused_with_the_reason(make_random_host):
         retrofit.retrofit(regressor, "o_closed")
 
 
+def test_v3_5_is_refused_naming_every_stage_it_would_have_to_close(make_random_host):
+    """v3.5 has no whole-model closure: o_closed, RetrofitRegressor("o_closed") and so predict_many
+    are refused naming the ECDF features, the Fourier embedder, the column stage and the readout."""
+    path = make_random_host("tabpfn_v3_5")
+    regressor, X_test = _fit(path)
+    stages = r"ECDF feature.*present rows.*Fourier feature-group embedder.*aggregator \(8 CLS.*regression readout"
+    with pytest.raises(RetrofitError, match=stages):
+        retrofit.retrofit(regressor, "o_closed")
+    with pytest.raises(RetrofitError, match="tabpfn_v3_5 cannot be O-closed"):
+        estimator = retrofit.RetrofitRegressor("o_closed", model_path=str(path), n_estimators=1, device="cpu")
+        estimator.fit(X_test, X_test[:, 0])
+    with pytest.raises(RetrofitError, match="not an o_closed one"):
+        retrofit.predict_many([(retrofit.retrofit(regressor, "full_o"), X_test)])
+
+
 def test_closed_variant_with_stock_in_context_parts_is_refused(random_v3):
     regressor, _ = random_v3
     with pytest.raises(RetrofitError, match=r"leaves the in-context parts \['ffn', 'norm'\] stock"):

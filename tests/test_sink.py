@@ -15,7 +15,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 import retrofit
-from retrofit.adapters import OBlock
+from retrofit.adapters import ARCHITECTURES, OBlock, in_context_blocks
 from retrofit.audit.sink import COLUMNS, SinkProbe, sink_mass, sink_stats
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
@@ -90,6 +90,56 @@ def test_relative_mode_reaches_every_block_and_recovers_the_stock_host(make_rand
     wrapper = wrappers[0]
     with pytest.raises(RetrofitError, match="eps_mode must be one of"):
         type(wrapper)(wrapper.base_layer, wrapper.parts, wrapper.tau, 1e-6, False, "Relative")
+
+
+def _random_fit(path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    return make_regressor(path, n_estimators=1, random_state=0).fit(X[:60], X[:60, 0] + np.sin(2 * X[:60, 1])), X[60:]
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+def test_probe_runs_on_every_architecture_and_changes_no_prediction(make_random_host, arch):
+    regressor, X_test = _random_fit(make_random_host(arch))
+    frozen = retrofit.retrofit(regressor, "baseline")
+    plain = frozen.predict(X_test)
+    with SinkProbe(frozen, resolve_variant("oa_only").tau, 1e-6) as probe:
+        probed = frozen.predict(X_test)
+    np.testing.assert_array_equal(probed, plain)
+    table = probe.table()
+    blocks = in_context_blocks(frozen.models_[0])
+    attention = blocks[0].get_submodule(ARCHITECTURES[arch].wrapper.part_modules["attention"][0])
+    heads = attention.q_projection.out_features // attention.head_dim
+    assert len(table) == len(blocks) * heads and ((table.sink_share_mean >= 0) & (table.sink_share_max <= 1)).all()
+
+
+def test_probe_reads_v3_5_logits_through_its_query_and_key_norms(make_random_host):
+    """The probe's max logits on a v3.5 host are those of tabpfn's own attention: queries and keys
+    as its `q_norm` / `k_norm` return them, queries scaled by its `SoftmaxScalingMLP` at the
+    context length, test rows against the first key/value head only (presences 1 at c = 1e-9)."""
+    regressor, X_test = _random_fit(make_random_host("tabpfn_v3_5"))
+    frozen = retrofit.retrofit(regressor, "baseline")
+    attention = in_context_blocks(frozen.models_[0])[1].icl_attention
+    seen = {}
+    handles = [
+        attention.q_norm.register_forward_hook(lambda m, a, out: seen.__setitem__("q", out)),
+        attention.k_norm.register_forward_hook(lambda m, a, out: seen.__setitem__("k", out)),
+    ]
+    with SinkProbe(frozen, resolve_variant("oa_only", tau={"mode": "calibrated", "c": 1e-9}).tau, 1e-6) as probe:
+        frozen.predict(X_test)
+    for handle in handles:
+        handle.remove()
+    k_BNGD = seen["k"]
+    N, G = k_BNGD.shape[1], k_BNGD.shape[2]
+    q_BRHD = attention.softmax_scaling_layer(seen["q"], N)
+    H, D = q_BRHD.shape[2], q_BRHD.shape[3]
+    test_heads = attention.num_kv_heads_test
+    expected = []
+    for rows, kv in ((slice(0, N), G), (slice(N, None), test_heads)):
+        k_BHND = k_BNGD[:, :, :kv].transpose(1, 2).repeat_interleave(H // kv, dim=1)
+        logit_BHQN = q_BRHD[:, rows].transpose(1, 2) @ k_BHND.transpose(-1, -2) / math.sqrt(D)
+        expected.append(logit_BHQN.amax(-1)[0])
+    torch.testing.assert_close(torch.cat(probe.max_logits[1], dim=1), torch.cat(expected, dim=1), rtol=1e-5, atol=1e-5)
 
 
 def _tables():

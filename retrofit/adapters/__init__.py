@@ -1,6 +1,6 @@
 """Adapters: where each tabpfn architecture keeps its in-context blocks, and the O wrappers.
 
-Importing this package registers tabpfn_v3, tabpfn_v2, tabpfn_v2_5, tabpfn_v2_6 and the
+Importing this package registers tabpfn_v3, tabpfn_v3_5, tabpfn_v2, tabpfn_v2_5, tabpfn_v2_6 and the
 adapters o_attention, o_ffn, o_norm (see `specs`).
 """
 

@@ -17,15 +17,20 @@ def in_context_qkv(
     h_BRE: torch.Tensor,
     single_eval_pos: int,
     scale_queries: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    qk_norm: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Queries (B, R, H, D) of all rows, keys and values (B, N, G, D) of the N context rows,
-    from `attention`'s own projections; `scale_queries` applied to the queries if given."""
+    from `attention`'s own projections; with `qk_norm`, queries and keys through the
+    attention's per-head `q_norm` / `k_norm` (tabpfn_v3_5), then `scale_queries` applied to
+    the queries if given (tabpfn scales the normed queries)."""
     B, R, _ = h_BRE.shape
     N = single_eval_pos
     D = attention.head_dim
     q_BRHD = attention.q_projection(h_BRE).view(B, R, -1, D)
     k_BNGD = attention.k_projection(h_BRE[:, :N]).view(B, N, -1, D)
     v_BNGD = attention.v_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    if qk_norm:
+        q_BRHD, k_BNGD = attention.q_norm(q_BRHD), attention.k_norm(k_BNGD)
     if scale_queries is not None:
         q_BRHD = scale_queries(q_BRHD)
     return q_BRHD, k_BNGD, v_BNGD
@@ -42,6 +47,7 @@ def o_in_context_attention(
     eps_mode: str,
     compact: bool,
     scale_queries: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    qk_norm: bool = False,
 ) -> torch.Tensor:
     """`attention`'s output with its softmax replaced by OAttention; returns (B, R, E).
 
@@ -50,11 +56,12 @@ def o_in_context_attention(
     (tabpfn's GQA/MQA for test rows), all G heads otherwise. `p_BR` is the presence of the
     hidden carriers of all rows: it gates receivers and weighs the N sources. `attention` must
     have bias-free `q_projection`, `k_projection`, `v_projection`, `out_projection` and
-    `head_dim`; `scale_queries` (B, R, H, D) -> same, applied before the scores, if given.
+    `head_dim`, and `q_norm`, `k_norm` with `qk_norm`; `scale_queries` (B, R, H, D) -> same,
+    applied before the scores, if given (see `in_context_qkv`).
     """
     B, R, _ = h_BRE.shape
     N = single_eval_pos
-    q_BRHD, k_BNGD, v_BNGD = in_context_qkv(attention, h_BRE, N, scale_queries)
+    q_BRHD, k_BNGD, v_BNGD = in_context_qkv(attention, h_BRE, N, scale_queries, qk_norm)
 
     def attend(q_BSHD: torch.Tensor, kv_heads: int, p_BS: torch.Tensor) -> torch.Tensor:
         out_BHSD = o_attention(

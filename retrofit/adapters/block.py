@@ -1,9 +1,11 @@
 """`OBlock`: the base of the wrappers that put O parts into one tabpfn in-context block."""
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import torch
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
@@ -15,6 +17,33 @@ KV_CACHE_REFUSAL = (
     "but not the hidden-carrier presence OAttention weighs them by. Fit the regressor with "
     "fit_mode='fit_preprocessors' (or 'low_memory') before retrofitting."
 )
+
+AttentionRecord = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int, int | None], None]
+"""`record(q_BRHD, k_BNGD, p_BR, single_eval_pos, test_kv_heads)`: what `OBlock.probe_attention`
+hands over per in-context attention call (queries of all R rows, keys of the N context rows,
+presence of the rows' carriers, the test rows' key/value heads or None for all)."""
+
+
+def unaccounted(block: nn.Module, required: dict[str, tuple[str, ...]]) -> list[str]:
+    """Names of `block`'s parameters, buffers and submodules that `required` does not account for.
+
+    Accounted for: a submodule listed in `required` with no attributes, and everything inside it;
+    a listed attribute of a listed submodule that is itself a submodule or parameter, and
+    everything inside it; the listed submodules themselves and `block`. A parameter or buffer
+    held directly by a re-implemented submodule (one listed with attributes) is not, unless listed.
+    Of an unaccounted submodule only its own name is given, not those of its contents.
+    """
+    whole = [name for name, attributes in required.items() if not attributes]
+    whole += [f"{name}.{attribute}" for name, attributes in required.items() for attribute in attributes]
+    containers = {"", *required}
+
+    def covered(path: str) -> bool:
+        return path in containers or any(path == w or path.startswith(f"{w}.") for w in whole)
+
+    names = [name for name, _ in block.named_modules()]
+    names += [name for name, _ in block.named_parameters()] + [name for name, _ in block.named_buffers()]
+    stray = [name for name in dict.fromkeys(names) if not covered(name)]
+    return [name for name in stray if not any(name.startswith(f"{outer}.") for outer in stray)]
 
 
 class OBlock(nn.Module):
@@ -28,10 +57,16 @@ class OBlock(nn.Module):
     chunk holds whole batch elements (all rows): presence and tau, which are per batch element,
     are the same as unchunked.
 
-    Hook for subclasses: `_forward_batch(x, single_eval_pos)`, the block on whole batch
-    elements. `required` lists (submodule, attributes) the wrapper reads; checked at build time.
-    `part_modules` maps every part to the submodules of `required` its O operator replaces;
-    `replaced` lists those this wrapper actually computes with an O operator.
+    Hooks for subclasses: `_forward_batch(x, single_eval_pos)`, the block on whole batch
+    elements; `probe_attention(record)`, the sink diagnostics' view of the block. `required`
+    lists (submodule, attributes) the wrapper reads; checked at build time.
+    It is also what the wrapper accounts for: a submodule listed with no attributes is run as a
+    whole (everything inside it is accounted for), one listed with attributes is re-implemented
+    from those attributes only (each an attribute or a submodule run as a whole). A block holding
+    any other parameter, buffer or submodule is refused by name (`unaccounted`): the wrapper
+    would silently compute something other than the block. `part_modules` maps every part to
+    the submodules of `required` its O operator replaces; `replaced` lists those this wrapper
+    actually computes with an O operator.
     """
 
     required: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -71,6 +106,14 @@ class OBlock(nn.Module):
                     f"missing or lacks {missing}; this tabpfn version's block layout differs from the "
                     "registered ArchitectureSpec, so update the spec and wrapper."
                 )
+        stray = unaccounted(base_layer, self.required)
+        if stray:
+            raise RetrofitError(
+                f"{type(self).__name__} cannot wrap {type(base_layer).__name__}: it holds {stray}, which the "
+                "wrapper does not account for (it would run without them and compute something else); this "
+                "tabpfn version's block differs from the registered ArchitectureSpec, so update the spec and "
+                "wrapper (`required` lists what a wrapper reads)."
+            )
         if not eps_den > 0:
             raise RetrofitError(f"eps_den must be > 0, got {eps_den!r}")
         if eps_mode not in EPS_MODES:
@@ -122,6 +165,13 @@ class OBlock(nn.Module):
         return torch.cat([self._forward_batch(x_b, single_eval_pos) for x_b in x.split(chunk)]), None
 
     def _forward_batch(self, x: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def probe_attention(self, record: AttentionRecord) -> list[RemovableHandle]:
+        """Hooks on the stock `base_layer` (not on this wrapper) that hand `record`, at every call of
+        its in-context attention, the queries, keys and presences the O attention would compute
+        from the stock block's carriers (this wrapper's tau; the carriers are not changed). For
+        diagnostics on an unpatched model (`retrofit.audit.sink`); returns the hook handles."""
         raise NotImplementedError
 
     def _presence(self, h_BRxE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:

@@ -1,8 +1,9 @@
-"""The registered architectures (tabpfn_v3 and the v2 family) and the three O adapters."""
+"""The registered architectures (tabpfn_v3, tabpfn_v3_5 and the v2 family) and the three O adapters."""
 
 from retrofit.adapters.registry import AdapterSpec, ArchitectureSpec, register_adapter, register_architecture
 from retrofit.adapters.tabpfn_v2 import OTabPFNBlockV2
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
+from retrofit.adapters.tabpfn_v3_5 import V3_5_REFUSAL, OICLBlockV3p5
 from retrofit.adapters.tabpfn_v3_closed import V2_REFUSAL, OClosedTabPFNV3
 
 register_architecture(
@@ -13,6 +14,16 @@ register_architecture(
         block_class="ICLTransformerBlock",
         wrapper=OICLBlockV3,
         closed_wrapper=OClosedTabPFNV3,
+    )
+)
+register_architecture(
+    ArchitectureSpec(
+        name="tabpfn_v3_5",
+        module="tabpfn.architectures.tabpfn_v3_5",
+        blocks="icl_blocks",
+        block_class="ICLTransformerBlock",
+        wrapper=OICLBlockV3p5,
+        closed_refusal=V3_5_REFUSAL,
     )
 )
 for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):

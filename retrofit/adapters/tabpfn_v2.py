@@ -10,9 +10,12 @@ residual branch or norm (post-norm: the branch reads the carrier itself).
 from typing import ClassVar
 
 import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters.attention import o_in_context_attention
-from retrofit.adapters.block import OBlock
+from retrofit.adapters.attention import in_context_qkv, o_in_context_attention
+from retrofit.adapters.block import AttentionRecord, OBlock
+from retrofit.errors import RetrofitError
 from retrofit.ops import o_ffn
 
 
@@ -63,7 +66,7 @@ class OTabPFNBlockV2(OBlock):
         B, R, C, E = x_BRCE.shape
         x_BcRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
         if "attention" in self.parts:
-            p_BcR = self._presence(x_BRCE, single_eval_pos).transpose(1, 2).reshape(B * C, R)
+            p_BcR = self._cell_presence(x_BRCE, single_eval_pos)
             out_BcRE = o_in_context_attention(
                 attention,
                 x_BcRE,
@@ -77,3 +80,36 @@ class OTabPFNBlockV2(OBlock):
         else:
             out_BcRE = attention(x_BcRE, single_eval_pos=single_eval_pos)[0]
         return out_BcRE.view(B, C, R, E).transpose(1, 2)
+
+    def _cell_presence(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        """Presence (B * C, R) of the cells, in the between-cells attention's column-major layout."""
+        B, R, C, _ = x_BRCE.shape
+        return self._presence(x_BRCE, single_eval_pos).transpose(1, 2).reshape(B * C, R)
+
+    def probe_attention(self, record: AttentionRecord) -> list[RemovableHandle]:
+        """Post-norm: the between-cells attention's input is the carrier itself."""
+        base = self.base_layer
+        attention = base.per_column_attention_between_cells
+        context: dict[str, tuple[torch.Size, int]] = {}
+
+        def block_hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+            x = args[0]
+            N = args[1] if len(args) > 1 else kwargs["single_eval_pos"]
+            context["input"] = ((x[0] if isinstance(x, list) else x).shape, int(N))
+
+        def attention_hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+            h_BcRE, ((B, _, C, _), N) = args[0], context["input"]
+            if h_BcRE.shape[0] != B * C:
+                raise RetrofitError(
+                    f"attention probe: the cell attention got {h_BcRE.shape[0]} columns, not all {B * C}: "
+                    "memory-saving chunking splits tables; fit the regressor with memory_saving_mode=False"
+                )
+            R, E = h_BcRE.shape[1:]
+            p_BcR = self._cell_presence(h_BcRE.view(B, C, R, E).transpose(1, 2), N)
+            q_BcRHD, k_BcNGD, _ = in_context_qkv(attention, h_BcRE, N)
+            record(q_BcRHD, k_BcNGD, p_BcR, N, 1)
+
+        return [
+            base.register_forward_pre_hook(block_hook, with_kwargs=True),
+            attention.register_forward_pre_hook(attention_hook, with_kwargs=True),
+        ]

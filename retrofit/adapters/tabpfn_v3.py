@@ -4,13 +4,16 @@ Stock block: `x += icl_attention(layernorm(x))`, then `x += mlp(layernorm_mlp(x)
 Hidden carrier: `x` entering each residual branch (not `layernorm(x)`).
 """
 
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
 import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters.attention import o_in_context_attention
-from retrofit.adapters.block import OBlock
+from retrofit.adapters.attention import in_context_qkv, o_in_context_attention
+from retrofit.adapters.block import AttentionRecord, OBlock
 from retrofit.ops import o_ffn
 
 
@@ -72,10 +75,20 @@ class OICLBlockV3(OBlock):
             return o_ffn(x_BRE, self._presence(x_BRE, N), base.mlp, norm)
         return x_BRE + base.mlp(norm(x_BRE))
 
+    @property
+    def qk_norm(self) -> bool:
+        """Whether the attention normalises queries and keys per head (`q_norm`, `k_norm` in `required`)."""
+        return "q_norm" in self.required["icl_attention"]
+
+    def _scale_queries(self, p_BR: torch.Tensor, single_eval_pos: int) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        """The softmax scaling of the queries by the context rows' presence mass (None without one)."""
+        layer = self.base_layer.icl_attention.softmax_scaling_layer
+        if layer is None:
+            return None
+        return partial(scale_queries, layer, n_B=p_BR[:, :single_eval_pos].sum(1, dtype=torch.float64))
+
     def _o_attention(self, h_BRE: torch.Tensor, p_BR: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
         attention = self.base_layer.icl_attention
-        layer = attention.softmax_scaling_layer
-        mass_B = p_BR[:, :single_eval_pos].sum(1, dtype=torch.float64)
         return o_in_context_attention(
             attention,
             h_BRE,
@@ -85,5 +98,26 @@ class OICLBlockV3(OBlock):
             eps_den=self.eps_den,
             eps_mode=self.eps_mode,
             compact=self.compact,
-            scale_queries=None if layer is None else partial(scale_queries, layer, n_B=mass_B),
+            scale_queries=self._scale_queries(p_BR, single_eval_pos),
+            qk_norm=self.qk_norm,
         )
+
+    def probe_attention(self, record: AttentionRecord) -> list[RemovableHandle]:
+        """Pre-norm: the carrier `x` enters `layernorm`, whose output the attention projects."""
+        base = self.base_layer
+        attention = base.icl_attention
+        context: dict[str, int] = {}
+
+        def block_hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+            context["N"] = int(args[1] if len(args) > 1 else kwargs["single_eval_pos"])
+
+        def norm_hook(module: nn.Module, args: tuple, h_BRE: torch.Tensor) -> None:
+            x_BRE, N = args[0], context["N"]
+            p_BR = self._presence(x_BRE, N)
+            q_BRHD, k_BNGD, _ = in_context_qkv(attention, h_BRE, N, self._scale_queries(p_BR, N), self.qk_norm)
+            record(q_BRHD, k_BNGD, p_BR, N, attention.num_kv_heads_test)
+
+        return [
+            base.register_forward_pre_hook(block_hook, with_kwargs=True),
+            base.layernorm.register_forward_hook(norm_hook),
+        ]

@@ -8,7 +8,7 @@ with `k` null tokens inserted:
   the raw table at the model's input (`NullInput`); only a closed model is told they are absent.
 Rows of `results/audit.csv` (`COLUMNS`): the L-inf change of the old rows' hidden states after
 every in-context block, the L-inf change of the test predictions, and where the leak starts.
-A variant the host cannot take (o_closed on the v2 family) gives one `status="refused"` row per
+A variant the host cannot take (o_closed on the v2 family and tabpfn_v3_5) gives one `status="refused"` row per
 insertion and count, with the reason in `first_leaking_module`.
 """
 

@@ -4,10 +4,11 @@ Absolute-mode OAttention gives query i the sink share `eps_den / (eps_den + W_i)
 `W_i = sum_j p_j exp(s_ij)` over the N context rows. Softmax is shift-invariant, so a trained host
 may put every logit of a query far below `log eps_den`; the sink then takes the mass and the
 retrofitted output collapses towards 0. `SinkProbe` measures this on the frozen stock host without
-changing a prediction: forward hooks read the carriers entering each in-context attention and
-re-project queries and keys with the attention's own weights (`in_context_qkv`; v3's query scaling
-by the keys' presence mass, as the O wrapper does; test rows see only the test key/value heads).
-Presences follow the variant's tau rule on those carriers. Per (block, head) it pools every
+changing a prediction: each architecture's O wrapper (`OBlock.probe_attention`, built on the stock
+block and not swapped in) hooks the carriers entering each in-context attention and re-projects
+queries and keys with the attention's own weights exactly as its O attention would (v3.5's per-head
+q/k norms, v3's query scaling by the keys' presence mass; test rows see only the test key/value
+heads). Presences follow the variant's tau rule on those carriers. Per (block, head) it pools every
 present receiver (train and test rows; every column for the v2 family; every ensemble member).
 """
 
@@ -22,15 +23,10 @@ import numpy as np
 import pandas as pd
 import torch
 from tabpfn import TabPFNRegressor
-from torch import nn
 
 from retrofit.adapters import architecture_of, in_context_blocks
-from retrofit.adapters.attention import in_context_qkv
-from retrofit.adapters.tabpfn_v3 import scale_queries
 from retrofit.adapters.tau import TauRule
 from retrofit.data import DatasetSpec
-from retrofit.errors import RetrofitError
-from retrofit.ops import presence
 from retrofit.patching import retrofit
 from retrofit.runner.case import Case, case_data, fitted_regressor
 from retrofit.variants import resolve_variant
@@ -76,20 +72,13 @@ class SinkProbe:
         """block index -> (H, n) sink shares of the present receivers, one tensor per call."""
         self.max_logits: dict[int, list[torch.Tensor]] = defaultdict(list)
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
-        self._block_input: dict[int, tuple[torch.Size, int]] = {}
 
     def __enter__(self) -> "SinkProbe":
         for model in self.models:
-            arch = architecture_of(model)
+            wrapper = architecture_of(model).wrapper
             for i, block in enumerate(in_context_blocks(model)):
-                self._handles.append(block.register_forward_pre_hook(partial(self._block_hook, i), with_kwargs=True))
-                if arch.name == "tabpfn_v3":  # pre-norm: the carrier enters `layernorm`, whose output is attended
-                    self._handles.append(block.layernorm.register_forward_hook(partial(self._v3_hook, i, block)))
-                else:  # v2 family, post-norm: the attention's input is the carrier
-                    attention = block.per_column_attention_between_cells
-                    self._handles.append(
-                        attention.register_forward_pre_hook(partial(self._v2_hook, i, attention), with_kwargs=True)
-                    )
+                probe = wrapper(block, frozenset({"attention"}), self.tau, self.eps_den, False)
+                self._handles += probe.probe_attention(partial(self._record, i))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -97,39 +86,17 @@ class SinkProbe:
             handle.remove()
         self._handles.clear()
 
-    def _block_hook(self, index: int, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        x, single_eval_pos = args[0], args[1] if len(args) > 1 else kwargs["single_eval_pos"]
-        self._block_input[index] = ((x[0] if isinstance(x, list) else x).shape, int(single_eval_pos))
-
-    def _v3_hook(self, index: int, block: nn.Module, module: nn.Module, args: tuple, h_BRE: torch.Tensor) -> None:
-        x_BRE, N = args[0], self._block_input[index][1]
-        attention = block.icl_attention
-        p_BR = self._presence(x_BRE, x_BRE[:, :N])
-        layer = attention.softmax_scaling_layer
-        scale = None if layer is None else partial(scale_queries, layer, n_B=p_BR[:, :N].sum(1, dtype=torch.float64))
-        self._record(index, attention, h_BRE, p_BR, N, attention.num_kv_heads_test, scale)
-
-    def _v2_hook(self, index: int, attention: nn.Module, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        h_BcRE, (shape, N) = args[0], self._block_input[index]
-        B, C, R, E = shape[0], shape[2], h_BcRE.shape[1], h_BcRE.shape[2]
-        if h_BcRE.shape[0] != B * C:
-            raise RetrofitError(
-                f"sink probe: block {index}'s cell attention got {h_BcRE.shape[0]} columns, not all {B * C}: "
-                "memory-saving chunking splits tables; fit the regressor with memory_saving_mode=False"
-            )
-        h_BCRE = h_BcRE.view(B, C, R, E)
-        p_BcR = self._presence(h_BCRE, h_BCRE[:, :, :N]).reshape(B * C, R)
-        self._record(index, attention, h_BcRE, p_BcR, N, 1, None)
-
-    def _presence(self, carrier_BxE: torch.Tensor, context_BxE: torch.Tensor) -> torch.Tensor:
-        """Presence of the carriers, tau per batch element from its context carriers."""
-        B, E = carrier_BxE.shape[0], carrier_BxE.shape[-1]
-        tau_B = self.tau.tau(context_BxE.reshape(B, -1, E))
-        return presence(carrier_BxE, tau_B.view(B, *(1,) * (carrier_BxE.dim() - 2)))
-
     @torch.no_grad()
-    def _record(self, index, attention, h_BRE, p_BR, N, test_kv_heads, scale) -> None:
-        q_BRHD, k_BNGD, _ = in_context_qkv(attention, h_BRE, N, scale)
+    def _record(
+        self,
+        index: int,
+        q_BRHD: torch.Tensor,
+        k_BNGD: torch.Tensor,
+        p_BR: torch.Tensor,
+        N: int,
+        test_kv_heads: int | None,
+    ) -> None:
+        """Sink shares and max logits of block `index`'s present receivers (see `AttentionRecord`)."""
         H, D, G = q_BRHD.shape[2], q_BRHD.shape[3], k_BNGD.shape[2]
         p_BN = p_BR[:, :N]
         for rows, kv_heads in ((slice(0, N), G), (slice(N, None), test_kv_heads or G)):
