@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 clean
+.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
 
 pretrain-v3: $(STAMP) ## pretrain (or resume) the tiny_v3 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3
+
+pretrain-v3_5: $(STAMP) ## pretrain (or resume) the tiny_v3_5 host (exports to pretrain_runs/tiny_v3_5/host.safetensors)
+	$(PY) experiments/pretrain_host.py pretrain=tiny_v3_5
 
 clean: ## remove the venv and caches (keeps results/)
 	rm -rf $(VENV) .pytest_cache .hypothesis outputs multirun .cache

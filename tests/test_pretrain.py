@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from safetensors import safe_open
+from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
@@ -21,12 +23,11 @@ CURRICULUM = [
 ]
 
 
-def _config(tmp_path, **kw) -> PretrainConfig:
-    arch = dict(TINY_ARCHS["tabpfn_v2"])
+def _config(tmp_path, arch_name: str = "tabpfn_v2", **kw) -> PretrainConfig:
     defaults = dict(
-        host_name="test_v2",
-        arch_name="tabpfn_v2",
-        arch=arch,
+        host_name="test_host",
+        arch_name=arch_name,
+        arch=dict(TINY_ARCHS[arch_name]),
         run_dir=str(tmp_path / "run"),
         curriculum=CURRICULUM,
         border_samples=5000,
@@ -38,8 +39,9 @@ def _config(tmp_path, **kw) -> PretrainConfig:
     return PretrainConfig(**defaults)
 
 
-def test_short_run_lowers_the_held_out_loss(tmp_path):
-    trainer = Pretrainer(_config(tmp_path, curriculum=CURRICULUM[:1], warmup_steps=5))
+@pytest.mark.parametrize("arch_name", ["tabpfn_v2", "tabpfn_v3_5"])
+def test_short_run_lowers_the_held_out_loss(tmp_path, arch_name):
+    trainer = Pretrainer(_config(tmp_path, arch_name, curriculum=CURRICULUM[:1], warmup_steps=5))
     vset = trainer.val_sets[0]
     before = evaluate_host(trainer.model, trainer.criterion, vset)["small_nll"]
     for _ in range(200):
@@ -73,13 +75,14 @@ def test_resume_keeps_its_borders_unless_told_to_reborder(tmp_path):
     assert adopted.host_card()["reborder_steps"] == [2]
 
 
-def test_resume_continues_the_same_stream(tmp_path):
+@pytest.mark.parametrize("arch_name", ["tabpfn_v2", "tabpfn_v3_5"])
+def test_resume_continues_the_same_stream(tmp_path, arch_name):
     # 6 steps straight vs 3 steps, save, reload, 3 more: identical weights.
-    straight = Pretrainer(_config(tmp_path / "a", max_steps=6))
+    straight = Pretrainer(_config(tmp_path / "a", arch_name, max_steps=6))
     straight.run()
-    first = Pretrainer(_config(tmp_path / "b", max_steps=3))
+    first = Pretrainer(_config(tmp_path / "b", arch_name, max_steps=3))
     first.run()
-    resumed = Pretrainer(_config(tmp_path / "b", max_steps=6))
+    resumed = Pretrainer(_config(tmp_path / "b", arch_name, max_steps=6))
     assert resumed.step == 3
     resumed.run()
     for key, value in straight.model.state_dict().items():
@@ -94,6 +97,23 @@ def test_export_is_a_loadable_host_with_its_card(tmp_path):
     X = np.random.default_rng(0).normal(size=(60, 3))
     pred = make_regressor(path, n_estimators=1).fit(X[:40], X[:40, 0]).predict(X[40:])
     assert np.isfinite(pred).all()
+
+
+def test_v3_5_export_is_tabpfns_v3_5_format_with_the_trained_borders(tmp_path):
+    """A v3.5 run exports one `.safetensors` whose borders are the multitask heads' buffer (no
+    criterion state, as in tabpfn's own v3.5 files), and tabpfn predicts with exactly those borders."""
+    trainer = Pretrainer(_config(tmp_path, "tabpfn_v3_5", max_steps=2, border_tail_share=0.2))
+    path = trainer.run()
+    with safe_open(str(path), framework="pt") as fh:
+        assert fh.metadata()["architecture_name"] == '"tabpfn_v3_5"'
+        tensor_names = fh.keys()  # safe_open is not iterable
+        assert not [k for k in tensor_names if k.startswith("criterion.")]
+        torch.testing.assert_close(fh.get_tensor("heads.regression_borders"), trainer.borders, rtol=0, atol=0)
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    reg = TabPFNRegressor(model_path=str(path), n_estimators=1, device="cpu", inference_precision=torch.float32)
+    pred = reg.fit(X[:40], X[:40, 0]).predict(X[40:])
+    assert np.isfinite(pred).all()
+    torch.testing.assert_close(reg.models_[0].regression_borders, trainer.borders, rtol=0, atol=0)
 
 
 def test_resume_into_another_architecture_is_refused(tmp_path):
@@ -121,7 +141,7 @@ def test_model_card_renders_the_checkpoint_record(tmp_path):
     assert (tmp_path / "cards" / "test_v2_curve.png").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
+@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2", "tiny_v3_5"])
 def test_shipped_pretrain_configs_are_typed_and_a_typo_is_an_error(host):
     from hydra import compose, initialize_config_dir
 

@@ -7,6 +7,7 @@ The written file is a `.safetensors` checkpoint in tabpfn's own format
 """
 
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,24 @@ def build_host(arch_name: str, arch_kwargs: dict[str, Any], seed: int = 0) -> tu
     return module.get_architecture(config), config
 
 
+def regression_logits(model: torch.nn.Module, x_RBF: torch.Tensor, y_train_NB: torch.Tensor) -> torch.Tensor:
+    """The bar-distribution logits `(test rows, B, buckets)` of `model` on a batch whose first
+    `N = len(y_train_NB)` rows are the training rows.
+
+    v3.5 models are multitask: their forward takes a `task_type` and gets "regression" (tabpfn's
+    own inference engine decides the same way, from the forward's signature).
+    """
+    if "task_type" in inspect.signature(model.forward).parameters:
+        return model(x_RBF, y_train_NB, task_type="regression")
+    return model(x_RBF, y_train_NB)
+
+
 def set_borders(model: torch.nn.Module, borders_K1: torch.Tensor) -> FullSupportBarDistribution:
     """Put the bucket borders where the architecture keeps them; returns the matching criterion.
 
-    v3 keeps them as the model buffer `regression_borders`; the v2 family keeps them in the
-    criterion state, which `save_host` stores under `criterion.*`.
+    v3 keeps them as the model buffer `regression_borders`, v3.5 as the buffer of its multitask
+    heads (`heads.regression_borders`, exposed as `model.regression_borders`); the v2 family keeps
+    them in the criterion state, which `save_host` stores under `criterion.*`.
     """
     if hasattr(model, "regression_borders"):
         model.regression_borders.copy_(borders_K1)

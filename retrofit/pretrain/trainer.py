@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, ValidationError
 
 from retrofit.errors import RetrofitError
-from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
+from retrofit.hosts.checkpoint import build_host, inference_config, regression_logits, save_host, set_borders
 from retrofit.io import write_atomic
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
 from retrofit.pretrain.validation import evaluate_host, make_validation_set
@@ -212,7 +212,7 @@ class Pretrainer:
         shape, batch_size = draw_shape(self.curriculum, self.step, self.generator)
         batch = sample_batch(shape, batch_size, self.generator)
         y_RB = zscore_targets(batch.y_RB, shape.n_train)
-        logits_TBK = self.model(batch.x_RBF, y_RB[: shape.n_train])
+        logits_TBK = regression_logits(self.model, batch.x_RBF, y_RB[: shape.n_train])
         loss = self.criterion(logits_TBK, y_RB[shape.n_train :]).mean()
         if not torch.isfinite(loss):
             log.warning("step %d: non-finite loss on shape %s, batch skipped", self.step, shape)

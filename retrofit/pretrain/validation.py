@@ -12,6 +12,7 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 
+from retrofit.hosts.checkpoint import regression_logits
 from retrofit.prior import PriorBatch, sample_batch, sample_shape, zscore_targets
 
 
@@ -54,7 +55,7 @@ def evaluate_host(model: torch.nn.Module, criterion, vset: ValidationSet) -> dic
     nll, r2 = [], []
     for b in vset.batches:
         nt = b.shape.n_train
-        logits_TBK = model(b.x_RBF, b.y_RB[:nt])
+        logits_TBK = regression_logits(model, b.x_RBF, b.y_RB[:nt])
         nll.append(criterion(logits_TBK, b.y_RB[nt:]).mean().item())
         r2.append(_r2_per_dataset(criterion.mean(logits_TBK), b.y_RB[nt:]))
     model.train(was_training)
