@@ -1,0 +1,124 @@
+"""Shapley values and interactions of the closed model's removal game, computed by shapiq.
+
+The game of query row x has the features as players and v(S) = `values(regressor, x, S)`: the
+o_closed model's prediction given the table with only S's features (context and query). shapiq
+does the game theory (exact computation, KernelSHAP, KernelSHAP-IQ); here only the value
+function is supplied. All explained rows share one context, so a coalition is evaluated once for
+all rows (`_SharedValues`) and every row's game reads it from there.
+
+Baseline: shapiq's own TabPFN imputer cannot fit a table with no features, so it stands in the
+mean prediction on held-out rows for v(∅). The closed model can take the empty table: v(∅) is
+then the model given the training targets alone. `empty_prediction=None` uses that exact value;
+a float uses the given value instead, as shapiq's TabPFNImputer does.
+"""
+
+from typing import Any
+
+import numpy as np
+import shapiq
+
+from retrofit.errors import RetrofitError
+from retrofit.removal.context import MAX_CELLS, closed_regressor
+from retrofit.removal.features import values
+
+INDICES = {"SV": (shapiq.KernelSHAP, (1,)), "k-SII": (shapiq.KernelSHAPIQ, (1, 2))}
+"""Index -> (the shapiq approximator used with a budget, the orders it takes)."""
+EXACT_MAX_FEATURES = 16
+"""budget=None evaluates all 2^n_features coalitions; refused above this many features."""
+
+
+class _SharedValues:
+    """v(S) for every explained row, each distinct coalition evaluated once (batched)."""
+
+    def __init__(self, regressor: Any, X: Any, max_cells: int):
+        self.regressor, self.X, self.max_cells = regressor, X, max_cells
+        self.known: dict[bytes, np.ndarray] = {}
+
+    def __call__(self, coalitions_KF: np.ndarray) -> np.ndarray:
+        """(K, n_rows) values of the (K, n_features) bool coalitions."""
+        keys = [row.tobytes() for row in coalitions_KF]
+        missing = {key: row for key, row in zip(keys, coalitions_KF, strict=True) if key not in self.known}
+        if missing:
+            new = values(self.regressor, self.X, np.stack(list(missing.values())), max_cells=self.max_cells)
+            self.known.update(zip(missing, new, strict=True))
+        return np.stack([self.known[key] for key in keys])
+
+
+class RemovalGame(shapiq.Game):
+    """The removal game of one query row (`row` of the rows `shared` evaluates), for shapiq;
+    v(∅) is `empty_value` (centred to 0 by shapiq's normalisation)."""
+
+    def __init__(self, shared: _SharedValues, row: int, n_features: int, empty_value: float):
+        self.shared, self.row, self.empty_value = shared, row, float(empty_value)
+        super().__init__(n_features, normalize=True, normalization_value=self.empty_value)
+
+    def value_function(self, coalitions: np.ndarray) -> np.ndarray:
+        coalitions = np.asarray(coalitions, dtype=bool)
+        empty = ~coalitions.any(axis=1)
+        worth = np.full(len(coalitions), self.empty_value)
+        if not empty.all():
+            worth[~empty] = self.shared(coalitions[~empty])[:, self.row]
+        return worth
+
+
+def shapley(
+    regressor: Any,
+    X: Any,
+    budget: int | None = None,
+    index: str = "SV",
+    max_order: int = 1,
+    *,
+    random_state: int = 0,
+    empty_prediction: float | None = None,
+    max_cells: int = MAX_CELLS,
+) -> np.ndarray | list[shapiq.InteractionValues]:
+    """Shapley values (index="SV", max_order=1) or k-SII interactions (index="k-SII", max_order 1
+    or 2) of every query row of `X` in the removal game of the o_closed `regressor`.
+
+    `budget=None`: exact, over all 2^n_features coalitions (shapiq.ExactComputer; up to
+    `EXACT_MAX_FEATURES`). An int: that many coalitions per row, drawn by shapiq's KernelSHAP
+    (SV) or KernelSHAP-IQ (k-SII) with `random_state` (the same draw for every row, so each
+    coalition is evaluated once for all rows). `empty_prediction`: v(∅) (None: the closed
+    model's value of the empty table; see the module docstring).
+    Returns for SV an array (n_rows, n_features) with Σ_i φ_i = v(all) − v(∅) per row
+    (efficiency); for k-SII one `shapiq.InteractionValues` per row.
+    """
+    regressor = closed_regressor(regressor, "retrofit.removal.shapley")
+    if index not in INDICES:
+        raise RetrofitError(f"index must be one of {sorted(INDICES)}, got {index!r}")
+    approximator, orders = INDICES[index]
+    if max_order not in orders:
+        raise RetrofitError(f"index {index!r} takes max_order in {orders}, got {max_order!r}")
+    n_features = regressor.n_features_in_
+    if budget is None and n_features > EXACT_MAX_FEATURES:
+        raise RetrofitError(
+            f"exact Shapley values need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} features pass a budget "
+            "(e.g. budget=512)"
+        )
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
+        raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
+    shared = _SharedValues(regressor, X, max_cells)
+    if budget is None:  # every row needs every coalition: one batched evaluation up front
+        shared(_all_coalitions(n_features))
+    n_rows = shared(np.ones((1, n_features), dtype=bool)).shape[1]
+    if empty_prediction is None:
+        empties = shared(np.zeros((1, n_features), dtype=bool))[0]
+    else:
+        empties = np.full(n_rows, float(empty_prediction))
+    results = []
+    for row in range(n_rows):
+        game = RemovalGame(shared, row, n_features, empties[row])
+        if budget is None:
+            results.append(shapiq.ExactComputer(game, n_features)(index, max_order))
+        else:
+            kwargs = {} if index == "SV" else {"max_order": max_order, "index": index}
+            results.append(approximator(n_features, random_state=random_state, **kwargs).approximate(budget, game))
+    if index == "SV":
+        return np.stack([result.get_n_order_values(1) for result in results])
+    return results
+
+
+def _all_coalitions(n_features: int) -> np.ndarray:
+    """(2^n, n) bool: every coalition of n players."""
+    codes = np.arange(2**n_features)[:, None]
+    return (codes >> np.arange(n_features)[None, :]) & 1 == 1

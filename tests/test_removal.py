@@ -1,0 +1,236 @@
+"""retrofit.removal: exact, batched feature and row removal on an o_closed regressor, with no refit
+(tiny random tabpfn_v3 host, fast)."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import retrofit
+from retrofit.batching import decode_members, member_inputs
+from retrofit.errors import RetrofitError
+from retrofit.hosts import make_regressor
+from retrofit.removal import leave_one_out, row_values, shapley, values
+from retrofit.removal.columns import member_feature_columns
+
+REL_BOUND = 1e-5
+"""Without compaction, removal matches its reference to this fraction of the prediction scale."""
+N_TRAIN, N_TEST, N_FEATURES = 60, 6, 5
+
+
+def _table(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N_TRAIN + N_TEST, N_FEATURES))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3] + 0.1 * rng.normal(size=len(X))
+    return X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
+
+
+def _closed(path, X_train, y_train, compact=False, **overrides):
+    fitted = make_regressor(path, n_estimators=2, random_state=0, **overrides).fit(X_train, y_train)
+    return retrofit.retrofit(fitted, "o_closed", compact=compact)
+
+
+def _close(a, b, scale, compact):
+    if compact:
+        return np.array_equal(a, b)
+    return float(np.abs(a - b).max()) <= REL_BOUND * scale
+
+
+@pytest.fixture(scope="module")
+def host(make_random_host):
+    return make_random_host("tabpfn_v3")
+
+
+@pytest.fixture(scope="module")
+def case(host):
+    X_train, y_train, X_test, y_test = _table()
+    return _closed(host, X_train, y_train), X_train, y_train, X_test, y_test
+
+
+COALITIONS = np.array([[1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]], dtype=bool)
+
+
+def test_full_coalition_is_predict(case):
+    regressor, _, _, X_test, _ = case
+    full = values(regressor, X_test, np.ones((1, N_FEATURES), dtype=bool))[0]
+    reference = regressor.predict(X_test)
+    assert np.abs(full - reference).max() <= REL_BOUND * np.abs(reference).max()
+
+
+def test_batch_bound_changes_nothing_but_the_number_of_forwards(case):
+    regressor, _, _, X_test, _ = case
+    one_per_forward = values(regressor, X_test, COALITIONS, max_cells=1)
+    assert (
+        np.abs(one_per_forward - values(regressor, X_test, COALITIONS)).max()
+        <= REL_BOUND * np.abs(one_per_forward).max()
+    )
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_value_ignores_the_features_outside_the_coalition(host, compact):
+    X_train, y_train, X_test, _ = _table()
+    reference = values(_closed(host, X_train, y_train, compact), X_test, COALITIONS)
+    rng = np.random.default_rng(1)
+    for k, coalition in enumerate(COALITIONS):
+        outside = ~coalition
+        X_train_new, X_test_new = X_train.copy(), X_test.copy()
+        X_train_new[:, outside] = rng.normal(size=(N_TRAIN, outside.sum())) * 3 + 1
+        X_test_new[:, outside] = rng.normal(size=(N_TEST, outside.sum())) * 3 + 1
+        # the same coalitions in the same batch layout: only the outside features' values differ
+        changed = values(_closed(host, X_train_new, y_train, compact), X_test_new, COALITIONS)[k]
+        assert _close(changed, reference[k], np.abs(reference).max(), compact), coalition
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_value_is_the_forward_on_the_reduced_table(host, compact):
+    X_train, y_train, X_test, _ = _table()
+    regressor = _closed(host, X_train, y_train, compact)
+    columns = member_feature_columns(regressor)
+    got = values(regressor, X_test, COALITIONS[:4])
+    for k, coalition in enumerate(COALITIONS[:4]):
+        logits = []
+        for member, m in zip(member_inputs(0, regressor, X_test), columns, strict=True):
+            keep = torch.as_tensor(coalition[m])
+            x = member.x_RC[:, keep][:, None]
+            with torch.inference_mode():
+                logits.append(regressor.models_[0](x, member.y_N[:, None])[:, 0])
+        reduced = decode_members(regressor, logits)
+        # rounding only: the reduced forward holds one table per call, `values` a batch of them
+        assert _close(got[k], reduced, np.abs(reduced).max(), compact=False), coalition
+
+
+def test_empty_coalition_is_one_value_for_every_query(case):
+    regressor, _, y_train, X_test, _ = case
+    empty = values(regressor, X_test, np.zeros((1, N_FEATURES), dtype=bool))[0]
+    assert np.ptp(empty) <= REL_BOUND * np.abs(empty).max()  # no feature present: the queries are alike
+    assert y_train.min() < empty[0] < y_train.max()
+
+
+def test_refuses_bad_inputs(case, host):
+    regressor, X_train, y_train, X_test, _ = case
+    with pytest.raises(RetrofitError, match="boolean"):
+        values(regressor, X_test, COALITIONS.astype(int))
+    with pytest.raises(RetrofitError, match=r"shape \(K >= 1, 5\)"):
+        values(regressor, X_test, COALITIONS[:, :4])
+    with pytest.raises(RetrofitError, match=r"shape \(K >= 1, 5\)"):
+        values(regressor, X_test, COALITIONS[0])
+    with pytest.raises(RetrofitError, match="max_cells"):
+        values(regressor, X_test, COALITIONS, max_cells=0)
+    stock = make_regressor(host, n_estimators=2, random_state=0).fit(X_train, y_train)
+    for other in (stock, retrofit.retrofit(stock, "full_o")):
+        with pytest.raises(RetrofitError, match="o_closed"):
+            values(other, X_test, COALITIONS)
+
+
+@pytest.mark.parametrize(
+    ("inference_config", "step"),
+    [
+        ({"FINGERPRINT_FEATURE": True}, "AddFingerprintFeaturesStep"),
+        ({"POLYNOMIAL_FEATURES": 2}, "NanHandlingPolynomialFeaturesStep"),
+    ],
+)
+def test_refuses_preprocessing_that_mixes_columns(host, inference_config, step):
+    X_train, y_train, X_test, _ = _table()
+    regressor = _closed(host, X_train, y_train, inference_config=inference_config)
+    with pytest.raises(RetrofitError, match=step):
+        values(regressor, X_test, COALITIONS)
+
+
+def test_refuses_svd_features(host):
+    X_train, y_train, X_test, _ = _table()
+    fitted = make_regressor(host, n_estimators=2, random_state=0).fit(X_train, y_train)
+    preset = fitted.get_inference_config().PREPROCESS_TRANSFORMS[0]
+    config = {"PREPROCESS_TRANSFORMS": [{**vars(preset), "global_transformer_name": "svd"}]}
+    regressor = _closed(host, X_train, y_train, inference_config=config)
+    with pytest.raises(RetrofitError, match=r"AddSVDFeaturesStep.*global_transformer_name=None"):
+        values(regressor, X_test, COALITIONS)
+
+
+def test_shapley_exact_is_efficient_and_matches_the_budgeted_estimate(case):
+    regressor, _, _, X_test, _ = case
+    phi = shapley(regressor, X_test)
+    assert phi.shape == (N_TEST, N_FEATURES)
+    ends = values(regressor, X_test, np.array([[True] * N_FEATURES, [False] * N_FEATURES]))
+    assert np.abs(phi.sum(axis=1) - (ends[0] - ends[1])).max() <= REL_BOUND * np.abs(ends).max()
+    # a budget of every coalition makes KernelSHAP exact too
+    estimate = shapley(regressor, X_test, budget=2**N_FEATURES)
+    assert np.abs(estimate - phi).max() <= 1e-6 * np.abs(ends).max()
+    small = shapley(regressor, X_test, budget=12)
+    assert np.abs(small.sum(axis=1) - (ends[0] - ends[1])).max() <= REL_BOUND * np.abs(ends).max()
+
+
+def test_shapley_with_a_given_empty_prediction(case):
+    regressor, _, y_train, X_test, _ = case
+    phi = shapley(regressor, X_test, empty_prediction=float(y_train.mean()))
+    full = values(regressor, X_test, np.ones((1, N_FEATURES), dtype=bool))[0]
+    assert np.abs(phi.sum(axis=1) - (full - y_train.mean())).max() <= REL_BOUND * np.abs(full).max()
+
+
+def test_k_sii_interactions(case):
+    regressor, _, _, X_test, _ = case
+    interactions = shapley(regressor, X_test[:2], index="k-SII", max_order=2)
+    assert len(interactions) == 2
+    pairs = interactions[0].get_n_order_values(2)
+    assert pairs.shape == (N_FEATURES, N_FEATURES) and np.abs(pairs).max() > 0
+    ends = values(regressor, X_test[:2], np.array([[True] * N_FEATURES, [False] * N_FEATURES]))
+    total = sum(v for key, v in interactions[0].dict_values.items() if len(key) > 0)
+    assert abs(total - (ends[0, 0] - ends[1, 0])) <= REL_BOUND * np.abs(ends).max()  # k-SII is efficient
+
+
+def test_shapley_refuses_bad_settings(case):
+    regressor, _, _, X_test, _ = case
+    with pytest.raises(RetrofitError, match="index"):
+        shapley(regressor, X_test, index="Banzhaf")
+    with pytest.raises(RetrofitError, match="max_order"):
+        shapley(regressor, X_test, index="SV", max_order=2)
+    with pytest.raises(RetrofitError, match="budget"):
+        shapley(regressor, X_test, budget=1)
+
+
+def test_all_rows_is_predict_and_a_row_set_is_the_reduced_context(case):
+    regressor, _, _, X_test, _ = case
+    rows = np.ones((3, N_TRAIN), dtype=bool)
+    rows[1, ::2] = False
+    rows[2, :50] = False
+    got = row_values(regressor, X_test, rows)
+    reference = regressor.predict(X_test)
+    assert np.abs(got[0] - reference).max() <= REL_BOUND * np.abs(reference).max()
+    for k in (1, 2):
+        keep = torch.as_tensor(rows[k])
+        logits = []
+        for member in member_inputs(0, regressor, X_test):
+            x = torch.cat([member.x_RC[:N_TRAIN][keep], member.x_RC[N_TRAIN:]])[:, None]
+            with torch.inference_mode():
+                logits.append(regressor.models_[0](x, member.y_N[keep][:, None])[:, 0])
+        reduced = decode_members(regressor, logits)
+        assert np.abs(got[k] - reduced).max() <= REL_BOUND * np.abs(reduced).max()
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_absent_rows_values_change_nothing(host, compact):
+    X_train, y_train, X_test, _ = _table()
+    regressor = _closed(host, X_train, y_train, compact)
+    rows = np.ones((1, N_TRAIN), dtype=bool)
+    rows[0, [3, 17, 40]] = False
+    reference = row_values(regressor, X_test, rows)
+    changed = copy.deepcopy(regressor)
+    for member in changed.executor_.ensemble_members:
+        member.X_train[~rows[0]] = 1e3
+        member.y_train[~rows[0]] = -1e3
+    assert _close(row_values(changed, X_test, rows), reference, np.abs(reference).max(), compact)
+
+
+def test_leave_one_out(case):
+    regressor, _, _, X_test, y_test = case
+    loo = leave_one_out(regressor, X_test, y_test)
+    assert loo.shape == (N_TRAIN,)
+    for i in (0, 31):
+        rows = np.ones((1, N_TRAIN), dtype=bool)
+        rows[0, i] = False
+        without = row_values(regressor, X_test, rows)[0]
+        loss = lambda p: float(((p - y_test) ** 2).mean())  # noqa: E731
+        assert abs(loo[i] - (loss(without) - loss(regressor.predict(X_test)))) <= 1e-5 * loss(without)
+    assert np.abs(loo).max() > 0
+    with pytest.raises(RetrofitError, match="at least one present"):
+        row_values(regressor, X_test, np.zeros((1, N_TRAIN), dtype=bool))
