@@ -309,15 +309,18 @@ def test_the_v3_wrapper_refuses_a_v3_5_block_naming_its_query_and_key_norms(fitt
 
 
 def test_a_block_with_a_parameter_or_submodule_no_wrapper_reads_is_refused(fitted):
-    """A parameter added to a re-implemented submodule and a new submodule of the block are named
-    (the submodule once, not its contents); retrofit refuses before anything is swapped."""
+    """Parameters added to re-implemented submodules (the attention, its softmax scaling) and a new
+    submodule of the block are named (the submodule once, not its contents); retrofit refuses
+    before anything is swapped."""
     regressor, _ = fitted("tabpfn_v3")
     grown = copy.deepcopy(regressor)
     block = in_context_blocks(grown.models_[0])[1]
     block.icl_attention.gate = nn.Parameter(torch.ones(4))
+    block.icl_attention.softmax_scaling_layer.temperature = nn.Parameter(torch.ones(1))
     block.extra_norm = nn.LayerNorm(8)
-    assert unaccounted(block, OICLBlockV3.required) == ["extra_norm", "icl_attention.gate"]
-    with pytest.raises(RetrofitError, match=r"holds \['extra_norm', 'icl_attention.gate'\]"):
+    stray = ["extra_norm", "icl_attention.gate", "icl_attention.softmax_scaling_layer.temperature"]
+    assert sorted(unaccounted(block, OICLBlockV3.required)) == stray
+    with pytest.raises(RetrofitError, match=re.escape(str(stray))):
         retrofit(grown, "oa_only")
     assert not any(isinstance(m, OBlock) for m in grown.models_[0].modules())
 

@@ -27,15 +27,16 @@ presence of the rows' carriers, the test rows' key/value heads or None for all).
 def unaccounted(block: nn.Module, required: dict[str, tuple[str, ...]]) -> list[str]:
     """Names of `block`'s parameters, buffers and submodules that `required` does not account for.
 
-    Accounted for: a submodule listed in `required` with no attributes, and everything inside it;
-    a listed attribute of a listed submodule that is itself a submodule or parameter, and
-    everything inside it; the listed submodules themselves and `block`. A parameter or buffer
-    held directly by a re-implemented submodule (one listed with attributes) is not, unless listed.
-    Of an unaccounted submodule only its own name is given, not those of its contents.
+    `required` maps a (dotted) submodule path to the attributes read from it. Accounted for: a
+    submodule listed with no attributes, and everything inside it; a listed attribute that is
+    itself a submodule or parameter, and everything inside it; the listed submodules themselves,
+    the submodules on their paths and `block`. A parameter or buffer held directly by a
+    re-implemented submodule (one listed with attributes) is not, unless listed. Of an
+    unaccounted submodule only its own name is given, not those of its contents.
     """
     whole = [name for name, attributes in required.items() if not attributes]
     whole += [f"{name}.{attribute}" for name, attributes in required.items() for attribute in attributes]
-    containers = {"", *required}
+    containers = {""} | {name.rsplit(".", i)[0] for name in required for i in range(name.count(".") + 1)}
 
     def covered(path: str) -> bool:
         return path in containers or any(path == w or path.startswith(f"{w}.") for w in whole)
@@ -44,6 +45,15 @@ def unaccounted(block: nn.Module, required: dict[str, tuple[str, ...]]) -> list[
     names += [name for name, _ in block.named_parameters()] + [name for name, _ in block.named_buffers()]
     stray = [name for name in dict.fromkeys(names) if not covered(name)]
     return [name for name in stray if not any(name.startswith(f"{outer}.") for outer in stray)]
+
+
+def _attribute(module: nn.Module, path: str) -> object | None:
+    """`module.<path>` for a dotted `path`; None where any step is missing or None."""
+    for name in path.split("."):
+        module = getattr(module, name, None)
+        if module is None:
+            return None
+    return module
 
 
 class OBlock(nn.Module):
@@ -59,7 +69,8 @@ class OBlock(nn.Module):
 
     Hooks for subclasses: `_forward_batch(x, single_eval_pos)`, the block on whole batch
     elements; `probe_attention(record)`, the sink diagnostics' view of the block. `required`
-    lists (submodule, attributes) the wrapper reads; checked at build time.
+    maps each (dotted) submodule path the wrapper reads to the attributes it reads there; checked
+    at build time.
     It is also what the wrapper accounts for: a submodule listed with no attributes is run as a
     whole (everything inside it is accounted for), one listed with attributes is re-implemented
     from those attributes only (each an attribute or a submodule run as a whole). A block holding
@@ -98,7 +109,7 @@ class OBlock(nn.Module):
                 f"{type(self).__name__}: parts must be a non-empty subset of {PARTS}, got {sorted(parts)}"
             )
         for name, attributes in self.required.items():
-            module = getattr(base_layer, name, None)
+            module = _attribute(base_layer, name)
             missing = [a for a in attributes if not hasattr(module, a)]
             if module is None or missing:
                 raise RetrofitError(

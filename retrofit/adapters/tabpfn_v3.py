@@ -50,8 +50,8 @@ class OICLBlockV3(OBlock):
             "out_projection",
             "head_dim",
             "num_kv_heads_test",
-            "softmax_scaling_layer",
         ),
+        "icl_attention.softmax_scaling_layer": ("base_mlp", "query_mlp", "num_heads", "head_dim"),
         "layernorm": (),
         "layernorm_mlp": (),
         "mlp": (),
@@ -80,11 +80,9 @@ class OICLBlockV3(OBlock):
         """Whether the attention normalises queries and keys per head (`q_norm`, `k_norm` in `required`)."""
         return "q_norm" in self.required["icl_attention"]
 
-    def _scale_queries(self, p_BR: torch.Tensor, single_eval_pos: int) -> Callable[[torch.Tensor], torch.Tensor] | None:
-        """The softmax scaling of the queries by the context rows' presence mass (None without one)."""
+    def _scale_queries(self, p_BR: torch.Tensor, single_eval_pos: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The softmax scaling of the queries by the context rows' presence mass."""
         layer = self.base_layer.icl_attention.softmax_scaling_layer
-        if layer is None:
-            return None
         return partial(scale_queries, layer, n_B=p_BR[:, :single_eval_pos].sum(1, dtype=torch.float64))
 
     def _o_attention(self, h_BRE: torch.Tensor, p_BR: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
