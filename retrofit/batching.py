@@ -64,11 +64,12 @@ def predict_many(
     rounding (1e-5 of the prediction scale), bitwise with `compact`.
     Memory: one bucket at a time, at most `max_cells` padded cells; activations of the column
     stage are ~ cells x embedding width x 4 bytes times a small constant.
-    Raises RetrofitError for a regressor that is not o_closed, regressors on different
-    checkpoints, variants or devices, or a fit mode without cached preprocessing.
+    Raises RetrofitError for an item that is not a (regressor, X_test) pair, a regressor that is
+    not o_closed, regressors on different checkpoints, variants or devices, or a fit mode
+    without cached preprocessing.
     """
-    pairs = [(getattr(regressor, "regressor_", regressor), X) for regressor, X in pairs]
     regressors = _check_pairs(pairs)
+    pairs = [(regressor, pair[1]) for regressor, pair in zip(regressors, pairs, strict=True)]
     results: list[np.ndarray | None] = [None] * len(pairs)
     members: list[MemberInput] = []
     for index, (regressor, X) in enumerate(pairs):
@@ -199,11 +200,23 @@ def decode_members(regressor: TabPFNRegressor, outputs: list[torch.Tensor]) -> n
 
 
 def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNRegressor]:
-    """The regressors of `pairs`; RetrofitError unless all can share one model."""
+    """The regressors of `pairs` (a `RetrofitRegressor` stands for its `regressor_`); RetrofitError
+    unless every item is a (regressor, X_test) pair and all regressors can share one model."""
     if not pairs:
         raise RetrofitError("predict_many needs at least one (regressor, X_test) pair")
-    regressors = [pair[0] for pair in pairs]
+    for index, pair in enumerate(pairs):
+        if not (isinstance(pair, tuple | list) and len(pair) == 2):
+            raise RetrofitError(
+                f"predict_many: item {index} is a {type(pair).__name__}, not a (regressor, X_test) pair; "
+                "pass [(regressor, X_test), ...]"
+            )
+    regressors = [getattr(pair[0], "regressor_", pair[0]) for pair in pairs]
     for index, regressor in enumerate(regressors):
+        if not isinstance(regressor, TabPFNRegressor):
+            raise RetrofitError(
+                f"predict_many: pair {index} starts with a {type(regressor).__name__}, not a fitted regressor; "
+                "each pair is (regressor, X_test), the regressor first"
+            )
         report = getattr(regressor, "retrofit_report_", None)
         if report is None or not report.variant.closed:
             name = "a stock regressor" if report is None else f"variant {report.variant.name!r}"

@@ -6,8 +6,13 @@ which layer refused. Entry points wrap their work in `exit_on_user_error`: the m
 exit status 1, no traceback; any other exception is a bug and keeps its traceback.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+
+LISTED = 20
+"""The most names (columns, keys) an error message lists."""
+MESSAGE_CHARS = 500
+"""The most characters of a foreign error (tabpfn's, pandas') an error message quotes."""
 
 
 class RetrofitError(ValueError):
@@ -29,3 +34,17 @@ def exit_on_user_error() -> Iterator[None]:
         yield
     except RetrofitError as err:
         raise SystemExit(f"error: {err}") from None
+
+
+def listing(names: Sequence[object], limit: int = LISTED) -> str:
+    """`names` for an error message, bounded: the first `limit` and how many more, e.g.
+    "['a', 'b'] and 998 more (1000 in all)". A table's columns can number in the millions; a
+    message that lists them all costs minutes and gigabytes."""
+    shown = [repr(name) if isinstance(name, str) else str(name) for name in names[:limit]]
+    more = len(names) - len(shown)
+    return f"[{', '.join(shown)}]" + (f" and {more} more ({len(names)} in all)" if more > 0 else "")
+
+
+def bounded(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """`text` cut to `limit` characters (with how many were left out), for quoting a foreign error."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"

@@ -22,8 +22,9 @@ _AS_TABPFN_TAKES_IT = {"dtype": None, "ensure_all_finite": False}
 class RetrofitRegressor(RegressorMixin, BaseEstimator):
     """A TabPFN regressor on `host` running retrofit `variant`, refitted by every `fit`.
 
-    Parameters are stored as given and validated by `fit` (sklearn convention): an unknown
-    variant, host or device, or a bad hyper-parameter, raises RetrofitError there.
+    Parameters are stored as given and validated by `fit` (sklearn convention), all of them before
+    anything is fitted: an unknown variant, host or device, a checkpoint `check_checkpoint`
+    refuses, `n_estimators` < 1, a bad `random_state` or a bad hyper-parameter raises RetrofitError.
 
     variant: a built-in variant name (`retrofit/configs/variant/`) or a spec (mapping), as `retrofit.retrofit` takes.
     host: a shipped host (`retrofit.hosts.available()`); `model_path`, when given, is used instead.
@@ -69,6 +70,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         hparams = {name: value for name, value in hparams.items() if value is not None}
         resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
         path = get_path(self.host) if self.model_path is None else self.model_path
+        # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
         validate_data(self, X, y, **_AS_TABPFN_TAKES_IT)
         self.regressor_ = retrofit(stock.fit(X, y), self.variant, **hparams)

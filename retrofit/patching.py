@@ -9,6 +9,7 @@ The report is then read off the wrappers in place: the modules they actually too
 
 import copy
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -112,11 +113,12 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
 
 
 def retrofit(
-    regressor: TabPFNRegressor, variant: str | Mapping[str, Any] | DictConfig, **hparams: Any
+    regressor: TabPFNRegressor, variant: str | os.PathLike | Mapping[str, Any] | DictConfig, **hparams: Any
 ) -> PatchedTabPFNRegressor:
     """A frozen deep copy of the fitted `regressor` with `variant`'s O adapters patched in.
 
-    `variant`: a built-in variant name (`retrofit/configs/variant/`) or a spec (dict / OmegaConf); `hparams` override
+    `variant`: a built-in variant name (`retrofit/configs/variant/`), a spec (dict / OmegaConf) or a variant file
+    (a `pathlib.Path` or a string ending in .yaml; `retrofit.variants.variant_spec`); `hparams` override
     its `tau`, `eps_den`, `eps_mode`, `compact`. The result is still a fitted TabPFNRegressor
     (`.predict` runs the variant) and carries `retrofit_report_` (a `RetrofitReport`); it refuses
     `fit` (see `PatchedTabPFNRegressor`). `regressor` is not touched. Raises RetrofitError (a
@@ -150,8 +152,10 @@ def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
     """Put every wrapped block's `base_layer` back in place (in `patched` itself) and return it.
 
     The original modules come back unchanged: same `state_dict`, same predictions, bit for bit;
-    the result is a plain TabPFNRegressor again (it can be refitted).
+    the result is a plain TabPFNRegressor again (it can be refitted). RetrofitError for anything
+    but a fitted TabPFNRegressor (what `retrofit` returns).
     """
+    _check_fitted(patched, "unpatch")
     models = _models(patched)
     if any(isinstance(model, OClosedModel) for model in models):
         models = _set_models(patched, [getattr(model, "host_model", model) for model in models])
@@ -168,10 +172,7 @@ def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
 
 def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
     """Refuse what cannot be retrofitted; return a deep copy with every parameter frozen."""
-    if not isinstance(regressor, TabPFNRegressor):
-        raise RetrofitError(f"retrofit needs a fitted tabpfn.TabPFNRegressor, got {type(regressor).__name__}")
-    if not (hasattr(regressor, "executor_") or getattr(regressor, "is_constant_target_", False)):
-        raise RetrofitError("retrofit needs a fitted TabPFNRegressor: call .fit(X, y) first")
+    _check_fitted(regressor, "retrofit")
     if regressor.fit_mode == "fit_with_cache":
         raise RetrofitError(
             "fit_mode='fit_with_cache' is not supported: its KV cache holds keys and values built by the "
@@ -193,6 +194,14 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
     return clone
 
 
+def _check_fitted(regressor: Any, action: str) -> None:
+    """RetrofitError unless `regressor` is a fitted TabPFNRegressor (an engine, or a constant-target fit)."""
+    if not isinstance(regressor, TabPFNRegressor):
+        raise RetrofitError(f"{action} needs a fitted tabpfn.TabPFNRegressor, got {type(regressor).__name__}")
+    if not (hasattr(regressor, "executor_") or getattr(regressor, "is_constant_target_", False)):
+        raise RetrofitError(f"{action} needs a fitted TabPFNRegressor: this one is not fitted; call .fit(X, y) first")
+
+
 def _models(regressor: TabPFNRegressor) -> list[nn.Module]:
     """The models `predict` runs; RetrofitError if the engine holds copies patching would miss.
 
@@ -211,9 +220,13 @@ def _models(regressor: TabPFNRegressor) -> list[nn.Module]:
 
 
 def _set_models(regressor: TabPFNRegressor, models: list[nn.Module]) -> list[nn.Module]:
-    """Make `models` the ones `regressor.predict` runs (its `models_` and its engine's); returns them."""
+    """Make `models` the ones `regressor.predict` runs (its `models_` and its engine's); returns them.
+
+    A constant-target fit has no engine: its `predict` gives the constant and runs no model, as it
+    does for every variant."""
     regressor.models_ = list(models)
-    regressor.executor_._set_models(regressor.models_)
+    if not getattr(regressor, "is_constant_target_", False):
+        regressor.executor_._set_models(regressor.models_)
     return regressor.models_
 
 

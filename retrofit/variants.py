@@ -7,28 +7,36 @@ model, from the raw input to the readout, not only the in-context blocks; `retro
 A variant without adapters (the baseline) needs no `tau`, `eps_den` or `eps_mode`.
 
 The built-in variants are `retrofit/configs/variant/<name>.yaml` (package data; Hydra's `variant`
-group reads the same files through `pkg://retrofit.configs`). Every spec, from a file, a dict or a
-composed Hydra node, is checked against `VariantConfig`: an unknown key or a value of the wrong type
-is a RetrofitError naming the key.
+group reads the same files through `pkg://retrofit.configs`). A variant is given by built-in name,
+as a spec (a mapping), or explicitly as a file: a `pathlib.Path` or a string ending in `.yaml`/`.yml`,
+reported under its own file name (`mine.yaml`), never a built-in's. Every spec, from a file, a dict
+or a composed Hydra node, is checked against `VariantConfig`: an unknown key or a value of the wrong
+type is a RetrofitError naming the key. Every `Variant` checks its own settings (`Variant.__post_init__`),
+so a finite `eps_den` > 0 is checked once, wherever the variant came from.
 """
 
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.adapters import PARTS, TauRule, adapter
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, bounded
 from retrofit.ops import EPS_MODES
 
 VARIANT_DIR = Path(str(files("retrofit.configs") / "variant"))
 """Where the built-in variant files live (inside the installed package)."""
 HPARAMS = ("tau", "eps_den", "eps_mode", "compact")
 """The keys `retrofit.retrofit(..., **hparams)` may override."""
+VARIANT_FILE_SUFFIXES = (".yaml", ".yml")
+"""A variant string with one of these endings is the path of a variant file."""
 
 
 @dataclass
@@ -65,6 +73,23 @@ class Variant:
     eps_mode: str | None = None  # None: nothing patched (the baseline)
     closed: bool = False
 
+    def __post_init__(self) -> None:
+        """A variant that patches anything needs a tau rule (`TauRule` checks its own number), a finite
+        `eps_den` > 0 (OAttention's sink mass: 0 gives 0/0 on an empty support, inf or nan give no
+        attention at all) and an `eps_mode` of `EPS_MODES`; RetrofitError naming the key otherwise."""
+        if not self.adapters:
+            return
+        if not isinstance(self.tau, TauRule):
+            raise RetrofitError(f"variant {self.name!r} patches {list(self.adapters)} and needs a 'tau' rule")
+        finite = isinstance(self.eps_den, int | float) and not isinstance(self.eps_den, bool)
+        if not (finite and math.isfinite(self.eps_den) and self.eps_den > 0):
+            raise RetrofitError(
+                f"variant {self.name!r}: eps_den must be a finite number > 0 (OAttention's sink mass, e.g. 1e-6), "
+                f"got {self.eps_den!r}"
+            )
+        if self.eps_mode not in EPS_MODES:
+            raise RetrofitError(f"variant {self.name!r}: eps_mode must be one of {EPS_MODES}, got {self.eps_mode!r}")
+
     @property
     def parts(self) -> frozenset[str]:
         """The block parts this variant replaces."""
@@ -77,11 +102,54 @@ def available_variants() -> list[str]:
 
 
 def load_variant(name: str) -> DictConfig:
-    """The built-in spec `<VARIANT_DIR>/<name>.yaml`; RetrofitError listing the available names."""
-    path = VARIANT_DIR / f"{name}.yaml"
+    """The built-in spec `<VARIANT_DIR>/<name>.yaml`; RetrofitError listing the available names.
+
+    `name` is a name, never a path: "../x" or "/tmp/x" is refused, not looked up."""
+    if name not in available_variants():
+        raise RetrofitError(
+            f"unknown variant {bounded(name, 200)!r}; built-in: {available_variants()}; or pass a spec (a mapping), "
+            f"or the path of a variant file ending in {' or '.join(VARIANT_FILE_SUFFIXES)}"
+        )
+    return OmegaConf.load(VARIANT_DIR / f"{name}.yaml")
+
+
+def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The spec in the variant file `path`, named after the file (`mine.yaml`), so that its results are
+    never reported under a built-in variant's name; RetrofitError for a missing or malformed file, or
+    one whose `name` key says another name (drop the key or set it to the file name)."""
+    path = Path(path).expanduser()
     if not path.is_file():
-        raise RetrofitError(f"unknown variant {name!r}; built-in: {available_variants()}; or pass a spec (a mapping)")
-    return OmegaConf.load(path)
+        raise RetrofitError(f"variant file {path} does not exist; pass an existing .yaml file, or a built-in name")
+    try:
+        spec = OmegaConf.load(path)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError) as err:
+        raise RetrofitError(f"variant file {path} is not readable YAML ({bounded(str(err))})") from None
+    if not isinstance(spec, DictConfig):
+        raise RetrofitError(f"variant file {path} holds a {type(spec).__name__}, not a mapping of variant keys")
+    spec = OmegaConf.to_container(spec, resolve=True)
+    if spec.get("name") not in (None, path.name):
+        raise RetrofitError(
+            f"variant file {path} calls itself {spec['name']!r}; a variant from a file is reported under its file "
+            f"name {path.name!r}: drop its `name` key or set it to {path.name!r}"
+        )
+    return {**spec, "name": path.name}
+
+
+def variant_spec(variant: str | os.PathLike | Mapping[str, Any] | DictConfig) -> dict[str, Any]:
+    """The raw spec (a plain dict) `variant` stands for: a built-in name, a variant file (a
+    `pathlib.Path`, or a string ending in `.yaml`/`.yml`), or a spec itself; RetrofitError otherwise."""
+    if isinstance(variant, os.PathLike) or (isinstance(variant, str) and variant.endswith(VARIANT_FILE_SUFFIXES)):
+        return load_variant_file(variant)
+    if isinstance(variant, str):
+        return OmegaConf.to_container(load_variant(variant), resolve=True)
+    if isinstance(variant, DictConfig):
+        return OmegaConf.to_container(variant, resolve=True)
+    if isinstance(variant, Mapping):
+        return dict(variant)
+    raise RetrofitError(
+        f"a variant is a built-in name ({available_variants()}), a spec (a mapping), or a .yaml variant file; "
+        f"got {type(variant).__name__} {bounded(repr(variant), 100)}"
+    )
 
 
 def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
@@ -101,8 +169,9 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     return OmegaConf.to_container(typed, resolve=True)
 
 
-def resolve_variant(variant: str | Mapping[str, Any] | DictConfig, **hparams: Any) -> Variant:
-    """A `Variant` from a name or a spec (dict or OmegaConf), with `hparams` replacing its keys.
+def resolve_variant(variant: str | os.PathLike | Mapping[str, Any] | DictConfig, **hparams: Any) -> Variant:
+    """A `Variant` from a name, a variant file or a spec (dict or OmegaConf; see `variant_spec`),
+    with `hparams` replacing its keys.
 
     `hparams` keys are those of `HPARAMS` (e.g. `tau={"mode": "calibrated", "c": 1e-2}`).
     Raises RetrofitError naming an unknown key, adapter, duplicate part or missing hyper-parameter.
@@ -110,9 +179,7 @@ def resolve_variant(variant: str | Mapping[str, Any] | DictConfig, **hparams: An
     unknown = sorted(set(hparams) - set(HPARAMS))
     if unknown:
         raise RetrofitError(f"unknown retrofit hyper-parameters {unknown}; allowed: {list(HPARAMS)}")
-    raw = load_variant(variant) if isinstance(variant, str) else variant
-    raw = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw)
-    spec = typed_spec({**raw, **hparams})
+    spec = typed_spec({**variant_spec(variant), **hparams})
     names = tuple(spec["adapters"])
     parts = [adapter(name).part for name in names]
     if len(set(parts)) != len(parts):
@@ -125,6 +192,4 @@ def resolve_variant(variant: str | Mapping[str, Any] | DictConfig, **hparams: An
     name = spec["name"] or "+".join(names)
     ordered = tuple(sorted(names, key=lambda n: PARTS.index(adapter(n).part)))
     eps_mode = spec["eps_mode"] or "absolute"
-    if eps_mode not in EPS_MODES:
-        raise RetrofitError(f"variant {name!r}: eps_mode must be one of {EPS_MODES}, got {eps_mode!r}")
-    return Variant(name, ordered, rule, float(spec["eps_den"]), spec["compact"], eps_mode, spec["closed"])
+    return Variant(name, ordered, rule, spec["eps_den"], spec["compact"], eps_mode, spec["closed"])

@@ -218,7 +218,7 @@ def test_joblib_round_trip(tmp_path):
         ({"model_path": "/no/such/model.ckpt"}, "does not exist"),
         ({"device": "tpu"}, "device must be one of"),
         ({"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
-        ({"eps_den": -1.0}, "eps_den must be > 0"),
+        ({"eps_den": -1.0}, "eps_den must be a finite number > 0"),
         ({"eps_mode": "sideways"}, "eps_mode must be one of"),
     ],
 )

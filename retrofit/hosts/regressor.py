@@ -1,8 +1,10 @@
 """A `TabPFNRegressor` on a host checkpoint, configured the one way the harness uses it."""
 
+from numbers import Integral
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
 
@@ -55,7 +57,24 @@ def make_regressor(
     `ignore_pretraining_limits=True` is set deliberately: tabpfn refuses more than 1,000 rows on
     CPU otherwise, and the default datasets (Wage, College) exceed that. The checkpoint is
     validated first, so a bad path fails at once instead of attempting a hub download.
+
+    RetrofitError, before anything is built: `n_estimators` not an integer >= 1 (tabpfn would fit
+    with 0 and fail at predict); `random_state` not None, an integer >= 0, a numpy RandomState or
+    Generator; `model_path` among `overrides` (it would replace the checked `path` unchecked);
+    a device `resolve_device` refuses; a checkpoint `check_checkpoint` refuses.
     """
+    if not isinstance(n_estimators, Integral) or isinstance(n_estimators, bool) or n_estimators < 1:
+        raise RetrofitError(f"n_estimators must be an integer >= 1 (ensemble members), got {n_estimators!r}")
+    seeded = isinstance(random_state, Integral) and not isinstance(random_state, bool) and random_state >= 0
+    if not (random_state is None or seeded or isinstance(random_state, np.random.RandomState | np.random.Generator)):
+        raise RetrofitError(
+            f"random_state must be None, an integer >= 0, a numpy RandomState or Generator, got {random_state!r}"
+        )
+    if "model_path" in overrides:
+        raise RetrofitError(
+            "make_regressor takes the checkpoint as its first argument `path` (validated by check_checkpoint); "
+            f"drop model_path={overrides['model_path']!r} and pass it as `path`"
+        )
     settings = dict(
         model_path=str(check_checkpoint(path)),
         n_estimators=n_estimators,

@@ -5,13 +5,15 @@ user's file (v2, v2.5, v2.6, v3 checkpoints, `.ckpt` or `.safetensors`) at once 
 bad path fails in milliseconds instead of reaching tabpfn's hub download.
 """
 
+import json
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from safetensors import SafetensorError, safe_open
 
 from retrofit.adapters import ARCHITECTURES
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, bounded, listing
 
 SHIPPED_HOSTS: dict[str, str] = {
     "tiny_v3": "tabpfn-tiny-v3-regressor.safetensors",
@@ -42,19 +44,34 @@ def get_path(name: str) -> Path:
     return path
 
 
-def _architecture_of_safetensors(path: Path) -> str:
+def _read_safetensors(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """(header fields parsed as JSON, tensor shapes) of a safetensors file; no tensor data is read.
+
+    tabpfn `json.loads` every header field, so a field that is not JSON is refused here, by name.
+    """
     try:
         with safe_open(str(path), framework="pt", device="cpu") as fh:
             header = fh.metadata() or {}
+            shapes = {key: tuple(fh.get_slice(key).get_shape()) for key in fh.keys()}  # noqa: SIM118
     except (SafetensorError, OSError) as exc:
         raise RetrofitError(f"{path} is not a readable safetensors file ({exc}); pass a TabPFN checkpoint") from exc
-    if "config" not in header:
+    fields = {}
+    for key, text in header.items():
+        try:
+            fields[key] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RetrofitError(
+                f"{path}: header field {key!r} is not JSON ({exc}); tabpfn reads every header field as JSON. "
+                "Write the checkpoint with tabpfn.checkpoint.save_as_safetensors (or retrofit.hosts.save_host)"
+            ) from None
+    if "config" not in fields:
         raise RetrofitError(f"{path} has no TabPFN 'config' header; it is not a TabPFN checkpoint")
-    return header.get("architecture_name", '"tabpfn_v2"').strip('"')
+    return fields, shapes
 
 
-def _architecture_of_torch_file(path: Path) -> str:
-    """The architecture named in a torch checkpoint, read with torch's safe loader only.
+def _read_torch_file(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """(fields other than the state dict, tensor shapes) of a torch checkpoint, read with torch's
+    safe loader only.
 
     `weights_only=True` unpickles tensors and plain containers and refuses anything else, so a
     file whose pickle would run code is refused here and its code never runs. tabpfn loads `.ckpt`
@@ -80,9 +97,10 @@ def _architecture_of_torch_file(path: Path) -> str:
         ) from None
     except Exception as exc:  # torch raises many types for a corrupt file; all mean the same here
         raise RetrofitError(f"{path} could not be read as a torch checkpoint ({type(exc).__name__}: {exc})") from exc
-    if not isinstance(ckpt, dict) or "state_dict" not in ckpt or "config" not in ckpt:
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("state_dict"), dict) or "config" not in ckpt:
         raise RetrofitError(f"{path} is a torch file but not a TabPFN checkpoint (needs 'state_dict' and 'config')")
-    return ckpt.get("architecture_name", "tabpfn_v2")
+    shapes = {key: tuple(value.shape) for key, value in ckpt["state_dict"].items() if hasattr(value, "shape")}
+    return {key: value for key, value in ckpt.items() if key != "state_dict"}, shapes
 
 
 def _unsafe_globals(path: Path) -> list[str]:
@@ -97,24 +115,123 @@ def _unsafe_globals(path: Path) -> list[str]:
 
 
 def check_checkpoint(path: str | Path) -> Path:
-    """Validate a user checkpoint offline; returns its absolute path.
+    """Validate a user checkpoint offline, without loading its weights; returns its absolute path.
 
-    RetrofitError if the file is missing, unreadable, not a TabPFN checkpoint, or of an
-    architecture the harness does not support.
+    RetrofitError, naming the problem and the fix, if the path is missing, a directory or a
+    symlink loop; if the file is unreadable, not a TabPFN checkpoint, or has a header field that
+    is not JSON; if its architecture has no adapter spec; if its tensors do not fit the
+    architecture its header names, built from its config (what tabpfn's strict `load_state_dict`
+    would refuse at fit); or if it is classification-only (see `_regression_head_missing`).
     """
-    path = Path(path).expanduser().resolve()
-    architecture_name(path)
-    return path
+    return _validated(path)[0]
 
 
 def architecture_name(path: str | Path) -> str:
     """The registered architecture (a key of `retrofit.adapters.ARCHITECTURES`) of the checkpoint at
-    `path`; RetrofitError as `check_checkpoint`."""
-    path = Path(path).expanduser().resolve()
+    `path`, validated as `check_checkpoint` does (same RetrofitErrors)."""
+    return _validated(path)[1]
+
+
+def _validated(path: str | Path) -> tuple[Path, str]:
+    """(absolute path, registered architecture) of a checkpoint that passes every check of `check_checkpoint`."""
+    path = _existing_file(path)
+    fields, shapes = _read_safetensors(path) if path.suffix == ".safetensors" else _read_torch_file(path)
+    arch = _registered_architecture(path, fields)
+    model, config = _built_architecture(path, arch, fields["config"])
+    _check_tensors(path, arch, model, shapes)
+    if _regression_head_missing(model, config):
+        raise RetrofitError(
+            f"{path} is a TabPFN classifier checkpoint ({arch}, max_num_classes={config.max_num_classes}): it has "
+            "no regression head, and the harness retrofits regressors. Pass a TabPFN regressor checkpoint "
+            "(or a multitask one, such as v3.5's, which carries both heads)."
+        )
+    return path, arch
+
+
+def _existing_file(path: str | Path) -> Path:
+    """`path` made absolute with symlinks resolved; RetrofitError for a loop, a directory, a missing file."""
+    given = Path(path).expanduser()
+    try:
+        path = given.resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError("Symlink loop ...") on Python < 3.13, OSError after
+        raise RetrofitError(
+            f"checkpoint {given} cannot be resolved ({exc}); follow its symlinks by hand and point host.path "
+            "at the checkpoint file itself"
+        ) from None
+    if path.is_dir():
+        raise RetrofitError(
+            f"checkpoint {path} is a directory; pass host.path=<the TabPFN .ckpt/.safetensors file inside it>"
+        )
     if not path.is_file():
         raise RetrofitError(f"checkpoint {path} does not exist; pass host.path=<an existing TabPFN .ckpt/.safetensors>")
-    arch = _architecture_of_safetensors(path) if path.suffix == ".safetensors" else _architecture_of_torch_file(path)
+    return path
+
+
+def _registered_architecture(path: Path, fields: dict[str, Any]) -> str:
+    """The architecture the checkpoint names (tabpfn's rules: none is v2, "base" is v2.5); RetrofitError
+    unless it is a string with an adapter spec."""
+    arch = fields.get("architecture_name", "tabpfn_v2")
     arch = "tabpfn_v2_5" if arch == "base" else arch
-    if arch not in ARCHITECTURES:
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
         raise RetrofitError(f"{path}: architecture {arch!r} has no adapter spec; supported: {sorted(ARCHITECTURES)}")
     return arch
+
+
+def _built_architecture(path: Path, arch: str, config: Any) -> tuple[Any, Any]:
+    """(model, parsed config) of `arch` built from the checkpoint's `config` as tabpfn's loader builds
+    it, parameters allocated but not initialised (`_skip_parameter_init`): milliseconds even for a
+    full-size host, and its pages stay untouched. Only names and shapes are read off it."""
+    from tabpfn.architectures import ARCHITECTURES as TABPFN_ARCHITECTURES
+    from tabpfn.model_loading import _skip_parameter_init
+
+    module = TABPFN_ARCHITECTURES[arch]
+    try:
+        parsed, _ = module.parse_config(dict(config))
+        with _skip_parameter_init():
+            return module.get_architecture(parsed), parsed
+    except Exception as exc:  # a config tabpfn cannot build raises whatever its dataclasses raise
+        raise RetrofitError(
+            f"{path}: its 'config' does not build a {arch} model ({type(exc).__name__}: {bounded(str(exc))}); "
+            "pass the config the checkpoint was saved with"
+        ) from None
+
+
+def _check_tensors(path: Path, arch: str, model: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+    """RetrofitError unless the file's tensors are exactly the model's state (names and shapes).
+
+    As in tabpfn's loader, tensors named `criterion.*` are the regression distribution's, not the model's.
+    """
+    expected = {key: tuple(value.shape) for key, value in model.state_dict().items()}
+    found = {key: shape for key, shape in shapes.items() if "criterion." not in key}
+    missing = [key for key in expected if key not in found]
+    unexpected = [key for key in found if key not in expected]
+    reshaped = [
+        f"{key} {found[key]} vs {expected[key]}" for key in expected if key in found and found[key] != expected[key]
+    ]
+    if missing or unexpected or reshaped:
+        problems = [
+            f"{label} {listing(keys, limit=5)}"
+            for label, keys in (
+                ("missing", missing),
+                ("unexpected", unexpected),
+                ("of another shape (file vs model)", reshaped),
+            )
+            if keys
+        ]
+        raise RetrofitError(
+            f"{path}: its tensors do not fit architecture {arch!r} built from its config: {'; '.join(problems)}. "
+            "The architecture_name header or the config does not belong to these weights; fix the header, or "
+            "pass the checkpoint they were saved in"
+        )
+
+
+def _regression_head_missing(model: Any, config: Any) -> bool:
+    """Whether tabpfn built `model` for classification only, so that it has no regression head.
+
+    tabpfn's own test (`task_type == "multiclass"`, architectures from v2.5 on), or, where the
+    model has no task type (v2), an output of `max_num_classes` logits instead of `num_buckets`.
+    A multitask model (v3.5) has neither attribute: it carries a regression head and passes.
+    """
+    if getattr(model, "task_type", None) == "multiclass":
+        return True
+    return getattr(model, "n_out", config.num_buckets) != config.num_buckets
