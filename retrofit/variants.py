@@ -121,12 +121,12 @@ def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise RetrofitError(f"variant file {path} does not exist; pass an existing .yaml file, or a built-in name")
     try:
-        spec = OmegaConf.load(path)
-    except (yaml.YAMLError, OSError, UnicodeDecodeError) as err:
+        loaded = OmegaConf.load(path)
+        spec = OmegaConf.to_container(loaded, resolve=True)
+    except (yaml.YAMLError, OmegaConfBaseException, OSError, UnicodeDecodeError) as err:
         raise RetrofitError(f"variant file {path} is not readable YAML ({bounded(str(err))})") from None
-    if not isinstance(spec, DictConfig):
+    if not isinstance(spec, dict):
         raise RetrofitError(f"variant file {path} holds a {type(spec).__name__}, not a mapping of variant keys")
-    spec = OmegaConf.to_container(spec, resolve=True)
     if spec.get("name") not in (None, path.name):
         raise RetrofitError(
             f"variant file {path} calls itself {spec['name']!r}; a variant from a file is reported under its file "
