@@ -17,7 +17,7 @@ from retrofit.audit import Insertion, audit_table
 from retrofit.errors import RunnerError, exit_on_user_error
 from retrofit.hosts import get_path
 from retrofit.hosts.random_host import TINY_ARCHS, random_host
-from retrofit.runner.config import host_path, resolve
+from retrofit.runner.config import dataset_specs, host_path, resolve
 
 
 def audited_hosts(cfg: DictConfig, base_dir: Path, folder: Path) -> dict[str, Path]:
@@ -52,6 +52,8 @@ def main(cfg: DictConfig) -> None:
             audited_hosts(cfg, base_dir, Path(folder)),
             OmegaConf.to_container(cfg.variants),
             list(cfg.n_null),
+            dataset=dataset_specs(HydraConfig.get(), [cfg.dataset])[0],
+            base_dir=base_dir,
             n_estimators=cfg.n_estimators,
             random_state=cfg.random_state,
             seed=cfg.seed,

@@ -6,20 +6,25 @@ from pathlib import Path
 
 import hydra
 import torch
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
+from retrofit.fitting import fit_cases
 from retrofit.hosts import get_path
 from retrofit.measure.batch_bench import bench_batch, sequential_seconds_by_table
-from retrofit.measure.cases import fitted_cases
 from retrofit.patching import retrofit
+from retrofit.runner.config import dataset_specs
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="bench_batch")
 def main(cfg: DictConfig) -> None:
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     torch.set_num_threads(cfg.threads)
-    cases = fitted_cases(get_path(cfg.host), list(cfg.datasets), list(cfg.seeds), n_estimators=cfg.n_estimators)
+    hydra_cfg = HydraConfig.get()
+    datasets = dataset_specs(hydra_cfg, cfg.datasets)
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    cases = fit_cases(get_path(cfg.host), datasets, cfg.seeds, base_dir=base_dir, n_estimators=cfg.n_estimators)
     pairs = [(retrofit(case.regressor, cfg.variant), case.X_test) for case in cases]
     table = bench_batch(cfg.host, pairs, cfg.rounds)
     output = Path(to_absolute_path(cfg.output))
@@ -38,9 +43,9 @@ def main(cfg: DictConfig) -> None:
             f"the same on both sides), forward passes and post-processing {1 - share:.0%}"
         )
         by_table = sequential_seconds_by_table(pairs)
-        by_dataset = {case.dataset: 0.0 for case in cases}
+        by_dataset = {case.name: 0.0 for case in cases}
         for case, seconds in zip(cases, by_table, strict=True):
-            by_dataset[case.dataset] += seconds
+            by_dataset[case.name] += seconds
         total = sum(by_table)
         print(
             "sequential predict time by dataset (one call per table): "

@@ -1,5 +1,5 @@
 """Host quality bar -> `<results_dir>/host_quality.csv` (per case), `host_quality_summary.csv`,
-`host_extrapolation.csv` (`retrofit.hosts.quality.extrapolation_probe`) and a printed summary; with
+`host_extrapolation.csv` (`retrofit.measure.host_quality.extrapolation_probe`) and a printed summary; with
 `--config-name preset_selection`, the same on the preset-selection datasets (no model cards)."""
 
 import logging
@@ -7,29 +7,28 @@ from pathlib import Path
 
 import hydra
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
 
-from retrofit.data import DatasetSpec, load_table, split
+from retrofit.fitting import load_split
 from retrofit.hosts import get_path
 from retrofit.hosts.card import render_card
-from retrofit.hosts.quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
+from retrofit.measure.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
+from retrofit.runner.config import dataset_specs
 
 log = logging.getLogger(__name__)
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="host_quality")
 def main(cfg: DictConfig) -> None:
     hosts = {name: get_path(name) for name in cfg.hosts}
+    hydra_cfg = HydraConfig.get()
     rows = []
-    for name in cfg.datasets:
-        spec = DatasetSpec.from_mapping(OmegaConf.load(CONFIG_DIR / "dataset" / f"{name}.yaml"))
-        table = load_table(spec, Path.cwd())
+    for spec in dataset_specs(hydra_cfg, cfg.datasets):
         for seed in cfg.seeds:
-            rows += score_case(
-                name, seed, split(table, seed, max_rows=spec.max_rows), hosts, list(cfg.presets), cfg.n_estimators
-            )
-            log.info("%s seed %d done", name, seed)
+            _, data = load_split(spec, seed, base_dir=Path(hydra_cfg.runtime.cwd))
+            rows += score_case(spec.name, seed, data, hosts, list(cfg.presets), cfg.n_estimators)
+            log.info("%s seed %d done", spec.name, seed)
     scores = pd.DataFrame(rows)
     out = Path(cfg.results_dir) / "host_quality.csv"
     out.parent.mkdir(parents=True, exist_ok=True)

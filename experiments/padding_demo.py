@@ -4,18 +4,23 @@ import logging
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
+from retrofit.fitting import fit_cases
 from retrofit.hosts import get_path
-from retrofit.measure.cases import fitted_cases
 from retrofit.measure.padding import padding_effect
+from retrofit.runner.config import dataset_specs
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="padding_demo")
 def main(cfg: DictConfig) -> None:
     logging.getLogger("retrofit").setLevel(logging.WARNING)
-    cases = fitted_cases(get_path(cfg.host), list(cfg.datasets), list(cfg.seeds), n_estimators=cfg.n_estimators)
+    hydra_cfg = HydraConfig.get()
+    datasets = dataset_specs(hydra_cfg, cfg.datasets)
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    cases = fit_cases(get_path(cfg.host), datasets, cfg.seeds, base_dir=base_dir, n_estimators=cfg.n_estimators)
     table = padding_effect(cfg.host, cases, list(cfg.variants), max_padding=cfg.max_padding)
     output = Path(to_absolute_path(cfg.output))
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from retrofit.audit.sink import sink_mass_table
 from retrofit.errors import exit_on_user_error
 from retrofit.hosts import SHIPPED_HOSTS, get_path
-from retrofit.runner.config import dataset_spec, group_option, host_path, resolve
+from retrofit.runner.config import dataset_specs, host_path, resolve
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="sink_mass")
@@ -29,7 +29,7 @@ def main(cfg: DictConfig) -> None:
             hosts = {str(cfg.host.name): host_path(cfg, base_dir)}
         table = sink_mass_table(
             hosts,
-            [dataset_spec(group_option(hydra_cfg, "dataset", name)) for name in cfg.datasets],
+            dataset_specs(hydra_cfg, cfg.datasets),
             list(cfg.seeds),
             base_dir=base_dir,
             n_estimators=int(cfg.n_estimators),

@@ -12,9 +12,10 @@ import retrofit
 import retrofit.adapters.block as block
 from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
+from retrofit.fitting import fit_case
 from retrofit.hosts import get_path
 from retrofit.runner.aggregate import aggregate, frame_of
-from retrofit.runner.case import Case, UnitSpec, case_data, fitted_regressor, run_case
+from retrofit.runner.case import Case, UnitSpec, run_case
 from retrofit.runner.decomposition import ARMS_FILE, COLUMNS, Decomposition, decomposition_frame, with_arms
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -124,8 +125,8 @@ def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, t
 
     presence = block.presence
     monkeypatch.setattr(block, "presence", recorded)
-    _, data = case_data(case)
-    regressor, _ = fitted_regressor(case, data)
+    fitted = fit_case(case.fit_spec)
+    regressor, data = fitted.regressor, fitted.data
     for variant in ("oa_only", "full_o"):
         retrofit.retrofit(regressor, variant, **Decomposition.load().arms["sink_only"]).predict(data.X_test)
     assert smallest and min(smallest) >= 1.0 - np.finfo(np.float32).eps

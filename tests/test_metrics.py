@@ -14,9 +14,10 @@ from tabpfn.architectures.shared.bar_distribution import FullSupportBarDistribut
 import retrofit
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
+from retrofit.fitting import fit_case
 from retrofit.hosts import get_path
 from retrofit.metrics import BarPredictive, DistributionScores
-from retrofit.runner.case import Case, UnitSpec, case_data, fitted_regressor, run_case
+from retrofit.runner.case import Case, UnitSpec, run_case
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 NO_MASS = -np.inf
@@ -153,8 +154,8 @@ def make_case(host_path: Path, host: str, runs_dir: Path, dataset: str = "diabet
 
 def fitted(host_path: Path, host: str, tmp_path: Path, **kwargs) -> tuple:
     case = make_case(host_path, host, tmp_path, **kwargs)
-    _, data = case_data(case)
-    return fitted_regressor(case, data)[0], data
+    fitted = fit_case(case.fit_spec)
+    return fitted.regressor, fitted.data
 
 
 def check_full_output(regressor, data) -> None:

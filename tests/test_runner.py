@@ -17,6 +17,7 @@ import torch
 import yaml
 
 import retrofit
+from retrofit import fitting
 from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
@@ -180,8 +181,8 @@ def test_timing_columns_are_median_and_range_of_per_round_ratios():
 
 def test_a_case_runs_with_its_thread_count_and_restores_it(host, tmp_path, monkeypatch):
     seen = []
-    fit = case_module.fitted_regressor
-    monkeypatch.setattr(case_module, "fitted_regressor", lambda *a: seen.append(torch.get_num_threads()) or fit(*a))
+    fit = case_module.fit_case
+    monkeypatch.setattr(case_module, "fit_case", lambda *a: seen.append(torch.get_num_threads()) or fit(*a))
     before = torch.get_num_threads()
     run_case(make_case(host, tmp_path, units=(UnitSpec("baseline"),), threads=3))
     assert seen == [3] and torch.get_num_threads() == before
@@ -189,14 +190,14 @@ def test_a_case_runs_with_its_thread_count_and_restores_it(host, tmp_path, monke
 
 def test_variants_share_one_fit(host, tmp_path, monkeypatch):
     fits = []
-    make = case_module.make_regressor
+    make = fitting.make_regressor
 
     def counting(*args, **kwargs):
         regressor = make(*args, **kwargs)
         fits.append(regressor)
         return regressor
 
-    monkeypatch.setattr(case_module, "make_regressor", counting)
+    monkeypatch.setattr(fitting, "make_regressor", counting)
     rows = run_case(make_case(host, tmp_path))
     assert len(fits) == 1 and len({r["baseline_rmse"] for r in rows}) == 1
 
@@ -208,7 +209,7 @@ def test_rerun_skips_finished_units_and_overwrite_recomputes(host, tmp_path, mon
     def no_fit(*args, **kwargs):
         raise AssertionError("a finished case must not fit again")
 
-    monkeypatch.setattr(case_module, "make_regressor", no_fit)
+    monkeypatch.setattr(fitting, "make_regressor", no_fit)
     same = json.dumps(run_case(make_case(host, tmp_path)), sort_keys=True, default=str)  # NaN-safe equality
     assert same == json.dumps(first, sort_keys=True, default=str)
     assert {p: p.stat().st_mtime_ns for p in unit_files(tmp_path)} == stamps

@@ -17,15 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.datasets import load_diabetes
-from sklearn.model_selection import train_test_split
 from tabpfn import TabPFNRegressor
 
 from retrofit.adapters import architecture_of
 from retrofit.audit.null_input import NullInput, leaking_stage
 from retrofit.audit.null_rows import NullRows, first_leaking_module
+from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
+from retrofit.fitting import fit_host, load_split
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
@@ -142,21 +141,22 @@ def audit_table(
     variants: dict[str, dict],
     n_nulls: list[int],
     *,
+    dataset: DatasetSpec,
+    base_dir: Path,
     n_estimators: int,
     random_state: int,
     seed: int,
     insertions: tuple[Insertion, ...] = INSERTIONS,
 ) -> pd.DataFrame:
-    """The audit over `hosts` (name -> checkpoint) on sklearn's diabetes data, 70/30 split by `seed`.
+    """The audit over `hosts` (name -> checkpoint) on `dataset`, 70/30 split by `seed`, each host
+    fitted with `random_state` (`retrofit.fitting`).
 
-    Regressors run in float32 (`make_regressor`; tabpfn's "auto" precision is bfloat16 autocast on
+    Regressors run in float32 (`retrofit.fitting`; tabpfn's "auto" precision is bfloat16 autocast on
     CPUs with native bf16, whose rounding would swamp the rounding-level figures of this audit).
     """
-    X, y = load_diabetes(return_X_y=True)
-    X_train, X_test, y_train, _ = train_test_split(X, y, test_size=0.3, random_state=seed)
+    _, data = load_split(dataset, seed, base_dir=base_dir)
     rows = []
     for name, path in hosts.items():
-        regressor = make_regressor(path, n_estimators=n_estimators, random_state=random_state)
-        regressor.fit(X_train, y_train)
-        rows += audit_host(name, regressor, X_test, variants, n_nulls, seed=seed, insertions=insertions)
+        regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators)
+        rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed=seed, insertions=insertions)
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -27,8 +27,8 @@ from tabpfn import TabPFNRegressor
 from retrofit.adapters import architecture_of, in_context_blocks
 from retrofit.adapters.tau import TauRule
 from retrofit.data import DatasetSpec
+from retrofit.fitting import CaseSpec, fit_case
 from retrofit.patching import retrofit
-from retrofit.runner.case import Case, case_data, fitted_regressor
 from retrofit.variants import resolve_variant
 
 COLUMNS = (
@@ -169,16 +169,14 @@ def sink_mass_table(
 ) -> pd.DataFrame:
     """`sink_mass` rows for every host (label -> checkpoint) x dataset x seed, with the columns
     `host, dataset, seed` first. Each case is loaded, split and fitted as the sweep's case
-    (`retrofit.runner.case.case_data`, `fitted_regressor`: random_state = seed) and its test rows probed."""
+    (`retrofit.fitting.fit_case`: random_state = seed) and its test rows probed."""
     datasets, seeds = list(datasets), list(seeds)
     frames = []
     for host, path in hosts.items():
         for spec in datasets:
             for seed in seeds:
-                case = Case(spec, seed, host, Path(path), (), base_dir, base_dir, n_estimators, test_size)
-                _, data = case_data(case)
-                regressor, _ = fitted_regressor(case, data)
-                frame = sink_mass(regressor, data.X_test, tau=tau, eps_den=eps_den)
+                case = fit_case(CaseSpec(spec, seed, Path(path), base_dir, n_estimators, test_size))
+                frame = sink_mass(case.regressor, case.X_test, tau=tau, eps_den=eps_den)
                 frames.append(frame.assign(host=host, dataset=spec.name, seed=seed))
     columns = ["host", "dataset", "seed", *COLUMNS]
     return pd.concat(frames, ignore_index=True)[columns]

@@ -16,7 +16,7 @@ import torch
 
 from retrofit.adapters import OClosedModel
 from retrofit.batching import MAX_PADDING, bucket_members, decode_members, member_inputs, pad_members
-from retrofit.measure.cases import FittedCase
+from retrofit.fitting import FittedCase
 from retrofit.patching import retrofit
 
 COLUMNS = ("host", "variant", "dataset", "seed", "n_test", "max_abs_delta_pred", "max_abs_pred", "rel_delta_pred")
@@ -50,6 +50,6 @@ def padding_effect(
             padded_pred = decode_members(regressor, [outputs[(index, m)] for m in range(n_members)])
             own = regressor.predict(X_test)
             delta, scale = float(np.max(np.abs(padded_pred - own))), float(np.max(np.abs(own)))
-            values = (host, variant, case.dataset, case.seed, len(own), delta, scale, delta / scale)
+            values = (host, variant, case.name, case.seed, len(own), delta, scale, delta / scale)
             rows.append(dict(zip(COLUMNS, values, strict=True)))
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,12 +1,11 @@
 """One case: fit ONE regressor on one dataset × seed, then every requested variant on that fit.
 
 Matched comparison: all units of a case share the split, the fitted preprocessing, the ensemble
-members and the `random_state` (= the seed). The baseline prediction, from the frozen stock host
-`retrofit.retrofit(fitted, "baseline")`, is computed once per case; each variant is
-`retrofit.retrofit(fitted, variant, **hparams)` on the same fitted regressor, and a variant that
-patches nothing reuses the baseline prediction. Inference runs in `Case.precision` (float32 by
-default: tabpfn's `inference_precision="auto"` means bfloat16 autocast on CPUs that have it, whose
-rounding (~1e-3 relative) would swamp the deltas being measured) on `Case.device`.
+members and the `random_state` (= the seed): the case is fitted once, by `retrofit.fitting`. The
+baseline prediction, from the frozen stock host `retrofit.retrofit(fitted, "baseline")`, is
+computed once per case; each variant is `retrofit.retrofit(fitted, variant, **hparams)` on the
+same fitted regressor, and a variant that patches nothing reuses the baseline prediction.
+Inference runs in `Case.precision` (float32 by default, see `retrofit.fitting`) on `Case.device`.
 
 Timing (`Case.timing_rounds` > 0): after one warm-up call each, the baseline and every patched
 variant predict `timing_rounds` times, interleaved in rotating order
@@ -19,19 +18,18 @@ no data and fits nothing.
 
 import logging
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tabpfn import TabPFNRegressor
 
 import retrofit
-from retrofit.data import DatasetSpec, Split, Table, load_table, split
-from retrofit.hosts import check_checkpoint, make_regressor
+from retrofit.data import DatasetSpec
+from retrofit.fitting import CaseSpec, case_data, fit_case
+from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.metrics import BarPredictive, DistributionScores, rmse
 from retrofit.runner.units import (
@@ -49,8 +47,6 @@ log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
 """The variant that patches nothing; its prediction is every unit's reference."""
-PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
-"""`Case.precision` -> the `inference_precision` tabpfn runs in."""
 TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
 
 
@@ -84,7 +80,7 @@ class Case:
     """Everything one case needs; built from a Hydra config by `retrofit.runner.config`.
 
     `runs_dir`: the unit store (a local cache); `device`: "cpu" or "cuda" (resolved, see
-    `retrofit.hosts.regressor.resolve_device`); `precision`: a key of `PRECISIONS`;
+    `retrofit.hosts.regressor.resolve_device`); `precision`: a key of `retrofit.fitting.PRECISIONS`;
     `timing_rounds`: interleaved timing rounds per unit, 0 for none; `threads`: torch's CPU threads
     while the case runs (part of the fingerprint: CPU kernels may split sums differently with more
     threads, e.g. 4 threads move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
@@ -108,6 +104,20 @@ class Case:
     def key(self, unit: UnitSpec) -> UnitKey:
         return UnitKey(self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams))
 
+    @property
+    def fit_spec(self) -> CaseSpec:
+        """The fitted case every unit of this case shares (`retrofit.fitting`)."""
+        return CaseSpec(
+            dataset=self.dataset,
+            seed=self.seed,
+            host_path=self.host_path,
+            base_dir=self.base_dir,
+            n_estimators=self.n_estimators,
+            test_size=self.test_size,
+            device=self.device,
+            precision=self.precision,
+        )
+
 
 def effective_hparams(patched: Any) -> dict[str, Any]:
     """The tau rule, `eps_den` and `eps_mode` the patched model uses, read off its `retrofit_report_`.
@@ -125,18 +135,12 @@ def effective_hparams(patched: Any) -> dict[str, Any]:
     return {"tau": tau, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}
 
 
-def case_data(case: Case) -> tuple[Table, Split]:
-    """The cleaned table and the seeded split of `case`; DatasetError if either is unusable."""
-    table = load_table(case.dataset, case.base_dir)
-    return table, split(table, case.seed, case.test_size, case.dataset.max_rows)
-
-
 def check_cases(cases: list[Case]) -> None:
     """Validate a whole sweep before it runs: no unit key twice, every case's data loads and
     splits. Raises RunnerError / DatasetError."""
     reject_duplicates(case.key(unit) for case in cases for unit in case.units)
     for case in cases:
-        case_data(case)
+        case_data(case.fit_spec)
 
 
 def _fingerprints(case: Case) -> dict[UnitKey, str]:
@@ -152,21 +156,6 @@ def _fingerprints(case: Case) -> dict[UnitKey, str]:
         **environment(),
     }
     return {case.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in case.units}
-
-
-def fitted_regressor(case: Case, data: Split) -> tuple[TabPFNRegressor, float]:
-    """The case's one `TabPFNRegressor`, fitted on the training rows; and the fit time in seconds."""
-    regressor = make_regressor(
-        case.host_path,
-        n_estimators=case.n_estimators,
-        random_state=case.seed,
-        device=case.device,
-        inference_precision=PRECISIONS[case.precision],
-    )
-    regressor.set_params(categorical_features_indices=list(data.categorical_indices) or None)
-    start = time.perf_counter()
-    regressor.fit(data.X_train, data.y_train)
-    return regressor, time.perf_counter() - start
 
 
 def _predict(model: TabPFNRegressor, X: np.ndarray) -> tuple[np.ndarray, BarPredictive]:
@@ -233,8 +222,8 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(keys))
         return [done[k] for k in keys]
 
-    table, data = case_data(case)
-    regressor, fit_seconds = fitted_regressor(case, data)
+    fitted = fit_case(case.fit_spec)
+    table, data, regressor, fit_seconds = fitted.table, fitted.data, fitted.regressor, fitted.fit_seconds
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fit_seconds)
     # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
     models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}

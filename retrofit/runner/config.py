@@ -16,6 +16,7 @@ the command started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
 
 import functools
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,11 @@ from omegaconf.errors import OmegaConfBaseException
 from retrofit.adapters import ARCHITECTURES
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError, RunnerError
+from retrofit.fitting import PRECISIONS
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.shipped import architecture_name
-from retrofit.runner.case import BASELINE, PRECISIONS, Case, UnitSpec
+from retrofit.runner.case import BASELINE, Case, UnitSpec
 from retrofit.runner.decomposition import with_arms
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec
 
@@ -133,6 +135,11 @@ def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
     primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
     overrides = (*hydra_cfg.overrides.hydra, f"{verb}{group}={option}")
     return _composed(primary, hydra_cfg.job.config_name, overrides)[group]
+
+
+def dataset_specs(hydra_cfg: DictConfig, names: Iterable[str]) -> list[DatasetSpec]:
+    """The validated `DatasetSpec` of each `dataset` option in `names` (`group_option`)."""
+    return [dataset_spec(group_option(hydra_cfg, "dataset", name)) for name in names]
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,7 +1,7 @@
 """How good is a host at in-context regression? RMSE on real data against simple baselines.
 
-For each dataset x seed (the sweep's own seeded 70/30 split), the host through
-`TabPFNRegressor` (optionally under several stored-inference-config presets) is compared with
+For each dataset x seed (the sweep's own seeded 70/30 split and fit, `retrofit.fitting`), the host
+(optionally under several stored-inference-config presets) is compared with
 the mean predictor, standardised ridge (CV alpha; one-hot categoricals; mean-imputed NaN) and a
 random forest (300 trees). The bar a shipped host must meet: RMSE <= 0.85 x the mean predictor's
 on every dataset, and geometric mean RMSE(host)/RMSE(ridge) <= 1.05.
@@ -21,8 +21,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from retrofit.data import Split
-from retrofit.hosts.checkpoint import inference_config
-from retrofit.hosts.regressor import make_regressor
+from retrofit.fitting import fit_host
+from retrofit.hosts import inference_config, make_regressor
 from retrofit.metrics import rmse
 
 MEAN_RATIO_BAR = 0.85
@@ -53,11 +53,15 @@ BASELINES: dict[str, Callable[[Split, int], object]] = {
 """Baseline name -> factory of an unfitted sklearn regressor for a split."""
 
 
+def preset_overrides(preset: str) -> dict:
+    """The `make_regressor` overrides of an inference preset: none for the host's stored inference
+    config (`preset="stored"`), else the named preset (`retrofit.hosts.checkpoint.INFERENCE_PRESETS`)."""
+    return {} if preset == "stored" else {"inference_config": inference_config(preset)}
+
+
 def host_regressor(path: Path, preset: str, n_estimators: int, seed: int, **kwargs):
-    """The host at `path` as an unfitted `TabPFNRegressor`, under its stored inference config
-    (`preset="stored"`) or a named preset (`retrofit.hosts.checkpoint.INFERENCE_PRESETS`)."""
-    overrides = {} if preset == "stored" else {"inference_config": inference_config(preset)}
-    return make_regressor(path, n_estimators=n_estimators, random_state=seed, **overrides, **kwargs)
+    """The host at `path` as an unfitted `TabPFNRegressor` under `preset` (`preset_overrides`)."""
+    return make_regressor(path, n_estimators=n_estimators, random_state=seed, **preset_overrides(preset), **kwargs)
 
 
 def score_case(
@@ -77,10 +81,8 @@ def score_case(
         rows.append({**common, "model": name, "rmse": rmse(split.y_test, model.predict(split.X_test))})
     for host, path in hosts.items():
         for preset in presets:
-            reg = host_regressor(
-                path, preset, n_estimators, seed, categorical_features_indices=list(split.categorical_indices)
-            )
-            pred = reg.fit(split.X_train, split.y_train).predict(split.X_test)
+            reg, _ = fit_host(path, split, random_state=seed, n_estimators=n_estimators, **preset_overrides(preset))
+            pred = reg.predict(split.X_test)
             rows.append({**common, "model": f"{host}[{preset}]", "rmse": rmse(split.y_test, pred)})
     return rows
 
