@@ -27,7 +27,7 @@ from retrofit.errors import RetrofitError, listing
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
 from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
 from retrofit.hosts.random_host import TINY_ARCHS
-from retrofit.hosts.shipped import _regression_head_missing
+from retrofit.hosts.validation import _regression_head_missing
 from retrofit.variants import VARIANT_DIR, Variant, resolve_variant
 
 

@@ -1,6 +1,8 @@
 """Host checkpoints: save -> load -> predict round trips, offline validation, clear errors."""
 
 import pathlib
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -130,3 +132,13 @@ def test_torch_file_that_is_not_tabpfn_is_refused(tmp_path):
     torch.save({"weights": torch.zeros(2)}, path)
     with pytest.raises(RetrofitError, match="not a TabPFN checkpoint"):
         check_checkpoint(path)
+
+
+def test_the_shipped_host_files_are_found_without_importing_torch_tabpfn_or_the_adapters():
+    code = (
+        "import sys; from retrofit.hosts import get_path, available; "
+        "assert all(get_path(name).is_file() for name in available()); "
+        "print(sorted(m for m in ('torch', 'tabpfn', 'retrofit.adapters') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -1,17 +1,29 @@
-"""Hosts: the shipped pretrained TabPFN regressors, user checkpoints, and writing checkpoints."""
+"""Hosts: the shipped pretrained TabPFN regressors, user checkpoints, and writing checkpoints.
 
-from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
-from retrofit.hosts.regressor import make_regressor
-from retrofit.hosts.shipped import SHIPPED_HOSTS, available, check_checkpoint, get_path
+The names below are resolved on first access, so `from retrofit.hosts import get_path` (which
+files exist) does not pay for importing torch, tabpfn or the adapters that checkpoint validation
+and regressors need.
+"""
 
-__all__ = [
-    "SHIPPED_HOSTS",
-    "available",
-    "build_host",
-    "check_checkpoint",
-    "get_path",
-    "inference_config",
-    "make_regressor",
-    "save_host",
-    "set_borders",
-]
+from importlib import import_module
+
+_LAZY = {
+    "SHIPPED_HOSTS": "retrofit.hosts.shipped",
+    "available": "retrofit.hosts.shipped",
+    "get_path": "retrofit.hosts.shipped",
+    "check_checkpoint": "retrofit.hosts.validation",
+    "make_regressor": "retrofit.hosts.regressor",
+    "build_host": "retrofit.hosts.checkpoint",
+    "inference_config": "retrofit.hosts.checkpoint",
+    "save_host": "retrofit.hosts.checkpoint",
+    "set_borders": "retrofit.hosts.checkpoint",
+}
+"""Public name -> the module defining it, imported on first access."""
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'retrofit.hosts' has no attribute {name!r}")

@@ -9,7 +9,7 @@ import torch
 from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
-from retrofit.hosts.shipped import check_checkpoint
+from retrofit.hosts.validation import check_checkpoint
 
 INFERENCE_PRECISION = torch.float32
 """The one precision the harness predicts in (see `make_regressor`)."""

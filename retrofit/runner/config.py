@@ -32,7 +32,7 @@ from retrofit.errors import RetrofitError, RunnerError
 from retrofit.fitting import PRECISIONS
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
-from retrofit.hosts.shipped import architecture_name
+from retrofit.hosts.validation import architecture_name
 from retrofit.runner.case import BASELINE, Case, UnitSpec
 from retrofit.runner.decomposition import with_arms
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec

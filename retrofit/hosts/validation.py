@@ -1,0 +1,209 @@
+"""Offline validation of a user's checkpoint file, before tabpfn ever sees it.
+
+`check_checkpoint(path)` validates a user's file (v2, v2.5, v2.6, v3, v3.5 checkpoints, `.ckpt` or
+`.safetensors`) at once and offline, without loading its weights, so a bad path fails in
+milliseconds instead of reaching tabpfn's hub download; `architecture_name(path)` is the registered
+architecture (`retrofit.adapters.ARCHITECTURES`) it names.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from safetensors import SafetensorError, safe_open
+
+from retrofit.adapters import ARCHITECTURES
+from retrofit.errors import RetrofitError, bounded, listing
+
+
+def _read_safetensors(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """(header fields parsed as JSON, tensor shapes) of a safetensors file; no tensor data is read.
+
+    tabpfn `json.loads` every header field, so a field that is not JSON is refused here, by name.
+    """
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as fh:
+            header = fh.metadata() or {}
+            shapes = {key: tuple(fh.get_slice(key).get_shape()) for key in fh.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError) as exc:
+        raise RetrofitError(f"{path} is not a readable safetensors file ({exc}); pass a TabPFN checkpoint") from exc
+    fields = {}
+    for key, text in header.items():
+        try:
+            fields[key] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RetrofitError(
+                f"{path}: header field {key!r} is not JSON ({exc}); tabpfn reads every header field as JSON. "
+                "Write the checkpoint with tabpfn.checkpoint.save_as_safetensors (or retrofit.hosts.save_host)"
+            ) from None
+    if "config" not in fields:
+        raise RetrofitError(f"{path} has no TabPFN 'config' header; it is not a TabPFN checkpoint")
+    return fields, shapes
+
+
+def _read_torch_file(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+    """(fields other than the state dict, tensor shapes) of a torch checkpoint, read with torch's
+    safe loader only.
+
+    `weights_only=True` unpickles tensors and plain containers and refuses anything else, so a
+    file whose pickle would run code is refused here and its code never runs. tabpfn loads `.ckpt`
+    files with the same safe default; validation is never less safe than the loader it guards.
+    """
+    import pickle
+
+    import torch  # local: loading a pickle is the slow, rare path
+
+    try:
+        ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        unsafe = _unsafe_globals(path)
+        if unsafe:
+            raise RetrofitError(
+                f"{path} is refused: its pickle calls {unsafe}, so it loads only with torch.load(weights_only=False), "
+                "which would run code stored in the file. Save the checkpoint with plain tensors and dicts (or "
+                "convert it to .safetensors) and pass that file."
+            ) from None
+        reason = [line for line in str(exc).splitlines() if line.strip() and not line.startswith("Check the doc")]
+        raise RetrofitError(
+            f"{path} could not be read as a torch checkpoint ({reason[-1] if reason else exc!r})"
+        ) from None
+    except Exception as exc:  # torch raises many types for a corrupt file; all mean the same here
+        raise RetrofitError(f"{path} could not be read as a torch checkpoint ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("state_dict"), dict) or "config" not in ckpt:
+        raise RetrofitError(f"{path} is a torch file but not a TabPFN checkpoint (needs 'state_dict' and 'config')")
+    shapes = {key: tuple(value.shape) for key, value in ckpt["state_dict"].items() if hasattr(value, "shape")}
+    return {key: value for key, value in ckpt.items() if key != "state_dict"}, shapes
+
+
+def _unsafe_globals(path: Path) -> list[str]:
+    """The globals (callables, classes) a torch file's pickle would load beyond torch's safe set;
+    [] when the file is not a torch archive at all. Reads the pickle's opcodes, runs nothing."""
+    import torch
+
+    try:
+        return torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
+    except Exception:  # not a torch zip archive: nothing to list, the caller reports it as unreadable
+        return []
+
+
+def check_checkpoint(path: str | Path) -> Path:
+    """Validate a user checkpoint offline, without loading its weights; returns its absolute path.
+
+    RetrofitError, naming the problem and the fix, if the path is missing, a directory or a
+    symlink loop; if the file is unreadable, not a TabPFN checkpoint, or has a header field that
+    is not JSON; if its architecture has no adapter spec; if its tensors do not fit the
+    architecture its header names, built from its config (what tabpfn's strict `load_state_dict`
+    would refuse at fit); or if it is classification-only (see `_regression_head_missing`).
+    """
+    return _validated(path)[0]
+
+
+def architecture_name(path: str | Path) -> str:
+    """The registered architecture (a key of `retrofit.adapters.ARCHITECTURES`) of the checkpoint at
+    `path`, validated as `check_checkpoint` does (same RetrofitErrors)."""
+    return _validated(path)[1]
+
+
+def _validated(path: str | Path) -> tuple[Path, str]:
+    """(absolute path, registered architecture) of a checkpoint that passes every check of `check_checkpoint`."""
+    path = _existing_file(path)
+    fields, shapes = _read_safetensors(path) if path.suffix == ".safetensors" else _read_torch_file(path)
+    arch = _registered_architecture(path, fields)
+    model, config = _built_architecture(path, arch, fields["config"])
+    _check_tensors(path, arch, model, shapes)
+    if _regression_head_missing(model, config):
+        raise RetrofitError(
+            f"{path} is a TabPFN classifier checkpoint ({arch}, max_num_classes={config.max_num_classes}): it has "
+            "no regression head, and the harness retrofits regressors. Pass a TabPFN regressor checkpoint "
+            "(or a multitask one, such as v3.5's, which carries both heads)."
+        )
+    return path, arch
+
+
+def _existing_file(path: str | Path) -> Path:
+    """`path` made absolute with symlinks resolved; RetrofitError for a loop, a directory, a missing file."""
+    given = Path(path).expanduser()
+    try:
+        path = given.resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError("Symlink loop ...") on Python < 3.13, OSError after
+        raise RetrofitError(
+            f"checkpoint {given} cannot be resolved ({exc}); follow its symlinks by hand and point host.path "
+            "at the checkpoint file itself"
+        ) from None
+    if path.is_dir():
+        raise RetrofitError(
+            f"checkpoint {path} is a directory; pass host.path=<the TabPFN .ckpt/.safetensors file inside it>"
+        )
+    if not path.is_file():
+        raise RetrofitError(f"checkpoint {path} does not exist; pass host.path=<an existing TabPFN .ckpt/.safetensors>")
+    return path
+
+
+def _registered_architecture(path: Path, fields: dict[str, Any]) -> str:
+    """The architecture the checkpoint names (tabpfn's rules: none is v2, "base" is v2.5); RetrofitError
+    unless it is a string with an adapter spec."""
+    arch = fields.get("architecture_name", "tabpfn_v2")
+    arch = "tabpfn_v2_5" if arch == "base" else arch
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
+        raise RetrofitError(f"{path}: architecture {arch!r} has no adapter spec; supported: {sorted(ARCHITECTURES)}")
+    return arch
+
+
+def _built_architecture(path: Path, arch: str, config: Any) -> tuple[Any, Any]:
+    """(model, parsed config) of `arch` built from the checkpoint's `config` as tabpfn's loader builds
+    it, parameters allocated but not initialised (`_skip_parameter_init`): milliseconds even for a
+    full-size host, and its pages stay untouched. Only names and shapes are read off it."""
+    from tabpfn.architectures import ARCHITECTURES as TABPFN_ARCHITECTURES
+    from tabpfn.model_loading import _skip_parameter_init
+
+    module = TABPFN_ARCHITECTURES[arch]
+    try:
+        parsed, _ = module.parse_config(dict(config))
+        with _skip_parameter_init():
+            return module.get_architecture(parsed), parsed
+    except Exception as exc:  # a config tabpfn cannot build raises whatever its dataclasses raise
+        raise RetrofitError(
+            f"{path}: its 'config' does not build a {arch} model ({type(exc).__name__}: {bounded(str(exc))}); "
+            "pass the config the checkpoint was saved with"
+        ) from None
+
+
+def _check_tensors(path: Path, arch: str, model: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+    """RetrofitError unless the file's tensors are exactly the model's state (names and shapes).
+
+    As in tabpfn's loader, tensors named `criterion.*` are the regression distribution's, not the model's.
+    """
+    expected = {key: tuple(value.shape) for key, value in model.state_dict().items()}
+    found = {key: shape for key, shape in shapes.items() if "criterion." not in key}
+    missing = [key for key in expected if key not in found]
+    unexpected = [key for key in found if key not in expected]
+    reshaped = [
+        f"{key} {found[key]} vs {expected[key]}" for key in expected if key in found and found[key] != expected[key]
+    ]
+    if missing or unexpected or reshaped:
+        problems = [
+            f"{label} {listing(keys, limit=5)}"
+            for label, keys in (
+                ("missing", missing),
+                ("unexpected", unexpected),
+                ("of another shape (file vs model)", reshaped),
+            )
+            if keys
+        ]
+        raise RetrofitError(
+            f"{path}: its tensors do not fit architecture {arch!r} built from its config: {'; '.join(problems)}. "
+            "The architecture_name header or the config does not belong to these weights; fix the header, or "
+            "pass the checkpoint they were saved in"
+        )
+
+
+def _regression_head_missing(model: Any, config: Any) -> bool:
+    """Whether tabpfn built `model` for classification only, so that it has no regression head.
+
+    tabpfn's own test (`task_type == "multiclass"`, architectures from v2.5 on), or, where the
+    model has no task type (v2), an output of `max_num_classes` logits instead of `num_buckets`.
+    A multitask model (v3.5) has neither attribute: it carries a regression head and passes.
+    """
+    if getattr(model, "task_type", None) == "multiclass":
+        return True
+    return getattr(model, "n_out", config.num_buckets) != config.num_buckets
