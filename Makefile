@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 clean
+.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -73,6 +73,9 @@ host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_qua
 
 preset-selection: $(STAMP) ## hosts' inference presets on datasets disjoint from the bar -> results/preset_selection/
 	$(PY) experiments/host_quality.py --config-name preset_selection
+
+scale-check: $(STAMP) ## every architecture at tabpfn's default size: retrofit time / memory ratios, audit, predict_many -> results/scale.csv
+	$(PY) experiments/scale_check.py
 
 pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v2

@@ -1,19 +1,10 @@
 """Benchmark: OAttention vs plain SDPA vs naive, one thread; prints ratios (`make bench`)."""
 
-import ctypes
-
 import hydra
 from omegaconf import DictConfig
 
 from retrofit.measure.bench import BenchGrid, memory_table, time_table
-
-
-def make_rss_track_live_memory() -> None:
-    """glibc (process-wide): serve allocations >= 64 KiB with mmap and return freed memory at once."""
-    libc = ctypes.CDLL("libc.so.6")
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, 1 << 16)
-    libc.mallopt(m_trim_threshold, 1 << 16)
+from retrofit.measure.memory import make_rss_track_live_memory
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="bench")

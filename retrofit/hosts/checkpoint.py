@@ -1,13 +1,15 @@
 """Building tabpfn architectures from a config and writing them as tabpfn checkpoints.
 
-The written file is a `.safetensors` checkpoint in tabpfn's own format
+`save_host` writes a `.safetensors` checkpoint in tabpfn's own format
 (`tabpfn.checkpoint.save_as_safetensors`): tensors plus JSON header fields `config`,
 `architecture_name`, `inference_config` and our `host_card`. It loads through the real path,
-`tabpfn.TabPFNRegressor(model_path=...)`, with no pickle involved.
+`tabpfn.TabPFNRegressor(model_path=...)`, with no pickle involved. `save_as_published` writes a
+model the way tabpfn's published checkpoints of its version are stored (`PUBLISHED_FORMATS`).
 """
 
 import dataclasses
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,4 +127,56 @@ def save_host(
         "host_card": host_card or {},
     }
     save_as_safetensors(checkpoint, path)
+    return path
+
+
+@dataclass(frozen=True)
+class PublishedFormat:
+    """How tabpfn's published regression checkpoints of one architecture are stored.
+
+    `file_name`: a published name (tabpfn reads the version off it); `architecture_name`: the
+    header's name, None where the files have none (v2); `inference_version`: the version whose
+    tabpfn regression defaults stand in for the stored inference config, None where the files
+    store none and tabpfn picks the defaults itself (v2, v2.5); `criterion`: whether the bucket
+    borders are also stored as `criterion.*` state (tabpfn's `save_tabpfn_model` does so for
+    regressors; v3.5's multitask files keep them in the heads only).
+    """
+
+    file_name: str
+    architecture_name: str | None
+    inference_version: ModelVersion | None
+    criterion: bool
+
+
+PUBLISHED_FORMATS: dict[str, PublishedFormat] = {
+    "tabpfn_v2": PublishedFormat("tabpfn-v2-regressor.ckpt", None, None, True),
+    "tabpfn_v2_5": PublishedFormat("tabpfn-v2.5-regressor-v2.5_default.ckpt", "base", None, True),
+    "tabpfn_v2_6": PublishedFormat("tabpfn-v2.6-regressor-v2.6_default.ckpt", "tabpfn_v2_6", ModelVersion.V2_5, True),
+    "tabpfn_v3": PublishedFormat("tabpfn-v3-regressor-v3_default.ckpt", "tabpfn_v3", ModelVersion.V2_5, True),
+    "tabpfn_v3_5": PublishedFormat("tabpfn-v3.5-20260909.safetensors", "tabpfn_v3_5", ModelVersion.V2_5, False),
+}
+"""Architecture -> the layout of tabpfn's published checkpoints: `.ckpt` (a torch pickle of plain
+containers, loadable with `weights_only=True`) up to v3, one multitask `.safetensors` from v3.5."""
+
+
+def save_as_published(
+    folder: Path, model: torch.nn.Module, config: Any, arch_name: str, criterion: FullSupportBarDistribution
+) -> Path:
+    """Write `model` into `folder` as tabpfn publishes `arch_name` checkpoints (`PUBLISHED_FORMATS`)."""
+    layout = PUBLISHED_FORMATS[arch_name]
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    if layout.criterion:
+        state.update({f"criterion.{k}": v.detach().clone() for k, v in criterion.state_dict().items()})
+    checkpoint: dict[str, Any] = {"state_dict": state, "config": dataclasses.asdict(config)}
+    if layout.architecture_name is not None:
+        checkpoint["architecture_name"] = layout.architecture_name
+    if layout.inference_version is not None:
+        default = InferenceConfig.get_default("regression", layout.inference_version)
+        checkpoint["inference_config"] = dataclasses.asdict(default)
+    path = Path(folder) / layout.file_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".safetensors":
+        save_as_safetensors(checkpoint, path)
+    else:
+        torch.save(checkpoint, path)
     return path

@@ -1,8 +1,9 @@
-"""Tiny randomly initialised hosts of every supported architecture, for tests and audits.
+"""Randomly initialised hosts of every supported architecture: tiny ones for tests and audits,
+tabpfn's default sizes for measuring cost at real size.
 
 tabpfn zero-initialises the output projection of every attention and FFN branch, so a freshly
 built host is an identity stack: no attention output reaches the carriers and nothing an adapter
-does can show. `random_host` therefore redraws those all-zero matrices (Xavier-uniform, like
+does can show. Both writers therefore redraw those all-zero matrices (Xavier-uniform, like
 their sibling projections) before writing the checkpoint.
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import torch
 
-from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
+from retrofit.hosts.checkpoint import build_host, inference_config, save_as_published, save_host, set_borders
 
 TINY_ARCHS: dict[str, dict[str, Any]] = {
     # v3 with grouped KV heads (4 query heads, 2 KV heads for train rows, 1 for test rows), so
@@ -69,15 +70,36 @@ VERSION_TAG = {
 """tabpfn reads a checkpoint's version off its file name."""
 
 
-def random_host(arch_name: str, folder: Path, seed: int = 0, arch_kwargs: dict[str, Any] | None = None) -> Path:
-    """Write a random `arch_name` host (zero-initialised branches redrawn) into `folder`."""
-    model, config = build_host(arch_name, arch_kwargs or TINY_ARCHS[arch_name], seed=seed)
+DEFAULT_SIZE_HEADS: dict[str, dict[str, int]] = {
+    arch: dict(max_num_classes=10 if arch == "tabpfn_v3_5" else 0, num_buckets=5000) for arch in TINY_ARCHS
+}
+"""Architecture -> the head sizes of its default-size host; every other key is tabpfn's default.
+5,000 buckets as in tabpfn's regressors; v3.5 keeps its classification head (a multitask file)."""
+
+
+def _random_model(arch_name: str, arch_kwargs: dict[str, Any], seed: int):
+    """(model, config, criterion): `arch_name` built with `arch_kwargs`, zero branches redrawn,
+    borders on [-4, 4]."""
+    model, config = build_host(arch_name, arch_kwargs, seed=seed)
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for weight in model.parameters():
             if weight.dim() == 2 and not weight.any():
                 bound = (6.0 / sum(weight.shape)) ** 0.5
                 weight.uniform_(-bound, bound, generator=generator)
-    criterion = set_borders(model, torch.linspace(-4.0, 4.0, config.num_buckets + 1))
+    return model, config, set_borders(model, torch.linspace(-4.0, 4.0, config.num_buckets + 1))
+
+
+def random_host(arch_name: str, folder: Path, seed: int = 0, arch_kwargs: dict[str, Any] | None = None) -> Path:
+    """Write a random `arch_name` host (zero-initialised branches redrawn) into `folder`."""
+    model, config, criterion = _random_model(arch_name, arch_kwargs or TINY_ARCHS[arch_name], seed)
     path = Path(folder) / f"tabpfn-random-{VERSION_TAG[arch_name]}-seed{seed}-regressor.safetensors"
     return save_host(path, model, config, arch_name, criterion, inference_config("lean"))
+
+
+def default_size_host(arch_name: str, folder: Path, seed: int = 0, overrides: dict[str, Any] | None = None) -> Path:
+    """Write a random `arch_name` host at tabpfn's default architecture config (`DEFAULT_SIZE_HEADS`;
+    `overrides` replace config keys) into `folder`, stored as tabpfn publishes that version
+    (`retrofit.hosts.checkpoint.PUBLISHED_FORMATS`)."""
+    model, config, criterion = _random_model(arch_name, {**DEFAULT_SIZE_HEADS[arch_name], **(overrides or {})}, seed)
+    return save_as_published(folder, model, config, arch_name, criterion)

@@ -12,19 +12,17 @@ once, so RSS tracks live memory; it comes after the timing because per-allocatio
 slow allocation-heavy methods.
 """
 
-import ctypes
-import gc
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from retrofit.measure.inputs import AttentionInputs, random_attention_inputs
+from retrofit.measure.memory import check_linux, peak_growth_mib
 from retrofit.measure.timing import interleaved_times, paired_ratios, torch_threads
 from retrofit.ops import o_attention, o_attention_materialised
 
@@ -35,7 +33,6 @@ METHODS: dict[str, Callable[[AttentionInputs], torch.Tensor]] = {
     "compact": lambda x: o_attention(*x.args(), compact=True),
     "materialised": lambda x: o_attention_materialised(*x.args()),
 }
-PROC_STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
 
 
 @dataclass(frozen=True)
@@ -94,8 +91,7 @@ def memory_table(grid: BenchGrid) -> pd.DataFrame:
     RSS tracks live tensor memory only if the process serves large allocations with mmap and trims
     at once (the driver sets that up with glibc's mallopt, after timing). Needs Linux.
     """
-    if not CLEAR_REFS.exists():
-        raise RuntimeError("bench: peak-memory growth needs Linux (/proc/self/clear_refs, VmHWM).")
+    check_linux()
     return pd.DataFrame([_memory_case(grid.inputs(B, R), grid.methods(B, R)) for B, R in grid.cases()])
 
 
@@ -117,24 +113,7 @@ def _memory_case(x: AttentionInputs, names: list[str]) -> dict:
     B, H, R, D = x.q.shape
     row = {"output_mib": B * H * R * D * 4 / 2**20}
     row |= {
-        f"{name}_mem_mib": _peak_growth_mib(lambda name=name: METHODS[name](x)) if name in names else float("nan")
+        f"{name}_mem_mib": peak_growth_mib(lambda name=name: METHODS[name](x)) if name in names else float("nan")
         for name in METHODS
     }
     return row
-
-
-def _peak_growth_mib(fn: Callable[[], torch.Tensor]) -> float:
-    """Peak RSS growth (MiB) during one call of fn, its result included."""
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand back memory freed before the call
-    CLEAR_REFS.write_text("5")  # reset VmHWM to the current RSS
-    before = _status_kib("VmRSS")
-    out = fn()
-    peak = _status_kib("VmHWM")
-    del out
-    return (peak - before) / 1024
-
-
-def _status_kib(field: str) -> int:
-    line = next(line for line in PROC_STATUS.read_text().splitlines() if line.startswith(field + ":"))
-    return int(line.split()[1])

@@ -1,0 +1,314 @@
+"""Every architecture at tabpfn's default size: what the retrofit costs and whether it closes.
+
+Per architecture (`make scale-check` -> `results/scale.csv`): a host at tabpfn's default
+architecture config with random weights (`retrofit.hosts.random_host.default_size_host`), stored
+as tabpfn publishes that version, loaded through the sweep's `host=checkpoint` loader
+(`retrofit.runner.config.host_path`, then `make_regressor`). On a synthetic table it measures, for
+the stock model (`baseline`) and each variant:
+- `time_ratio` (min, max): patched / stock predict seconds, per round of interleaved rounds after
+  a warm-up (`retrofit.measure.timing`);
+- `memory_ratio`: the peak growth of resident memory during one patched predict / during one stock
+  predict, each in its own fresh process (`retrofit.measure.memory`);
+- `clone_memory_ratio`: the resident memory that holding one more retrofit of the variant adds,
+  divided by the model's weight bytes (parameters and buffers);
+- `audit_rows_rel`, `audit_columns_rel`: the largest relative prediction change when absent train
+  rows / feature columns are inserted at the model's input (`retrofit.audit`, on a smaller table);
+and one `variant=predict_many` row: `retrofit.predict_many` over o_closed retrofits of tables of
+different shapes vs one `predict` after another (`time_ratio` = predict_many / sequential), with
+`max_rel_diff` its largest difference from `predict` relative to the prediction scale.
+What cannot run is a `status=refused` row with the reason, never a number.
+"""
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, fields
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigKeyError, ValidationError
+from tabpfn import TabPFNRegressor
+
+from retrofit.adapters import ARCHITECTURES
+from retrofit.audit import Insertion, audit_host
+from retrofit.batching import predict_many
+from retrofit.errors import RetrofitError
+from retrofit.hosts import make_regressor
+from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS, default_size_host
+from retrofit.hosts.shipped import architecture_name
+from retrofit.measure.memory import check_linux, make_rss_track_live_memory, peak_growth_mib, rss_mib
+from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
+from retrofit.patching import retrofit
+from retrofit.runner.config import host_path
+from retrofit.variants import resolve_variant
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "arch",
+    "variant",
+    "status",
+    "time_ratio",
+    "time_ratio_min",
+    "time_ratio_max",
+    "memory_ratio",
+    "clone_memory_ratio",
+    "audit_rows_rel",
+    "audit_columns_rel",
+    "max_rel_diff",
+    "rounds",
+    "stock_seconds",
+    "weight_mib",
+    "reason",
+)
+"""One row per architecture x variant (see the module docstring); `status`: measured or refused;
+`stock_seconds`: the stock model's median predict seconds (predict_many row: sequential's);
+`weight_mib`: the model's parameters and buffers."""
+
+BASELINE, PREDICT_MANY = "baseline", "predict_many"
+
+GOALS: dict[str, dict[str, float]] = {
+    "full_o": {"time_ratio": 1.05, "memory_ratio": 1.10, "clone_memory_ratio": 0.05},
+    "o_closed": {"time_ratio": 1.10, "memory_ratio": 1.10, "clone_memory_ratio": 0.05},
+    PREDICT_MANY: {"time_ratio": 1.0},
+}
+"""Variant -> column -> the largest value that meets the goal."""
+
+
+@dataclass
+class ScaleConfig:
+    """`configs/scale_check.yaml`. Tables are synthetic (normal columns, a linear target plus noise);
+    `tables`: the predict_many tables, each `[n_train, n_test, n_features]`; `arch_overrides`:
+    architecture -> config keys that replace tabpfn's defaults (empty: real size)."""
+
+    archs: list[str] = field(default_factory=lambda: list(DEFAULT_SIZE_HEADS))
+    variants: list[str] = field(default_factory=lambda: ["full_o", "o_closed"])
+    n_train: int = 1000
+    n_test: int = 300
+    n_features: int = 10
+    n_estimators: int = 1
+    threads: int = 2
+    rounds: int = 5
+    audit_n_train: int = 200
+    audit_n_test: int = 50
+    n_null: int = 8
+    tables: list[list[int]] = field(default_factory=lambda: [[200, 50, 10], [300, 60, 8], [400, 80, 6], [500, 100, 10]])
+    arch_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seed: int = 0
+    output: str = "results/scale.csv"
+
+    @classmethod
+    def from_config(cls, node: Any) -> "ScaleConfig":
+        """The typed config; RetrofitError naming an unknown key, a wrong type or a bad value."""
+        try:
+            cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), node))
+        except (ConfigKeyError, ValidationError) as err:
+            raise RetrofitError(
+                f"scale_check config: {str(err).splitlines()[0]}; fields: {[f.name for f in fields(cls)]}"
+            ) from None
+        unknown = [a for a in [*cfg.archs, *cfg.arch_overrides] if a not in DEFAULT_SIZE_HEADS]
+        if unknown:
+            raise RetrofitError(f"scale_check archs: {unknown} unknown; use some of {list(DEFAULT_SIZE_HEADS)}")
+        if min(cfg.rounds, cfg.threads, cfg.n_estimators, cfg.n_null) < 1:
+            raise RetrofitError("scale_check: rounds, threads, n_estimators and n_null must be >= 1")
+        if any(len(t) != 3 or min(t) < 1 for t in cfg.tables):
+            raise RetrofitError(f"scale_check tables must be [n_train, n_test, n_features] >= 1, got {cfg.tables}")
+        return cfg
+
+
+def synthetic_table(n_train: int, n_test: int, n_features: int, seed: int):
+    """(X_train, y_train, X_test): normal columns, y linear in them plus 10% noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_train + n_test, n_features))
+    y = X @ rng.normal(size=n_features) + 0.1 * rng.normal(size=n_train + n_test)
+    return X[:n_train], y[:n_train], X[n_train:]
+
+
+def fitted(path: Path, n_train: int, n_test: int, n_features: int, n_estimators: int, seed: int):
+    """(a regressor on `path` fitted on a synthetic table, its test rows)."""
+    X_train, y_train, X_test = synthetic_table(n_train, n_test, n_features, seed)
+    return make_regressor(path, n_estimators=n_estimators, random_state=seed).fit(X_train, y_train), X_test
+
+
+def weight_mib(regressor: TabPFNRegressor) -> float:
+    """MiB of the parameters and buffers of the regressor's models."""
+    tensors = [t for model in regressor.models_ for t in (*model.parameters(), *model.buffers())]
+    return sum(t.numel() * t.element_size() for t in tensors) / 2**20
+
+
+def _row(arch: str, variant: str, **values: Any) -> dict[str, Any]:
+    row = dict.fromkeys(COLUMNS, np.nan) | {"arch": arch, "variant": variant, "status": "measured", "reason": ""}
+    return row | values
+
+
+def refused(arch: str, variant: str, reason: str) -> dict[str, Any]:
+    """The row of what could not run, with its reason (first line)."""
+    return _row(arch, variant, status="refused", reason=reason.splitlines()[0])
+
+
+def scale_table(cfg: ScaleConfig, folder: Path) -> pd.DataFrame:
+    """The rows of every architecture in `cfg.archs` (hosts written into `folder`)."""
+    check_linux()
+    rows = []
+    for arch in cfg.archs:
+        log.info("scale check: %s", arch)
+        rows += arch_rows(arch, cfg, Path(folder))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def arch_rows(arch: str, cfg: ScaleConfig, folder: Path) -> list[dict[str, Any]]:
+    """baseline, each variant and predict_many of `arch` at its default size."""
+    labels = [BASELINE, *cfg.variants, PREDICT_MANY]
+    written = default_size_host(arch, folder / arch, cfg.seed, cfg.arch_overrides.get(arch))
+    try:
+        path = host_path(OmegaConf.create({"host": {"name": arch, "path": str(written)}}), folder)
+    except RetrofitError as err:  # the message names the file; its temporary folder says nothing
+        return [refused(arch, label, str(err).replace(f"{written.parent}/", "")) for label in labels]
+    spec = ARCHITECTURES[architecture_name(path)]
+    reasons = {
+        v: spec.closed_refusal for v in cfg.variants if resolve_variant(v).closed and spec.closed_wrapper is None
+    }
+    runnable = [v for v in cfg.variants if v not in reasons]
+    with torch_threads(cfg.threads):
+        timing, reasons = _timing(path, cfg, runnable, reasons)
+        runnable = [v for v in runnable if v not in reasons]
+        audit = _audit(arch, path, cfg, [BASELINE, *runnable])
+        many = _predict_many_row(arch, path, cfg) if "o_closed" in runnable else None
+    memory = {v: memory_probe(path, v, cfg) for v in [BASELINE, *runnable]}
+    stock = memory[BASELINE]
+    rows = []
+    for v in [BASELINE, *cfg.variants]:
+        if v in reasons:
+            rows.append(refused(arch, v, reasons[v]))
+            continue
+        median, low, high = spread(timing["ratios"][v])
+        rows.append(
+            _row(
+                arch,
+                v,
+                time_ratio=median,
+                time_ratio_min=low,
+                time_ratio_max=high,
+                memory_ratio=memory[v]["predict_peak_mib"] / stock["predict_peak_mib"],
+                clone_memory_ratio=memory[v]["clone_mib"] / memory[v]["weight_mib"],
+                audit_rows_rel=audit[(v, "rows")],
+                audit_columns_rel=audit[(v, "columns")],
+                rounds=cfg.rounds,
+                stock_seconds=timing["stock_seconds"],
+                weight_mib=memory[v]["weight_mib"],
+            )
+        )
+    if many is None:
+        reason = reasons.get("o_closed", "o_closed is not among the variants measured")
+        many = refused(arch, PREDICT_MANY, f"predict_many needs o_closed: {reason}")
+    return [*rows, many]
+
+
+def _timing(path: Path, cfg: ScaleConfig, variants: list[str], reasons: dict[str, str]):
+    """Interleaved predict times of the stock model and each variant's retrofit (one fitted regressor)."""
+    regressor, X_test = fitted(path, cfg.n_train, cfg.n_test, cfg.n_features, cfg.n_estimators, cfg.seed)
+    models: dict[str, TabPFNRegressor] = {BASELINE: regressor}
+    reasons = dict(reasons)
+    for v in variants:
+        try:
+            models[v] = retrofit(regressor, v)
+        except RetrofitError as err:
+            reasons[v] = str(err)
+    fns: dict[str, Callable[[], object]] = {name: (lambda m=m: m.predict(X_test)) for name, m in models.items()}
+    times = interleaved_times(fns, cfg.rounds)
+    stock_seconds = spread(times[BASELINE])[0]
+    return {"ratios": paired_ratios(times, BASELINE), "stock_seconds": stock_seconds}, reasons
+
+
+def _audit(arch: str, path: Path, cfg: ScaleConfig, variants: list[str]) -> dict[tuple[str, str], float]:
+    """(variant, rows|columns) -> the largest |prediction change| / max |prediction| under `n_null`
+    absent train rows or feature columns at the input."""
+    regressor, X_test = fitted(path, cfg.audit_n_train, cfg.audit_n_test, cfg.n_features, cfg.n_estimators, cfg.seed)
+    insertions = (Insertion("input", "rows"), Insertion("input", "columns"))
+    table = pd.DataFrame(
+        audit_host(arch, regressor, X_test, {v: {"variant": v} for v in variants}, [cfg.n_null], cfg.seed, insertions)
+    )
+    table["rel"] = table.linf_pred / table.max_abs_pred
+    return table.groupby(["variant", "null_kind"]).rel.max().to_dict()
+
+
+def _predict_many_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]:
+    """predict_many over o_closed retrofits of `cfg.tables` vs one predict after another."""
+    pairs = []
+    for i, (n_train, n_test, n_features) in enumerate(cfg.tables):
+        regressor, X_test = fitted(path, n_train, n_test, n_features, cfg.n_estimators, cfg.seed + i)
+        pairs.append((retrofit(regressor, "o_closed"), X_test))
+    fns = {
+        "sequential": lambda: [regressor.predict(X) for regressor, X in pairs],
+        PREDICT_MANY: lambda: predict_many(pairs),
+    }
+    times = interleaved_times(fns, cfg.rounds)
+    median, low, high = spread(paired_ratios(times, "sequential")[PREDICT_MANY])
+    batched = predict_many(pairs)
+    diff = max(
+        float(np.max(np.abs(b - r.predict(X))) / np.max(np.abs(r.predict(X))))
+        for b, (r, X) in zip(batched, pairs, strict=True)
+    )
+    return _row(
+        arch,
+        PREDICT_MANY,
+        time_ratio=median,
+        time_ratio_min=low,
+        time_ratio_max=high,
+        max_rel_diff=diff,
+        rounds=cfg.rounds,
+        stock_seconds=spread(times["sequential"])[0],
+    )
+
+
+def memory_probe(path: Path, variant: str, cfg: ScaleConfig) -> dict[str, float]:
+    """`_probe` of `variant` in a fresh process (spawned, so no memory of this one is counted)."""
+    args = (str(path), variant, cfg.n_train, cfg.n_test, cfg.n_features, cfg.n_estimators, cfg.threads, cfg.seed)
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(_probe, *args).result()
+
+
+def _probe(
+    path: str, variant: str, n_train: int, n_test: int, n_features: int, n_estimators: int, threads: int, seed: int
+) -> dict[str, float]:
+    """In this (fresh) process: the peak RSS growth of one predict by `variant` (the stock model for
+    baseline), the RSS that a second retrofit of `variant` adds (the first one loads the adapters),
+    and the model's weight MiB."""
+    make_rss_track_live_memory()
+    with torch_threads(threads):
+        regressor, X_test = fitted(Path(path), n_train, n_test, n_features, n_estimators, seed)
+        first = retrofit(regressor, variant)
+        before = rss_mib()
+        second = retrofit(regressor, variant)
+        clone = rss_mib() - before
+        del second
+        model = regressor if variant == BASELINE else first
+        peak = peak_growth_mib(lambda: model.predict(X_test))
+    return {"predict_peak_mib": peak, "clone_mib": clone, "weight_mib": weight_mib(regressor)}
+
+
+def goals_text() -> str:
+    """The goals in one line."""
+    return "; ".join(f"{v}: " + ", ".join(f"{c} <= {g}" for c, g in goals.items()) for v, goals in GOALS.items())
+
+
+def goal_lines(table: pd.DataFrame) -> list[str]:
+    """One line per measured row and goal: the value, the goal, met or not."""
+    lines = []
+    for row in table.itertuples(index=False):
+        for column, goal in GOALS.get(row.variant, {}).items():
+            value = getattr(row, column)
+            if row.status != "measured" or not np.isfinite(value):
+                continue
+            verdict = "meets" if value <= goal else "MISSES"
+            lines.append(f"{row.arch:12s} {row.variant:13s} {column:19s} {value:6.3f} (goal <= {goal:.2f}) {verdict}")
+    return lines
+
+
+def refused_lines(table: pd.DataFrame) -> Sequence[str]:
+    """One line per refused row: what and why."""
+    return [f"{r.arch} {r.variant}: refused: {r.reason}" for r in table.itertuples() if r.status == "refused"]

@@ -1,0 +1,60 @@
+"""The scale check on tiny hosts: rows for every variant, closure in the audit, refusals named."""
+
+import numpy as np
+import pytest
+
+from retrofit.errors import RetrofitError
+from retrofit.hosts.random_host import TINY_ARCHS
+from retrofit.measure.scale import COLUMNS, ScaleConfig, goal_lines, scale_table
+
+
+def _tiny(arch: str) -> dict:
+    return {k: v for k, v in TINY_ARCHS[arch].items() if k != "max_num_classes"}
+
+
+@pytest.mark.slow  # each memory probe is a fresh process importing torch and tabpfn
+def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
+    cfg = ScaleConfig.from_config(
+        {
+            "archs": ["tabpfn_v3", "tabpfn_v2"],
+            "variants": ["o_closed"],
+            "arch_overrides": {a: _tiny(a) for a in ("tabpfn_v3", "tabpfn_v2")},
+            "n_train": 80,
+            "n_test": 20,
+            "n_features": 4,
+            "rounds": 1,
+            "audit_n_train": 40,
+            "audit_n_test": 10,
+            "tables": [[40, 10, 4], [60, 5, 3]],
+        }
+    )
+    table = scale_table(cfg, tmp_path).set_index(["arch", "variant"])
+    assert list(table.reset_index().columns) == list(COLUMNS)
+    v3 = table.loc["tabpfn_v3"]
+    assert (v3.status == "measured").all() and list(v3.index) == ["baseline", "o_closed", "predict_many"]
+    assert v3.loc["baseline", "time_ratio"] == 1.0 and v3.loc["baseline", "memory_ratio"] == 1.0
+    # Absent rows / columns move the stock host's predictions and leave the o_closed one's at rounding.
+    assert min(v3.loc["baseline", ["audit_rows_rel", "audit_columns_rel"]]) > 1e-3
+    assert max(v3.loc["o_closed", ["audit_rows_rel", "audit_columns_rel"]]) <= 1e-5
+    assert v3.loc["predict_many", "max_rel_diff"] <= 1e-5
+    assert np.isfinite(v3.loc["o_closed", ["time_ratio", "memory_ratio", "clone_memory_ratio"]].astype(float)).all()
+    v2 = table.loc["tabpfn_v2"]
+    assert v2.loc["baseline", "status"] == "measured"
+    assert (v2.loc[["o_closed", "predict_many"], "status"] == "refused").all()
+    assert "cannot be O-closed" in v2.loc["o_closed", "reason"]
+    assert np.isnan(v2.loc["o_closed", "time_ratio"])  # no number for what did not run
+    assert any("o_closed" in line for line in goal_lines(table.reset_index()))
+
+
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        ({"round": 5}, "round"),
+        ({"archs": ["tabpfn_v9"]}, "tabpfn_v9"),
+        ({"rounds": 0}, "rounds"),
+        ({"tables": [[10, 5]]}, "tables"),
+    ],
+)
+def test_bad_scale_config_is_an_error_naming_it(node, message):
+    with pytest.raises(RetrofitError, match=message):
+        ScaleConfig.from_config(node)
