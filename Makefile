@@ -40,9 +40,10 @@ sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local m
 test: $(STAMP) ## the whole test suite (what CI runs)
 	$(PY) -m pytest -q
 
-lint: $(STAMP) ## ruff: lint and formatting check (what CI runs)
+lint: $(STAMP) ## ruff (lint, formatting) and the import layers (import-linter): what CI runs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 test-fast: $(STAMP) ## unit tests only (skips the slow real-host and sweep tests)
 	$(PY) -m pytest -q -m "not slow"
@@ -87,4 +88,4 @@ pretrain-v3_5: $(STAMP) ## pretrain (or resume) the tiny_v3_5 host (exports to p
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3_5
 
 clean: ## remove the venv and caches (keeps results/)
-	rm -rf $(VENV) .pytest_cache .hypothesis outputs multirun .cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .import_linter_cache outputs multirun .cache
