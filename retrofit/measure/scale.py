@@ -39,7 +39,7 @@ from retrofit.batching import predict_many
 from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
 from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS, default_size_host
-from retrofit.hosts.shipped import architecture_name
+from retrofit.hosts.validation import architecture_name
 from retrofit.measure.memory import check_linux, make_rss_track_live_memory, peak_growth_mib, rss_mib
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.patching import retrofit
