@@ -2,8 +2,8 @@
 
 Per architecture (`make scale-check` -> `results/scale.csv`): a host at tabpfn's default
 architecture config with random weights (`retrofit.hosts.random_host.default_size_host`), stored
-as tabpfn publishes that version, loaded through the sweep's `host=checkpoint` loader
-(`retrofit.runner.config.host_path`, then `make_regressor`). On a synthetic table it measures, for
+as tabpfn publishes that version, validated as the sweep's `host=checkpoint` is
+(`retrofit.hosts.check_checkpoint`, then `make_regressor`). On a synthetic table it measures, for
 the stock model (`baseline`) and each variant:
 - `time_ratio` (min, max): patched / stock predict seconds, per round of interleaved rounds after
   a warm-up (`retrofit.measure.timing`);
@@ -37,13 +37,12 @@ from retrofit.adapters import ARCHITECTURES
 from retrofit.audit import Insertion, audit_host
 from retrofit.batching import predict_many
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
+from retrofit.hosts import check_checkpoint, make_regressor
 from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS, default_size_host
 from retrofit.hosts.validation import architecture_name
 from retrofit.measure.memory import check_linux, make_rss_track_live_memory, peak_growth_mib, rss_mib
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.patching import retrofit
-from retrofit.runner.config import host_path
 from retrofit.variants import resolve_variant
 
 log = logging.getLogger(__name__)
@@ -165,7 +164,7 @@ def arch_rows(arch: str, cfg: ScaleConfig, folder: Path) -> list[dict[str, Any]]
     labels = [BASELINE, *cfg.variants, PREDICT_MANY]
     written = default_size_host(arch, folder / arch, cfg.seed, cfg.arch_overrides.get(arch))
     try:
-        path = host_path(OmegaConf.create({"host": {"name": arch, "path": str(written)}}), folder)
+        path = check_checkpoint(written)
     except RetrofitError as err:  # the message names the file; its temporary folder says nothing
         return [refused(arch, label, str(err).replace(f"{written.parent}/", "")) for label in labels]
     spec = ARCHITECTURES[architecture_name(path)]
