@@ -14,13 +14,19 @@ from typing import Any
 import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
-from tabpfn.inference import InferenceEngineCachePreprocessing, _maybe_run_gpu_preprocessing, _prepare_model_inputs
+from tabpfn.inference import InferenceEngineCachePreprocessing
 from tabpfn.preprocessing.clean import clean_data_transform
 from tabpfn.preprocessing.datamodel import FeatureModality
 from tabpfn.utils import get_autocast_context
 from tabpfn.validation import check_input_shape_matches, ensure_compatible_predict_input_sklearn
 
 from retrofit.errors import RetrofitError
+from retrofit.tabpfn_internals import (
+    decode_batched_dataset,
+    maybe_run_gpu_preprocessing,
+    prepare_model_inputs,
+    translate_batched_logits,
+)
 
 MAX_PADDING = 1.5
 """A bucket's padded work (cells, in-context attention pairs) is at most this multiple of its
@@ -106,10 +112,10 @@ def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberI
     device = regressor.devices_[0]
     inputs = []
     for index, member in enumerate(engine.ensemble_members):
-        x_full, y_train = _prepare_model_inputs(
+        x_full, y_train = prepare_model_inputs(
             device, engine.force_inference_dtype, member.X_train, member.transform_X_test(X), member.y_train
         )
-        x_full, _ = _maybe_run_gpu_preprocessing(
+        x_full, _ = maybe_run_gpu_preprocessing(
             x_full,
             gpu_preprocessor=member.gpu_preprocessor,
             num_train_rows=member.X_train.shape[0],
@@ -183,11 +189,12 @@ def decode_members(regressor: TabPFNRegressor, outputs: list[torch.Tensor]) -> n
     borders = regressor.znorm_space_bardist_.borders
     accumulated = None
     for member, output in zip(regressor.executor_.ensemble_members, outputs, strict=True):
-        translated = regressor._translate_batched_logits(
-            output=output, config=member.config, znorm_borders=borders, std_borders=borders.cpu().numpy()
+        translated = translate_batched_logits(
+            regressor, output=output, config=member.config, znorm_borders=borders, std_borders=borders.cpu().numpy()
         )
         accumulated = translated if accumulated is None else accumulated + translated
-    return regressor._decode_batched_dataset(
+    return decode_batched_dataset(
+        regressor,
         accumulated_logits=accumulated,
         n_estimators=len(outputs),
         raw_space_bardist=regressor.raw_space_bardist_,

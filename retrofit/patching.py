@@ -21,6 +21,7 @@ from torch import nn
 
 from retrofit.adapters import ADAPTERS, PARTS, OBlock, OClosedModel, architecture_of, close_model
 from retrofit.errors import RetrofitError
+from retrofit.tabpfn_internals import set_engine_models
 from retrofit.variants import Variant, resolve_variant
 
 log = logging.getLogger(__name__)
@@ -226,7 +227,7 @@ def _set_models(regressor: TabPFNRegressor, models: list[nn.Module]) -> list[nn.
     does for every variant."""
     regressor.models_ = list(models)
     if not getattr(regressor, "is_constant_target_", False):
-        regressor.executor_._set_models(regressor.models_)
+        set_engine_models(regressor.executor_, regressor.models_)
     return regressor.models_
 
 

@@ -36,6 +36,7 @@ from retrofit.adapters.tabpfn_v3_columns import o_column_aggregator, o_distribut
 from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, o_targets, present_cells
 from retrofit.errors import RetrofitError
 from retrofit.ops import o_inject
+from retrofit.tabpfn_internals import embed_col_y, embed_icl_y, nan_safe_output
 
 V2_REFUSAL = (
     "the tabpfn_v2 family cannot be O-closed at its input: its encoders standardise every feature over "
@@ -133,13 +134,13 @@ class OClosedTabPFNV3(OClosedModel):
         if base.use_nan_indicators:
             grouped_BRCG = torch.cat([grouped_BRCG, o_grouped_cells(indicator_BRC, p_BC, base.feature_group_size)], -1)
         x_BRCE = o_inject(base.x_embed(grouped_BRCG), p_BRC)
-        label_BN1E = base._embed_col_y(y_BN)[:, :, None, :]
+        label_BN1E = embed_col_y(base, y_BN)[:, :, None, :]
         x_BRCE = torch.cat([x_BRCE[:, :N] + o_inject(label_BN1E, p_BRC[:, :N]), x_BRCE[:, N:]], dim=1)
 
         x_BRCE = o_distribution_embedder(base.feature_distribution_embedder, x_BRCE, p_BRC, N, self.attention)
         x_BRD = o_column_aggregator(base.column_aggregator, x_BRCE, p_BR, p_BC, self.attention).flatten(-2)
 
-        label_BND = o_inject(base._embed_icl_y(y_BN), p_BR[:, :N])
+        label_BND = o_inject(embed_icl_y(base, y_BN), p_BR[:, :N])
         x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
         save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
         for block in base.icl_blocks:
@@ -148,7 +149,7 @@ class OClosedTabPFNV3(OClosedModel):
 
         test_TBD = x_BRD[:, N:].transpose(0, 1).contiguous()  # a strided matmul rounds by batch layout
         out_TBO = o_inject(base.output_projection(test_TBD), p_BR[:, N:].transpose(0, 1))
-        if base._nan_safe_output:
+        if nan_safe_output(base):
             out_TBO = torch.nan_to_num(out_TBO, nan=0.0)
         if only_return_standard_out:
             return out_TBO

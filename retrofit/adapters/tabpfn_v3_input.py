@@ -15,7 +15,8 @@ Shapes: B batch (ensemble members), R rows (N train rows first), C columns, G gr
 """
 
 import torch
-from tabpfn.architectures.tabpfn_v3 import _generate_nan_and_inf_indicator
+
+from retrofit.tabpfn_internals import nan_and_inf_indicator
 
 CLIP = 100.0
 """The host scaler's clip on standardised values."""
@@ -45,7 +46,7 @@ def o_standardised_cells(x_BRC: torch.Tensor, p_BRC: torch.Tensor, num_train: in
     """
     present_BRC = p_BRC > 0
     x_BRC = torch.where(present_BRC, x_BRC, 0)
-    indicator_BRC = _generate_nan_and_inf_indicator(x_BRC)
+    indicator_BRC = nan_and_inf_indicator(x_BRC)
     finite_BRC = torch.isfinite(x_BRC)
     mean_BC = _mean(x_BRC[:, :num_train], present_BRC[:, :num_train] & finite_BRC[:, :num_train])
     x_BRC = torch.where(finite_BRC, x_BRC, mean_BC[:, None, :])

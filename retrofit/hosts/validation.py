@@ -151,15 +151,16 @@ def _registered_architecture(path: Path, fields: dict[str, Any]) -> str:
 
 def _built_architecture(path: Path, arch: str, config: Any) -> tuple[Any, Any]:
     """(model, parsed config) of `arch` built from the checkpoint's `config` as tabpfn's loader builds
-    it, parameters allocated but not initialised (`_skip_parameter_init`): milliseconds even for a
+    it, parameters allocated but not initialised (`skip_parameter_init`): milliseconds even for a
     full-size host, and its pages stay untouched. Only names and shapes are read off it."""
     from tabpfn.architectures import ARCHITECTURES as TABPFN_ARCHITECTURES
-    from tabpfn.model_loading import _skip_parameter_init
+
+    from retrofit.tabpfn_internals import skip_parameter_init
 
     module = TABPFN_ARCHITECTURES[arch]
     try:
         parsed, _ = module.parse_config(dict(config))
-        with _skip_parameter_init():
+        with skip_parameter_init():
             return module.get_architecture(parsed), parsed
     except Exception as exc:  # a config tabpfn cannot build raises whatever its dataclasses raise
         raise RetrofitError(
