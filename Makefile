@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check clean
+.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -65,6 +65,9 @@ padding-demo: $(STAMP) ## the stock host fed predict_many's padding vs o_closed 
 
 bench-batch: $(STAMP) ## predict_many vs one predict after another, 18 cases, interleaved -> results/bench_batch.csv
 	$(PY) experiments/bench_batch.py
+
+explain-bench: $(STAMP) ## Shapley values: batched closed removal vs shapiq refit per coalition vs zeroing -> results/removal_bench.{csv,png}
+	$(PY) experiments/explain_bench.py
 
 tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_sweep.{csv,png}
 	$(PY) experiments/tau_sweep.py

@@ -234,3 +234,31 @@ def test_leave_one_out(case):
     assert np.abs(loo).max() > 0
     with pytest.raises(RetrofitError, match="at least one present"):
         row_values(regressor, X_test, np.zeros((1, N_TRAIN), dtype=bool))
+
+
+@pytest.mark.slow
+def test_explain_bench_small(tmp_path):
+    from omegaconf import OmegaConf
+
+    from retrofit.removal.bench import COLUMNS, run
+
+    cfg = OmegaConf.create(
+        dict(
+            datasets=["auto"],
+            max_train_rows=40,
+            exact_max_features=0,
+            budget=8,
+            output=str(tmp_path / "bench.csv"),
+            plot=str(tmp_path / "bench.png"),
+            example_plot=str(tmp_path / "example.png"),
+            example_dataset="auto",
+        )
+    )
+    table, (explained,) = run(cfg)
+    assert tuple(table.columns) == COLUMNS and list(table.method) == ["closed_batched", "refit_shapiq", "stock_zeroed"]
+    refit = table[table.method == "refit_shapiq"].iloc[0]
+    assert refit.speedup_vs_refit == 1 and refit.max_abs_diff_vs_refit == 0 and table.n_coalitions.eq(8).all()
+    # both sides share v(∅), and v(all) is the prediction of the closed vs the stock host (equal to rounding)
+    phi = explained.phi
+    assert abs(phi["closed_batched"].sum() - phi["refit_shapiq"].sum()) <= 1e-4 * np.abs(phi["refit_shapiq"]).sum()
+    assert all((tmp_path / name).is_file() for name in ("bench.csv", "bench.png", "example.png"))

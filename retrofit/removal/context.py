@@ -67,10 +67,20 @@ def check_coalitions(coalitions: Any, n_players: int, players: str) -> np.ndarra
 
 
 def evaluate(
-    regressor: TabPFNRegressor, X: Any, n_coalitions: int, presence: PresenceFn, max_cells: int = MAX_CELLS
+    regressor: TabPFNRegressor,
+    X: Any,
+    n_coalitions: int,
+    presence: PresenceFn,
+    max_cells: int = MAX_CELLS,
+    *,
+    declare: bool = True,
 ) -> np.ndarray:
     """Mean predictions (n_coalitions, n_rows) of `regressor` on query rows `X`, coalition k with
-    the presences `presence` gives it, in forwards of at most `max_cells` cells (see `MAX_CELLS`)."""
+    the presences `presence` gives it, in forwards of at most `max_cells` cells (see `MAX_CELLS`).
+
+    `declare=True` passes the presences to the (o_closed) model; `declare=False` instead sets the
+    absent cells (and absent rows' targets) to 0 and passes nothing — what a stock model can be
+    given, used to measure what masking by value leaks."""
     if max_cells < 1:
         raise RetrofitError(f"max_cells must be a positive number of cells per forward, got {max_cells}")
     members = member_inputs(0, regressor, X)
@@ -82,7 +92,7 @@ def evaluate(
         for start in range(0, n_coalitions, per_forward):
             window = slice(start, min(start + per_forward, n_coalitions))
             p_train, p_col = presence(index, member, window)
-            chunks.append(_forward(regressor, member, window.stop - window.start, p_train, p_col))
+            chunks.append(_forward(regressor, member, window.stop - window.start, p_train, p_col, declare))
         outputs.append(torch.cat(chunks, dim=1).transpose(0, 1).reshape(n_coalitions * T, -1))
     predictions = decode_members(regressor, outputs)
     return np.asarray(predictions, dtype=np.float64).reshape(n_coalitions, -1)
@@ -94,15 +104,22 @@ def _forward(
     k: int,
     p_train_kN: torch.Tensor | None,
     p_col_kC: torch.Tensor | None,
+    declare: bool,
 ) -> torch.Tensor:
-    """Logits (T, k, buckets): `member`'s input repeated over k batch elements with the given presences."""
+    """Logits (T, k, buckets): `member`'s input repeated over k batch elements with the given
+    presences, declared or zeroed (see `evaluate`)."""
     N, T, C = member.shape
     x_RkC = member.x_RC[:, None].expand(N + T, k, C).contiguous()
     y_Nk = member.y_N[:, None].expand(N, k).contiguous()
-    presences = {}
-    if p_train_kN is not None:
-        presences["row_presence"] = torch.cat([p_train_kN.to(x_RkC), x_RkC.new_ones(k, T)], dim=1)
-    if p_col_kC is not None:
-        presences["column_presence"] = p_col_kC.to(x_RkC)
+    p_kR = (
+        x_RkC.new_ones(k, N + T) if p_train_kN is None else torch.cat([p_train_kN.to(x_RkC), x_RkC.new_ones(k, T)], 1)
+    )
+    p_kC = x_RkC.new_ones(k, C) if p_col_kC is None else p_col_kC.to(x_RkC)
+    if declare:
+        presences = {"row_presence": p_kR, "column_presence": p_kC}
+    else:
+        presences = {}
+        x_RkC = torch.where((p_kR.T[:, :, None] * p_kC[None]) > 0, x_RkC, 0)
+        y_Nk = torch.where(p_kR[:, :N].T > 0, y_Nk, 0)
     with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
         return regressor.models_[0](x_RkC, y_Nk, **presences).float()

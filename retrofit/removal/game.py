@@ -12,6 +12,7 @@ then the model given the training targets alone. `empty_prediction=None` uses th
 a float uses the given value instead, as shapiq's TabPFNImputer does.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,15 @@ EXACT_MAX_FEATURES = 16
 """budget=None evaluates all 2^n_features coalitions; refused above this many features."""
 
 
+ValueFunction = Callable[[np.ndarray], np.ndarray]
+"""(K, n_features) bool coalitions -> (K, n_rows) values of every explained row."""
+
+
 class _SharedValues:
     """v(S) for every explained row, each distinct coalition evaluated once (batched)."""
 
-    def __init__(self, regressor: Any, X: Any, max_cells: int):
-        self.regressor, self.X, self.max_cells = regressor, X, max_cells
+    def __init__(self, value_function: ValueFunction):
+        self.value_function = value_function
         self.known: dict[bytes, np.ndarray] = {}
 
     def __call__(self, coalitions_KF: np.ndarray) -> np.ndarray:
@@ -39,7 +44,7 @@ class _SharedValues:
         keys = [row.tobytes() for row in coalitions_KF]
         missing = {key: row for key, row in zip(keys, coalitions_KF, strict=True) if key not in self.known}
         if missing:
-            new = values(self.regressor, self.X, np.stack(list(missing.values())), max_cells=self.max_cells)
+            new = self.value_function(np.stack(list(missing.values())))
             self.known.update(zip(missing, new, strict=True))
         return np.stack([self.known[key] for key in keys])
 
@@ -81,15 +86,37 @@ def shapley(
     coalition is evaluated once for all rows). `empty_prediction`: v(∅) (None: the closed
     model's value of the empty table; see the module docstring).
     Returns for SV an array (n_rows, n_features) with Σ_i φ_i = v(all) − v(∅) per row
-    (efficiency); for k-SII one `shapiq.InteractionValues` per row.
+    (efficiency); for k-SII one `shapiq.InteractionValues` per row, of the game centred at
+    v(∅) = 0 (shapiq's normalisation).
     """
     regressor = closed_regressor(regressor, "retrofit.removal.shapley")
+    return explain(
+        lambda coalitions: values(regressor, X, coalitions, max_cells=max_cells),
+        regressor.n_features_in_,
+        budget,
+        index,
+        max_order,
+        random_state=random_state,
+        empty_prediction=empty_prediction,
+    )
+
+
+def explain(
+    value_function: ValueFunction,
+    n_features: int,
+    budget: int | None,
+    index: str,
+    max_order: int,
+    *,
+    random_state: int = 0,
+    empty_prediction: float | None = None,
+) -> np.ndarray | list[shapiq.InteractionValues]:
+    """`shapley` of any batched value function (K, n_features) -> (K, n_rows); same arguments."""
     if index not in INDICES:
         raise RetrofitError(f"index must be one of {sorted(INDICES)}, got {index!r}")
     approximator, orders = INDICES[index]
     if max_order not in orders:
         raise RetrofitError(f"index {index!r} takes max_order in {orders}, got {max_order!r}")
-    n_features = regressor.n_features_in_
     if budget is None and n_features > EXACT_MAX_FEATURES:
         raise RetrofitError(
             f"exact Shapley values need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} features pass a budget "
@@ -97,7 +124,7 @@ def shapley(
         )
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
         raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
-    shared = _SharedValues(regressor, X, max_cells)
+    shared = _SharedValues(value_function)
     if budget is None:  # every row needs every coalition: one batched evaluation up front
         shared(_all_coalitions(n_features))
     n_rows = shared(np.ones((1, n_features), dtype=bool)).shape[1]

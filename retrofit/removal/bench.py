@@ -1,0 +1,244 @@
+"""`make explain-bench`: Shapley values three ways on the shipped tiny_v3 host, per dataset.
+
+Methods (the `method` column of results/removal_bench.csv):
+  closed_batched   ours: `retrofit.removal.shapley` on the o_closed retrofit — every coalition a
+                   batch element over the one fitted context, absence declared, no refit;
+  refit_shapiq     shapiq's TabPFNImputer (remove-and-recontextualize): the stock regressor
+                   refitted on each coalition's columns, one row and one coalition at a time;
+  stock_zeroed     the stock host, the removed features' cells set to 0 after tabpfn's
+                   preprocessing (context and query) — masking by value, batched like ours.
+All three use the same shapiq computation (exact over all 2^d coalitions where d <=
+`exact_max_features`, else KernelSHAP with `budget` coalitions and the same `random_state`, so
+the same coalitions), the same v(∅) (the closed model's value of the empty table, which a refit
+cannot compute: shapiq takes it as `empty_prediction`), the same explained rows and the same
+fitted settings. Categorical columns are left to tabpfn's per-column type inference (explicit
+indices would not survive a refit on a reduced table). `seconds` is the process's CPU time per
+explained row (`time.process_time`: on a shared machine wall time mostly measures the other
+jobs); `speedup_vs_refit` = refit_shapiq's seconds / the method's; agreement with refit_shapiq:
+Spearman rank correlation of the attributions per row (median over rows) and the largest
+absolute difference.
+"""
+
+import logging
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import shapiq
+import torch
+from matplotlib.figure import Figure
+from omegaconf import OmegaConf
+from scipy.stats import spearmanr
+from tabpfn import TabPFNRegressor
+
+from retrofit.errors import RetrofitError
+from retrofit.hosts import get_path, make_regressor
+from retrofit.measure.cases import DATASET_DIR
+from retrofit.measure.timing import torch_threads
+from retrofit.patching import retrofit
+from retrofit.removal.columns import member_feature_columns
+from retrofit.removal.context import evaluate
+from retrofit.removal.features import values
+from retrofit.removal.game import explain
+from retrofit.runner.case import Case, case_data
+from retrofit.runner.config import dataset_spec, typed
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "dataset",
+    "n_features",
+    "n_coalitions",
+    "method",
+    "seconds",
+    "speedup_vs_refit",
+    "rank_corr_median",
+    "max_abs_diff_vs_refit",
+)
+METHODS = ("closed_batched", "refit_shapiq", "stock_zeroed")
+
+
+@dataclass
+class ExplainBenchConfig:
+    """The schema of configs/explain_bench.yaml (see there for each setting's role)."""
+
+    host: str = "tiny_v3"
+    datasets: list[str] = field(default_factory=list)
+    seed: int = 0
+    n_estimators: int = 2
+    max_train_rows: int = 150
+    n_explain: int = 1
+    exact_max_features: int = 12
+    budget: int = 128
+    random_state: int = 0
+    repeats: int = 1
+    threads: int = 1
+    output: str = "results/removal_bench.csv"
+    plot: str = "results/removal_bench.png"
+    example_plot: str = "results/removal_bench_example.png"
+    example_dataset: str = "diabetes"
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One dataset's attributions (n_explain, d) per method, the settings they share and timings."""
+
+    dataset: str
+    feature_names: tuple[str, ...]
+    n_coalitions: int
+    phi: dict[str, np.ndarray]
+    seconds: dict[str, float]
+
+
+def run(cfg: ExplainBenchConfig) -> tuple[pd.DataFrame, list[Explained]]:
+    """Every dataset of `cfg` explained by every method; the table (`COLUMNS`) and the attributions.
+    Writes `cfg.output`, `cfg.plot` and `cfg.example_plot`."""
+    cfg = OmegaConf.to_object(typed(ExplainBenchConfig, cfg, "explain_bench"))
+    if not cfg.datasets or cfg.n_explain < 1 or cfg.repeats < 1 or cfg.budget < 2:
+        raise RetrofitError("explain-bench needs datasets, n_explain >= 1, repeats >= 1 and budget >= 2")
+    with torch_threads(cfg.threads):
+        explained = [explain_dataset(cfg, name) for name in cfg.datasets]
+    table = pd.DataFrame([row for item in explained for row in _rows(item)], columns=list(COLUMNS))
+    output = Path(cfg.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False, float_format="%.6g")
+    plot_bench(table).savefig(cfg.plot, dpi=120, bbox_inches="tight")
+    example = next((item for item in explained if item.dataset == cfg.example_dataset), explained[0])
+    plot_example(example).savefig(cfg.example_plot, dpi=120, bbox_inches="tight")
+    return table, explained
+
+
+def explain_dataset(cfg: ExplainBenchConfig, name: str) -> Explained:
+    """The three methods on dataset `name` (see the module docstring)."""
+    spec = dataset_spec(OmegaConf.load(DATASET_DIR / f"{name}.yaml"))
+    host_path = get_path(cfg.host)
+    _, data = case_data(Case(spec, cfg.seed, cfg.host, host_path, (), Path("."), Path(".")))
+    X_train, y_train = data.X_train[: cfg.max_train_rows], data.y_train[: cfg.max_train_rows]
+    X_explain = data.X_test[: cfg.n_explain]
+    d = X_train.shape[1]
+    budget = None if d <= cfg.exact_max_features else cfg.budget
+
+    def fresh() -> TabPFNRegressor:
+        return make_regressor(host_path, n_estimators=cfg.n_estimators, random_state=cfg.seed)
+
+    stock = fresh().fit(X_train, y_train)
+    closed = retrofit(stock, "o_closed")
+    empty = float(values(closed, X_explain[:1], np.zeros((1, d), dtype=bool))[0, 0])
+    shared = dict(n_features=d, budget=budget, index="SV", max_order=1, random_state=cfg.random_state)
+    columns = member_feature_columns(stock)
+
+    def zeroed(coalitions: np.ndarray) -> np.ndarray:
+        def presence(member, _input, window):
+            return None, torch.as_tensor(coalitions[window][:, columns[member]])
+
+        return evaluate(stock, X_explain, len(coalitions), presence, declare=False)
+
+    methods = {
+        "closed_batched": lambda: explain(lambda c: values(closed, X_explain, c), **shared),
+        "stock_zeroed": lambda: explain(zeroed, **shared),
+    }
+    phi, seconds = {}, {}
+    for method, fn in methods.items():
+        times = []
+        for _ in range(cfg.repeats):
+            start = time.process_time()
+            phi[method] = fn()
+            times.append(time.process_time() - start)
+        seconds[method] = statistics.median(times) / len(X_explain)
+    start = time.process_time()
+    phi["refit_shapiq"] = refit_shapiq(fresh(), X_train, y_train, X_explain, empty, budget, cfg.random_state)
+    seconds["refit_shapiq"] = (time.process_time() - start) / len(X_explain)
+    n_coalitions = 2**d if budget is None else budget
+    log.info("%s: d=%d, %d coalitions, seconds per row %s", name, d, n_coalitions, seconds)
+    return Explained(name, tuple(data.feature_names), n_coalitions, phi, seconds)
+
+
+def refit_shapiq(
+    model: TabPFNRegressor,
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_explain: np.ndarray,
+    empty_prediction: float,
+    budget: int | None,
+    random_state: int,
+) -> np.ndarray:
+    """(n_explain, d) Shapley values from shapiq's own TabPFN imputer: a refit of `model` on the
+    coalition's columns for every coalition of every row (exact or KernelSHAP as `explain`)."""
+    d = X_train.shape[1]
+    imputer = shapiq.TabPFNImputer(
+        model,
+        X_train,
+        y_train,
+        empty_prediction=empty_prediction,
+        predict_function=lambda fitted, x: fitted.predict(x)[0],  # one row: the imputer takes a scalar
+    )
+    rows = []
+    for x in X_explain:
+        imputer.fit(x[None])
+        if budget is None:
+            result = shapiq.ExactComputer(imputer, d)("SV", 1)
+        else:
+            result = shapiq.KernelSHAP(d, random_state=random_state).approximate(budget, imputer)
+        rows.append(result.get_n_order_values(1))
+    return np.stack(rows)
+
+
+def _rows(item: Explained) -> list[dict]:
+    reference = item.phi["refit_shapiq"]
+    rows = []
+    for method in METHODS:
+        phi = item.phi[method]
+        correlations = [spearmanr(a, b).statistic for a, b in zip(phi, reference, strict=True)]
+        rows.append(
+            dict(
+                dataset=item.dataset,
+                n_features=phi.shape[1],
+                n_coalitions=item.n_coalitions,
+                method=method,
+                seconds=item.seconds[method],
+                speedup_vs_refit=item.seconds["refit_shapiq"] / item.seconds[method],
+                rank_corr_median=float(np.median(correlations)),
+                max_abs_diff_vs_refit=float(np.abs(phi - reference).max()),
+            )
+        )
+    return rows
+
+
+def plot_bench(table: pd.DataFrame) -> Figure:
+    """Speed-up over the refit (log scale) and rank agreement with it, per dataset and method."""
+    figure = Figure(figsize=(10, 3.8))
+    speed, agreement = figure.subplots(1, 2)
+    datasets = list(dict.fromkeys(table.dataset))
+    x = np.arange(len(datasets))
+    for offset, method in zip((-0.2, 0.2), ("closed_batched", "stock_zeroed"), strict=True):
+        rows = table[table.method == method].set_index("dataset").loc[datasets]
+        speed.bar(x + offset, rows.speedup_vs_refit, width=0.4, label=method)
+        agreement.bar(x + offset, rows.rank_corr_median, width=0.4, label=method)
+    speed.set_yscale("log")
+    speed.axhline(1, color="k", lw=0.8)
+    speed.set_ylabel("speed-up over refit_shapiq (per row)")
+    agreement.set_ylabel("median Spearman ρ vs refit_shapiq")
+    agreement.set_ylim(-1, 1.05)
+    for axis in (speed, agreement):
+        axis.set_xticks(x, datasets, rotation=30)
+        axis.legend(fontsize=8)
+    figure.suptitle("Shapley values on tiny_v3: batched closed removal vs refit per coalition vs zeroing")
+    return figure
+
+
+def plot_example(item: Explained) -> Figure:
+    """The first explained row's attributions on `item`'s dataset, per method."""
+    figure = Figure(figsize=(7, 3.6))
+    axis = figure.subplots()
+    y = np.arange(len(item.feature_names))
+    for offset, method in zip((-0.27, 0, 0.27), METHODS, strict=True):
+        axis.barh(y + offset, item.phi[method][0], height=0.27, label=method)
+    axis.set_yticks(y, item.feature_names)
+    axis.axvline(0, color="k", lw=0.8)
+    axis.set_xlabel("Shapley value (prediction units)")
+    axis.set_title(f"{item.dataset}: one test row, {item.n_coalitions} coalitions")
+    axis.legend(fontsize=8)
+    return figure
