@@ -23,11 +23,12 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
 
-# The sweep reads the reference before it runs (as committed; outside git, as the file is then), writes
+# The only command that rewrites the committed results/ (record=true, retrofit.runner.guard). The sweep
+# reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
 # results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.reproduce).
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
 	$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib hydra.launcher.n_jobs=2 \
-		reference=results/retrofit_rmse.csv
+		results_dir=results record=true reference=results/retrofit_rmse.csv reference_commit=HEAD
 	$(PY) experiments/sink_mass.py
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (both hosts) -> results/sink_mass.csv

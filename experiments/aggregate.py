@@ -16,10 +16,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from retrofit.errors import RunnerError, exit_on_user_error
+from retrofit.errors import exit_on_user_error
 from retrofit.runner.aggregate import aggregate
-from retrofit.runner.config import resolve
-from retrofit.runner.reproduce import read_reference, verify
+from retrofit.runner.config import reference_of, resolve
+from retrofit.runner.guard import check_results_dir, require_rows
+from retrofit.runner.reproduce import verify
 from retrofit.runner.units import UnitStore
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,9 @@ def main(cfg: DictConfig) -> None:
     base_dir = Path(HydraConfig.get().runtime.cwd)
     results_dir, runs_dir = resolve(base_dir, cfg.results_dir), resolve(base_dir, cfg.cache_dir) / "runs"
     with exit_on_user_error():
-        reference = read_reference(resolve(base_dir, cfg.reference)) if cfg.reference else None
-        frame = aggregate(results_dir, UnitStore(runs_dir).rows())
-        if frame.empty:
-            raise RunnerError(f"no unit results under {runs_dir}; run the sweep first (make retrofit)")
+        check_results_dir(results_dir, record=False, whole_sweep=False)
+        reference = reference_of(cfg, base_dir)
+        frame = aggregate(results_dir, require_rows(UnitStore(runs_dir).rows(), runs_dir))
         log.info("%d rows -> %s/retrofit_rmse.csv, retrofit_table.md, retrofit_deltas.png", len(frame), results_dir)
         if reference is not None:
             verify(results_dir, reference)

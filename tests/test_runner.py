@@ -59,7 +59,7 @@ def test_duplicate_keys_are_rejected_by_name():
 
 
 def test_store_reads_back_only_matching_fingerprints(tmp_path):
-    store, key = UnitStore(tmp_path), UnitKey("h", "d", 0, "v")
+    store, key = UnitStore(tmp_path, columns=("rmse",)), UnitKey("h", "d", 0, "v")
     store.write(key, {"rmse": 1.0, "fingerprint": "abc"})
     assert store.finished(key, "abc")["rmse"] == 1.0
     assert store.finished(key, "changed") is None
@@ -221,26 +221,37 @@ def test_rerun_skips_finished_units_and_overwrite_recomputes(host, tmp_path, mon
 @pytest.mark.parametrize(
     "change",
     [
-        {"n_estimators": 2},
-        {"precision": "float64"},
-        {"threads": 2},
         {"environment": {"code": "another"}},
         {"environment": {"tabpfn": "0.0"}},
         {"environment": {"torch": "0.0"}},
     ],
-    ids=["n_estimators", "precision", "threads", "code", "tabpfn-version", "torch-version"],
+    ids=["code", "tabpfn-version", "torch-version"],
 )
-def test_a_changed_setting_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatch, change):
+def test_a_changed_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatch, change):
     run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
     (path,) = unit_files(tmp_path)
     before = json.loads(path.read_text())
-    settings = {k: v for k, v in change.items() if k != "environment"}
-    env = units_module.environment() | change.get("environment", {})
+    env = units_module.environment() | change["environment"]
     monkeypatch.setattr(case_module, "environment", lambda: env)
-    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),), **settings))
+    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
     after = json.loads(path.read_text())
     assert before["fingerprint"] != after["fingerprint"]
     assert after["rmse"] > 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"n_estimators": 2}, {"precision": "float64"}, {"threads": 2}, {"test_size": 0.4}],
+    ids=["n_estimators", "precision", "threads", "test_size"],
+)
+def test_a_changed_setting_is_another_unit_beside_the_first(host, tmp_path, change):
+    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
+    (path,) = unit_files(tmp_path)
+    before = path.read_text()
+    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),), **change))
+    first, second = (json.loads(p.read_text()) for p in unit_files(tmp_path))
+    assert path.read_text() == before and first["fingerprint"] != second["fingerprint"]
+    assert len({p.parent.name for p in unit_files(tmp_path)}) == 2  # settings=<digest> directories
 
 
 def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, monkeypatch):
@@ -404,7 +415,10 @@ def reference_csv(tmp_path: Path) -> pd.DataFrame:
 def test_an_unaltered_reference_reproduces(tmp_path):
     frame = reference_csv(tmp_path)
     outcome = verify(tmp_path, frame)
-    assert outcome.ok and outcome.line() == f"reproduced: 18/18 rows within {RTOL:g} (max rel |ΔRMSE| 0)"
+    assert (
+        outcome.ok
+        and outcome.line() == f"reproduced: 18/18 rows within {RTOL:g} (max rel |Δ| 0, 20 columns) vs a table in memory"
+    )
     assert (tmp_path / "reproduction.txt").read_text() == outcome.line() + "\n"
 
 
@@ -413,29 +427,38 @@ def test_an_altered_reference_row_is_caught(tmp_path):
     altered = frame.copy()
     altered.loc[4, "rmse"] *= 1 + 1e-7
     with pytest.raises(
-        RunnerError, match=r"not reproduced \(reproduced: 17/18 rows within 1e-09 \(max rel \|ΔRMSE\| 1e-07\)"
+        RunnerError, match=r"not reproduced \(reproduced: 17/18 rows within 1e-09 \(max rel \|Δ\| 1e-07 in rmse, 20 col"
     ):
         verify(tmp_path, altered)
-    assert "1 differing: host=h/dataset=a/seed=1/variant=full_o" in (tmp_path / "reproduction.txt").read_text()
+    assert "1 differing: host=h/dataset=a/seed=1/variant=full_o (rmse)" in (tmp_path / "reproduction.txt").read_text()
     assert compare(frame, frame.assign(rmse=frame["rmse"] * (1 + RTOL / 2))).ok
 
 
 def test_missing_and_extra_rows_are_caught(tmp_path):
     frame = reference_csv(tmp_path)
     outcome = compare(frame.iloc[1:], frame.iloc[:-1])
-    assert not outcome.ok and (outcome.within, outcome.total) == (16, 18)
-    assert len(outcome.missing) == 1 and len(outcome.extra) == 1 and "1 missing" in outcome.line()
+    assert not outcome.ok and (outcome.within, outcome.compared) == (16, 16)
+    assert len(outcome.missing) == 1 and len(outcome.extra) == 1 and "1 extra" in outcome.line()
+    assert "subset: 16 of the reference's 17 rows ran" in outcome.line()
     with pytest.raises(RunnerError, match="does not exist"):
         read_reference(tmp_path / "none.csv")
 
 
-def test_the_reference_is_the_committed_file_else_the_file_as_it_is(tmp_path):
-    """In a git checkout the committed CSV counts, not one a failed run overwrote; outside git, the file."""
+def test_the_reference_is_the_named_file_or_its_committed_version(tmp_path):
+    """A commit reads the CSV as committed there, not one a failed run overwrote; without one, the
+    working tree; outside git, the file as it is. The source says which."""
     csv = tmp_path / "retrofit_rmse.csv"
     frame = reference_csv(tmp_path)
-    assert read_reference(csv).equals(frame)  # not in a git checkout
+    outside = read_reference(csv, "HEAD")  # not in a git checkout
+    assert outside.frame.equals(frame) and outside.source.endswith("(working tree: not a git checkout, no HEAD)")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", csv.name], ["commit", "-q", "-m", "reference"]):
         subprocess.run([*git, *args], check=True)
     frame.assign(rmse=frame["rmse"] * 2).to_csv(csv, index=False)  # a later run overwrote it
-    assert read_reference(csv)["rmse"].tolist() == frame["rmse"].tolist()
+    committed = read_reference(csv, "HEAD")
+    assert committed.frame["rmse"].tolist() == frame["rmse"].tolist()
+    assert re.fullmatch(rf"{re.escape(str(csv.resolve()))} at HEAD \([0-9a-f]{{7,}}\)", committed.source)
+    assert read_reference(csv).frame["rmse"].tolist() == (frame["rmse"] * 2).tolist()
+    assert read_reference(csv).source == f"{csv.resolve()} (working tree)"
+    with pytest.raises(RunnerError, match="reference_commit=null"):
+        read_reference(tmp_path / "untracked.csv", "HEAD")

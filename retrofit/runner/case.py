@@ -16,6 +16,7 @@ time in the same round. Untimed cases record NaN there. Finished units (see
 no data and fits nothing.
 """
 
+import functools
 import logging
 import math
 from collections.abc import Mapping
@@ -28,7 +29,8 @@ from tabpfn import TabPFNRegressor
 
 import retrofit
 from retrofit.data import DatasetSpec
-from retrofit.fitting import CaseSpec, case_data, fit_case
+from retrofit.errors import RunnerError
+from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case
 from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.metrics import BarPredictive, DistributionScores, rmse
@@ -101,8 +103,54 @@ class Case:
     timing_rounds: int = 0
     threads: int = 1
 
+    def __post_init__(self) -> None:
+        """RunnerError naming the first setting out of range, with the fix (before any work)."""
+        for name, low, what in (
+            ("seed", 0, "an integer >= 0, e.g. seed=1"),
+            ("n_estimators", 1, "an integer >= 1, e.g. n_estimators=8"),
+            ("threads", 1, "an integer >= 1, e.g. threads=1"),
+            ("timing_rounds", 0, "an integer >= 0, e.g. timing.rounds=3"),
+        ):
+            value = getattr(self, name)
+            if not _is_int(value) or value < low:
+                raise RunnerError(f"{name}={value!r}: must be {what}")
+        if not _is_number(self.test_size) or not 0 < self.test_size < 1:
+            raise RunnerError(f"test_size={self.test_size!r}: must be a fraction in (0, 1), e.g. test_size=0.3")
+        if self.precision not in PRECISIONS:
+            raise RunnerError(f"precision={self.precision!r}: must be one of {sorted(PRECISIONS)}")
+        if not isinstance(self.overwrite, bool):
+            raise RunnerError(f"overwrite={self.overwrite!r}: must be true or false")
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting of this case that changes a number: the host file's content, the dataset
+        spec, the ensemble size, the split fraction, device, precision and thread count."""
+        return {
+            "host": file_digest(check_checkpoint(self.host_path)),
+            "dataset": self.dataset,
+            "n_estimators": self.n_estimators,
+            "test_size": self.test_size,
+            "device": self.device,
+            "precision": self.precision,
+            "threads": self.threads,
+        }
+
+    @functools.cached_property
+    def settings_digest(self) -> str:
+        """The digest of `settings()`, part of every unit key (and file path) of this case."""
+        return fingerprint(self.settings())
+
     def key(self, unit: UnitSpec) -> UnitKey:
-        return UnitKey(self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams))
+        return UnitKey(
+            self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams), self.settings_digest
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
     @property
     def fit_spec(self) -> CaseSpec:
@@ -145,16 +193,7 @@ def check_cases(cases: list[Case]) -> None:
 
 def _fingerprints(case: Case) -> dict[UnitKey, str]:
     """Per unit, a digest of everything its number depends on (see `retrofit.runner.units`)."""
-    shared = {
-        "host": file_digest(check_checkpoint(case.host_path)),
-        "dataset": case.dataset,
-        "n_estimators": case.n_estimators,
-        "test_size": case.test_size,
-        "device": case.device,
-        "precision": case.precision,
-        "threads": case.threads,
-        **environment(),
-    }
+    shared = {**case.settings(), **environment()}
     return {case.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in case.units}
 
 

@@ -29,12 +29,13 @@ from omegaconf.errors import OmegaConfBaseException
 from retrofit.adapters import ARCHITECTURES
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError, RunnerError
-from retrofit.fitting import PRECISIONS
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.case import BASELINE, Case, UnitSpec
 from retrofit.runner.decomposition import with_arms
+from retrofit.runner.guard import check_results_dir, writable_dir
+from retrofit.runner.reproduce import Reference, read_reference
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec
 
 log = logging.getLogger(__name__)
@@ -88,9 +89,10 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
 
 def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
     """The `Case` fields every case of a config shares (host, start directory, regressor, device
-    and split settings, `overwrite`), read from `cfg`. `device=cuda` without CUDA fails here."""
-    if cfg.precision not in PRECISIONS:
-        raise RunnerError(f"precision must be one of {sorted(PRECISIONS)}, got {cfg.precision!r}")
+    and split settings, `overwrite`), read from `cfg` as given (`Case` validates them). `device=cuda`
+    without CUDA fails here, as do a `cache_dir` or `results_dir` that is null, a file or not writable."""
+    for key in ("cache_dir", "results_dir"):
+        output_dir(cfg, base_dir, key)
     try:
         device = resolve_device(cfg.device)
     except RetrofitError as err:
@@ -99,27 +101,43 @@ def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
         host=str(cfg.host.name),
         host_path=host_path(cfg, base_dir),
         base_dir=Path(base_dir),
-        n_estimators=int(cfg.n_estimators),
-        test_size=float(cfg.test_size),
-        overwrite=bool(cfg.overwrite),
+        n_estimators=cfg.n_estimators,
+        test_size=cfg.test_size,
+        overwrite=cfg.overwrite,
         device=device,
-        precision=str(cfg.precision),
-        threads=threads(cfg),
+        precision=cfg.precision,
+        threads=cfg.threads,
     )
 
 
-def threads(cfg: DictConfig) -> int:
-    """torch CPU threads per case (`threads`, >= 1)."""
-    if not isinstance(cfg.threads, int) or cfg.threads < 1:
-        raise RunnerError(f"threads must be a positive integer, got {cfg.threads!r}")
-    return cfg.threads
+def output_dir(cfg: DictConfig, base_dir: Path, key: str) -> Path:
+    """The directory config key `key` names, resolved (`resolve`) and checked writable
+    (`retrofit.runner.guard.writable_dir`) before any work."""
+    value = cfg.get(key)
+    return writable_dir(None if value is None else resolve(base_dir, value), key)
+
+
+def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
+    """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
+    null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. With
+    `record=true` every reference row must be reproduced (`Reference.require_all`)."""
+    if not cfg.reference:
+        return None
+    return read_reference(resolve(base_dir, cfg.reference), cfg.get("reference_commit"), require_all=cfg.record)
+
+
+def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
+    """The `results_dir` this run may write (`retrofit.runner.guard.check_results_dir`: the
+    committed record only with `record=true`, a reference, in a whole sweep)."""
+    if cfg.record and not cfg.reference:
+        raise RunnerError("record=true rewrites the committed results/ only when checked: pass reference=<csv>")
+    path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
+    return check_results_dir(path, record=cfg.record, whole_sweep=hydra_cfg.mode == RunMode.MULTIRUN)
 
 
 def timing_rounds(cfg: DictConfig, seed: int) -> int:
     """Timing rounds of the case with `seed` (`TimingConfig`; 0: not timed)."""
     timing = typed(TimingConfig, cfg.timing, "timing")
-    if timing.rounds < 0:
-        raise RunnerError(f"timing.rounds must be >= 0, got {timing.rounds}")
     return timing.rounds if timing.seeds is None or seed in timing.seeds else 0
 
 
@@ -226,17 +244,20 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
     start directory read off `hydra_cfg` (`HydraConfig.get()` in a job, `cfg.hydra` from compose).
     Raises RunnerError / DatasetError for bad values."""
     base_dir = Path(hydra_cfg.runtime.cwd)
+    if cfg.get("hparams") and not OmegaConf.is_dict(cfg.hparams):
+        raise RunnerError(f"hparams={cfg.hparams!r} must be a mapping, e.g. +hparams.eps_den=1e-3")
     hparams = OmegaConf.to_container(cfg.hparams, resolve=True) if cfg.get("hparams") else {}
     settings = run_settings(cfg, base_dir)
+    results_dir_of(cfg, hydra_cfg)
     return Case(
         dataset=dataset_spec(cfg.dataset),
-        seed=int(cfg.seed),
+        seed=cfg.seed,
         units=applicable(
             with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.get("decomposition")),
             settings["host_path"],
             settings["host"],
         ),
         runs_dir=resolve(base_dir, cfg.cache_dir) / "runs",
-        timing_rounds=timing_rounds(cfg, int(cfg.seed)),
+        timing_rounds=timing_rounds(cfg, cfg.seed),
         **settings,
     )

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn
@@ -30,8 +29,8 @@ from tqdm.auto import tqdm
 from retrofit.errors import RunnerError, exit_on_user_error
 from retrofit.runner.aggregate import aggregate
 from retrofit.runner.case import Case, check_cases, stored_rows
-from retrofit.runner.config import case_from_hydra, resolve
-from retrofit.runner.reproduce import read_reference, verify
+from retrofit.runner.config import case_from_hydra, reference_of, resolve
+from retrofit.runner.reproduce import Reference, verify
 
 _BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
@@ -59,7 +58,7 @@ def sweep_cases(config: DictConfig) -> list[Case]:
     return [case_from_hydra(job_cfg, job_cfg.hydra) for job_cfg in job_cfgs]
 
 
-def finish_sweep(config: DictConfig, cases: list[Case], reference: pd.DataFrame | None) -> None:
+def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None) -> None:
     """Aggregate the units of `cases` into `results_dir`; with a `reference` (read before the sweep),
     check that the new `retrofit_rmse.csv` reproduces it (`reproduction.txt`; RunnerError if not)."""
     base_dir = Path(config.hydra.runtime.cwd)
@@ -94,14 +93,13 @@ class CheckSweep(Callback):
     def __init__(self) -> None:
         self.bar: tqdm | None = None
         self.cases: list[Case] = []
-        self.reference: pd.DataFrame | None = None
+        self.reference: Reference | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
             self.cases = sweep_cases(config)
             check_cases(self.cases)
-            if config.reference:
-                self.reference = read_reference(resolve(Path(config.hydra.runtime.cwd), config.reference))
+            self.reference = reference_of(config, Path(config.hydra.runtime.cwd))
         if config.hydra.launcher._target_ == _BASIC_LAUNCHER:
             self.bar = tqdm(total=len(self.cases), desc="sweep", unit="case")
 

@@ -1,12 +1,19 @@
-"""Does a fresh `retrofit_rmse.csv` reproduce the reference (the committed one, read before the run)?
+"""Does a fresh `retrofit_rmse.csv` reproduce a reference (e.g. the committed one, read before the run)?
 
-Rows are matched on `KEY`; a row reproduces when its `rmse` is within `RTOL` relative of the
-reference's. The CPU path is deterministic (same code, versions, host file, settings and thread
-count give the same bits), so `RTOL` only absorbs the decimal round trip of the CSV. A row that is
-only in one of the two files fails the check as well. The reference is read before the sweep runs
-(`read_reference`): the file as committed (`git show HEAD:<file>`), or, outside a git checkout or
-for a file git does not track, the file as it is then. So a failed run, which has overwritten the
-file, cannot make the next run compare with itself.
+Rows are matched on `KEY`. Every numeric column of the two files except the timings
+(`NOT_COMPARED`: they measure the machine, not the method) is compared — rmse, nll, crps,
+coverage, their baselines and deltas, the counts and settings — and a value reproduces when
+`|new - ref| <= ATOL + RTOL * |ref|` (NaN matches NaN only). The CPU path is deterministic (same
+code, versions, host file, settings and thread count give the same bits), so the tolerances only
+absorb the decimal round trip of the CSV. A row reproduces when every compared column does. A
+numeric column in one file only fails the check, by name. A row only in the new file (extra)
+fails; rows only in the reference are a subset the sweep did not run: compared as such and said
+so, unless the reference requires every row (`Reference.require_all`, as `make retrofit`'s
+`record=true` does), when they fail as missing.
+
+`read_reference` reads the file the user names, from the working tree or, with a commit, as
+committed there (`make retrofit` reads `HEAD` before the sweep runs, so a failed run, which has
+overwritten the file, cannot make the next run compare with itself); the outcome line says which.
 """
 
 import io
@@ -14,6 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from retrofit.errors import RunnerError
@@ -21,36 +29,82 @@ from retrofit.io import write_text_atomic
 
 KEY = ["host", "dataset", "seed", "variant", "hparams"]
 RTOL = 1e-9
-"""Relative tolerance on `rmse`."""
+"""Relative tolerance on every compared value."""
+ATOL = 1e-12
+"""Absolute tolerance (for values that are zero, like the baseline's own deltas)."""
+NOT_COMPARED = frozenset(
+    {
+        "predict_seconds",
+        "baseline_predict_seconds",
+        "predict_time_ratio",
+        "predict_time_ratio_min",
+        "predict_time_ratio_max",
+        "fit_seconds",
+    }
+)
+"""Timings: numeric, but of the machine and its load, not of the method."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference table, where it was read (`source`, e.g. `<path> (working tree)` or
+    `<path> at HEAD (3bab85c)`), and whether a comparison must cover all its rows."""
+
+    frame: pd.DataFrame
+    source: str
+    require_all: bool = False
 
 
 @dataclass(frozen=True)
 class Reproduction:
-    """The outcome: rows within `RTOL`, rows compared, the largest relative |ΔRMSE|, and the keys of
-    rows that differ, are missing (only in the reference) or are extra (only in the new file)."""
+    """The outcome of `compare`: rows within tolerance out of the rows in both files, the columns
+    compared, the largest relative difference (and its column), and the labels of rows that
+    differ (with their columns), are only in the reference or only in the new file, and of
+    numeric columns in one file only."""
 
     within: int
-    total: int
+    compared: int
+    reference_rows: int
+    columns: tuple[str, ...]
     max_rel: float
+    max_column: str
     differing: tuple[str, ...]
     missing: tuple[str, ...]
     extra: tuple[str, ...]
+    one_sided: tuple[str, ...]
+    source: str
+    require_all: bool = False
 
     @property
     def ok(self) -> bool:
-        return not (self.differing or self.missing or self.extra)
+        return not (self.differing or self.extra or self.one_sided or (self.require_all and self.missing))
 
     def line(self) -> str:
-        """`reproduced: <k>/<n> rows within <tol> (max rel |ΔRMSE| <x>)`, plus what failed."""
-        text = f"reproduced: {self.within}/{self.total} rows within {RTOL:g} (max rel |ΔRMSE| {self.max_rel:.3g})"
-        for label, keys in (("differing", self.differing), ("missing", self.missing), ("extra", self.extra)):
+        """`reproduced: <k>/<n> rows within 1e-09 (max rel |Δ| <x> [in <column>], <m> columns) vs
+        <source>`, then the subset, and what failed."""
+        where = f" in {self.max_column}" if self.max_rel > 0 else ""
+        text = (
+            f"reproduced: {self.within}/{self.compared} rows within {RTOL:g} "
+            f"(max rel |Δ| {self.max_rel:.3g}{where}, {len(self.columns)} columns) vs {self.source}"
+        )
+        if self.missing and not self.require_all:
+            text += f"; subset: {self.compared} of the reference's {self.reference_rows} rows ran"
+        failed = {"differing": self.differing, "extra": self.extra, "columns in one file only": self.one_sided}
+        if self.require_all:
+            failed["missing"] = self.missing
+        for label, keys in failed.items():
             if keys:
                 text += f"; {len(keys)} {label}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
         return text
 
 
-def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.assign(hparams=frame["hparams"].fillna("").astype(str), seed=frame["seed"].astype(int))
+def _keyed(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    absent = [column for column in KEY if column not in frame.columns]
+    if absent:
+        raise RunnerError(f"the {name} table has no {', '.join(absent)} column; is it a retrofit_rmse.csv?")
+    frame = frame.assign(
+        hparams=frame["hparams"].map(lambda h: "" if pd.isna(h) else str(h)), seed=frame["seed"].astype(int)
+    )
     return frame.set_index(KEY)
 
 
@@ -58,45 +112,84 @@ def _label(key: tuple) -> str:
     return "/".join(f"{name}={value}" for name, value in zip(KEY, key, strict=True) if value != "")
 
 
-def compare(new: pd.DataFrame, reference: pd.DataFrame) -> Reproduction:
-    """`new` (rows of `retrofit_rmse.csv`) against `reference`, row by row on `KEY`."""
-    new, reference = _keyed(new), _keyed(reference)
-    both = new.index.intersection(reference.index)
-    rel = (new.loc[both, "rmse"] - reference.loc[both, "rmse"]).abs() / reference.loc[both, "rmse"].abs()
-    differing = rel.index[~(rel <= RTOL)]
+def _numeric(frame: pd.DataFrame) -> set[str]:
+    return {column for column in frame.columns if pd.api.types.is_numeric_dtype(frame[column])} - NOT_COMPARED
+
+
+def compare(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Reproduction:
+    """`new` (rows of `retrofit_rmse.csv`) against `reference` (a bare frame: read from memory),
+    row by row on `KEY`, on every numeric column of both but the timings."""
+    if not isinstance(reference, Reference):
+        reference = Reference(reference, "a table in memory")
+    new, ref = _keyed(new, "new"), _keyed(reference.frame, "reference")
+    new_numeric, ref_numeric = _numeric(new), _numeric(ref)
+    columns = sorted(new_numeric & ref_numeric)
+    one_sided = [f"{c} (new only)" for c in sorted(new_numeric - ref_numeric)]
+    one_sided += [f"{c} (reference only)" for c in sorted(ref_numeric - new_numeric)]
+    both = new.index.intersection(ref.index)
+    a = new.loc[both, columns].to_numpy(dtype="float64")
+    b = ref.loc[both, columns].to_numpy(dtype="float64")
+    diff = np.abs(a - b)
+    same = (diff <= ATOL + RTOL * np.abs(b)) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(diff == 0, 0.0, diff / np.abs(b))
+    rel = np.where(np.isnan(a) & np.isnan(b), 0.0, np.where(np.isnan(diff), np.inf, rel))
+    worst = np.unravel_index(np.argmax(rel), rel.shape) if rel.size else None
+    rows_ok = same.all(axis=1)
+    differing = [
+        f"{_label(key)} ({', '.join(c for c, ok in zip(columns, row, strict=True) if not ok)})"
+        for key, row, fine in zip(both, same, rows_ok, strict=True)
+        if not fine
+    ]
     return Reproduction(
-        within=int((rel <= RTOL).sum()),
-        total=len(new.index.union(reference.index)),
-        max_rel=float(rel.max()) if len(rel) else float("nan"),
-        differing=tuple(_label(k) for k in differing),
-        missing=tuple(_label(k) for k in reference.index.difference(new.index)),
-        extra=tuple(_label(k) for k in new.index.difference(reference.index)),
+        within=int(rows_ok.sum()),
+        compared=len(both),
+        reference_rows=len(ref.index),
+        columns=tuple(columns),
+        max_rel=float(rel[worst]) if worst is not None else float("nan"),
+        max_column=columns[worst[1]] if worst is not None else "",
+        differing=tuple(differing),
+        missing=tuple(_label(k) for k in ref.index.difference(new.index)),
+        extra=tuple(_label(k) for k in new.index.difference(ref.index)),
+        one_sided=tuple(one_sided),
+        source=reference.source,
+        require_all=reference.require_all,
     )
 
 
-def read_reference(path: Path) -> pd.DataFrame:
-    """The CSV at `path` as committed (HEAD of the git checkout holding it), else as it is now.
-
-    RunnerError when it is neither committed nor a file.
-    """
-    path = Path(path).resolve()
+def _git(path: Path, *args: str) -> subprocess.CompletedProcess | None:
     try:
-        shown = subprocess.run(
-            ["git", "-C", str(path.parent), "show", f"HEAD:./{path.name}"], capture_output=True, text=True, check=False
-        )
-    except OSError:  # no git on this machine: the file as it is
-        shown = None
-    if shown is not None and shown.returncode == 0:
-        return pd.read_csv(io.StringIO(shown.stdout))
+        return subprocess.run(["git", "-C", str(path.parent), *args], capture_output=True, text=True, check=False)
+    except OSError:  # no git on this machine
+        return None
+
+
+def read_reference(path: Path, commit: str | None = None, *, require_all: bool = False) -> Reference:
+    """The CSV at `path`: as it is in the working tree (`commit` None), or as committed at `commit`
+    (e.g. `HEAD`) in the git checkout holding it — outside any git checkout, the file as it is,
+    and the source says so. RunnerError when the file (or its committed version) does not exist."""
+    path = Path(path).resolve()
+    if commit is not None:
+        shown = _git(path, "show", f"{commit}:./{path.name}")
+        if shown is not None and shown.returncode == 0:
+            rev = _git(path, "rev-parse", "--short", commit).stdout.strip()
+            return Reference(pd.read_csv(io.StringIO(shown.stdout)), f"{path} at {commit} ({rev})", require_all)
+        if shown is not None and "not a git repository" not in shown.stderr:
+            reason = shown.stderr.strip().splitlines()[-1] if shown.stderr.strip() else "git show failed"
+            raise RunnerError(
+                f"reference {path} at {commit}: {reason}; commit it, or pass reference_commit=null to read the "
+                "working tree"
+            )
     if not path.is_file():
         raise RunnerError(f"reference {path} does not exist; pass reference=<a retrofit_rmse.csv to compare with>")
-    return pd.read_csv(path)
+    where = "working tree" if commit is None else f"working tree: not a git checkout, no {commit}"
+    return Reference(pd.read_csv(path), f"{path} ({where})", require_all)
 
 
-def verify(results_dir: Path, reference: pd.DataFrame) -> Reproduction:
+def verify(results_dir: Path, reference: Reference | pd.DataFrame) -> Reproduction:
     """Compare `<results_dir>/retrofit_rmse.csv` with `reference` (see `read_reference`), print the
     line and write it to `<results_dir>/reproduction.txt`. RunnerError (a non-zero exit in an entry
-    point) unless every row reproduced."""
+    point) unless it reproduced (`Reproduction.ok`)."""
     outcome = compare(pd.read_csv(Path(results_dir) / "retrofit_rmse.csv"), reference)
     write_text_atomic(Path(results_dir) / "reproduction.txt", outcome.line() + "\n")
     print(outcome.line())

@@ -45,10 +45,10 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     cases = [
         Case(
             dataset=dataset_spec(group_option(hydra_cfg, "dataset", name)),
-            seed=int(seed),
+            seed=seed,
             units=units,
             runs_dir=runs_dir,
-            timing_rounds=timing_rounds(cfg, int(seed)),
+            timing_rounds=timing_rounds(cfg, seed),
             **settings,
         )
         for name in cfg.datasets

@@ -1,14 +1,20 @@
 """Units of work and their result files (TabArena-style: one file per unit, its path says what ran).
 
-A unit is one variant (with its hyper-parameter overrides) of one case (host × dataset × seed).
-Its result lives at
+A unit is one variant (with its hyper-parameter overrides) of one case (host × dataset × seed)
+under one set of run settings. Its result lives at
 
-    <runs_dir>/host=<host>/dataset=<dataset>/seed=<seed>/variant=<variant>[,<k>=<v>...].json
+    <runs_dir>/host=<host>/dataset=<dataset>/seed=<seed>/settings=<digest>/variant=<variant>[,<k>=<v>...].json
 
-and holds one results row plus a `fingerprint` of everything the number depends on (host file
-content, dataset spec, split and regressor settings, device and precision, the tabpfn and torch
-versions and `code_digest()` of this package's source). A unit whose file exists with the same
-fingerprint is finished and skipped; a stale one (different fingerprint) is recomputed.
+where `<digest>` covers every setting that changes a number (host file content, dataset spec,
+`n_estimators`, `test_size`, device, precision, threads; `retrofit.runner.case.Case.settings`), so
+sweeps with different settings share a store without replacing each other's files. The file holds
+one results row, a `fingerprint` of everything the number depends on (those settings, the
+resolved variant, the tabpfn and torch versions and `code_digest()` of this package's source) and
+a `row_digest` of the row itself. A unit whose file exists with the same fingerprint is finished
+and skipped; a stale one (different fingerprint) is recomputed. A file that cannot be parsed, is
+not a JSON object, lacks a result column or whose row does not match its `row_digest` (edited by
+hand, truncated) is never served: `finished` names it in a warning and the unit is recomputed;
+`rows` refuses it by name.
 
 The store is a local cache for resuming an interrupted sweep (`.cache/runs/` by default, ignored by
 git), not the record: `make retrofit` recomputes every unit on a fresh clone and checks the
@@ -20,6 +26,7 @@ whole files or none; `rows()` reads whatever is complete.
 import functools
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,22 +37,28 @@ import torch
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
+from retrofit.runner.aggregate import COLUMNS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, order=True)
 class UnitKey:
-    """Identity of one unit of work; `hparams` is a sorted tuple of (name, value) overrides."""
+    """Identity of one unit of work; `hparams` is a sorted tuple of (name, value) overrides,
+    `settings` the digest of the case's run settings (empty: none, as in hand-made keys)."""
 
     host: str
     dataset: str
     seed: int
     variant: str
     hparams: tuple[tuple[str, Any], ...] = ()
+    settings: str = ""
 
     def relpath(self) -> Path:
         """Where this unit's result file lives, relative to the runs directory."""
         variant = ",".join([f"variant={self.variant}", *(f"{k}={v}" for k, v in self.hparams)])
-        return Path(f"host={self.host}", f"dataset={self.dataset}", f"seed={self.seed}", f"{variant}.json")
+        settings = (f"settings={self.settings}",) if self.settings else ()
+        return Path(f"host={self.host}", f"dataset={self.dataset}", f"seed={self.seed}", *settings, f"{variant}.json")
 
 
 def hparams_key(hparams: Mapping[str, Any], prefix: str = "") -> tuple[tuple[str, Any], ...]:
@@ -102,34 +115,71 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-class UnitStore:
-    """Result files under `runs_dir`: read a finished unit, write one atomically."""
+ROW_DIGEST = "row_digest"
+"""The key under which a unit file stores the digest of its own row."""
 
-    def __init__(self, runs_dir: Path):
+
+def row_digest(row: Mapping[str, Any]) -> str:
+    """sha256 of `row` as JSON (sorted keys, as it reads back from a unit file), first 16 hex digits."""
+    return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class UnitStore:
+    """Result files under `runs_dir`: read a finished unit (verified), write one atomically.
+
+    `columns`: the result columns every row must hold (those of `retrofit_rmse.csv`).
+    """
+
+    def __init__(self, runs_dir: Path, columns: Iterable[str] = COLUMNS):
         self.runs_dir = Path(runs_dir)
+        self.columns = tuple(columns)
 
     def path(self, key: UnitKey) -> Path:
         return self.runs_dir / key.relpath()
 
+    def read(self, path: Path) -> dict[str, Any]:
+        """The verified row of the unit file `path` (without its digest); RunnerError naming the
+        file when it cannot be parsed, is not an object, does not match its digest or lacks a column."""
+        try:
+            row = json.loads(Path(path).read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise RunnerError(f"unit file {path} is not valid JSON ({err})") from None
+        if not isinstance(row, dict):
+            raise RunnerError(f"unit file {path} holds a JSON {type(row).__name__}, not a row")
+        stored = row.pop(ROW_DIGEST, None)
+        if stored != row_digest(row):
+            why = "has no row digest" if stored is None else "does not match its row digest (edited or damaged)"
+            raise RunnerError(f"unit file {path} {why}")
+        missing = [column for column in self.columns if column not in row]
+        if missing:
+            raise RunnerError(f"unit file {path} lacks the columns {', '.join(missing)}")
+        return row
+
     def finished(self, key: UnitKey, expected_fingerprint: str) -> dict[str, Any] | None:
-        """The stored row of `key` if it exists and matches `expected_fingerprint`, else None."""
+        """The stored row of `key` if its file is valid (`read`) and matches `expected_fingerprint`,
+        else None; an invalid file is named in a warning (and the unit is then recomputed)."""
         path = self.path(key)
         if not path.is_file():
             return None
-        row = json.loads(path.read_text())
+        try:
+            row = self.read(path)
+        except RunnerError as err:
+            log.warning("%s; recomputing that unit", err)
+            return None
         return row if row.get("fingerprint") == expected_fingerprint else None
 
     def write(self, key: UnitKey, row: Mapping[str, Any]) -> Path:
-        return write_text_atomic(self.path(key), json.dumps(dict(row), indent=1, sort_keys=True, default=str) + "\n")
+        """`row` (and its `row_digest`) as the unit file of `key`, atomically."""
+        body = json.loads(json.dumps(dict(row), default=str))  # the row exactly as it reads back
+        body[ROW_DIGEST] = row_digest(body)
+        return write_text_atomic(self.path(key), json.dumps(body, indent=1, sort_keys=True) + "\n")
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every stored row, in path order; raise RunnerError naming a corrupt file."""
+        """Every stored row, in path order; RunnerError naming the first invalid file (`read`)."""
         rows = []
         for path in sorted(self.runs_dir.rglob("*.json")):
             try:
-                rows.append(json.loads(path.read_text()))
-            except json.JSONDecodeError as err:
-                raise RunnerError(
-                    f"{path} is not valid JSON ({err}); delete it and rerun to recompute that unit"
-                ) from None
+                rows.append(self.read(path))
+            except RunnerError as err:
+                raise RunnerError(f"{err}; delete it and rerun the sweep to recompute that unit") from None
         return rows

@@ -1,0 +1,73 @@
+"""Guards on where the runner writes, checked before the first case runs.
+
+`RECORD_DIR` is the checkout's committed `results/`: the sweep's files there (`retrofit_rmse.csv`,
+its table, plots, decomposition and `reproduction.txt`) are the record, rewritten only by `make
+retrofit`, which passes `record=true` to a whole sweep (`-m`) checked against a reference.
+Any other command aiming at it (a single run, `experiments/aggregate.py`, a sweep without
+`record=true`) is refused with the place to write instead. Output and cache directories must be
+(or be creatable as) writable directories, tried by creating and removing a file, not by
+permission bits (which root ignores).
+"""
+
+import tempfile
+from pathlib import Path
+
+from retrofit.errors import RunnerError
+
+RECORD_DIR = Path(__file__).resolve().parents[2] / "results"
+"""The committed `results/` of the checkout holding this package."""
+ELSEWHERE = "outputs/results"
+"""Where the refusals suggest writing results instead (the `results_dir` default of `configs/config.yaml`)."""
+EXAMPLES = {"results_dir": ELSEWHERE, "cache_dir": ".cache"}
+"""An example value per output directory key, for the message refusing a null one."""
+
+
+def writable_dir(path: Path | None, key: str) -> Path:
+    """`path` if it is a writable directory or could be created as one; RunnerError naming `key`
+    (a config key such as `results_dir`) when it is null, a file, under a file, or not writable.
+    Creates nothing."""
+    if path is None:
+        raise RunnerError(f"{key} is null; give a directory, e.g. {key}={EXAMPLES.get(key, ELSEWHERE)}")
+    path = Path(path)
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        where = "" if existing == path else f" ({existing} is a file)"
+        raise RunnerError(f"{key}={path} is not a directory{where}; choose another {key}")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise RunnerError(f"{key}={path} is not writable ({err.strerror}: {existing}); choose another {key}") from None
+    return path
+
+
+def is_record(results_dir: Path, record_dir: Path = RECORD_DIR) -> bool:
+    """Whether `results_dir` is the committed record directory."""
+    return Path(results_dir).resolve() == Path(record_dir).resolve()
+
+
+def check_results_dir(
+    results_dir: Path | None, *, record: bool, whole_sweep: bool, record_dir: Path = RECORD_DIR
+) -> Path:
+    """`results_dir`, writable (`writable_dir`), and the committed record only when `record` is set
+    for a whole sweep (`whole_sweep`: `-m`) — `make retrofit`. RunnerError saying where to write
+    otherwise, and for `record` aimed anywhere but the record or outside a sweep."""
+    path = writable_dir(results_dir, "results_dir")
+    if record and not is_record(path, record_dir):
+        raise RunnerError(f"record=true rewrites the committed {record_dir}; results_dir={path} is not it")
+    if record and not whole_sweep:
+        raise RunnerError("record=true rewrites the committed results/ only from a whole sweep (-m): run make retrofit")
+    if is_record(path, record_dir) and not record:
+        raise RunnerError(
+            f"results_dir={path} is the committed record, which only `make retrofit` rewrites; "
+            f"write elsewhere, e.g. results_dir={ELSEWHERE}"
+        )
+    return path
+
+
+def require_rows(rows: list, source: Path) -> list:
+    """`rows` unless empty; RunnerError naming `source` (where they were looked for) before anything
+    is written, so an empty aggregation never replaces a table."""
+    if not rows:
+        raise RunnerError(f"no unit results under {source}, nothing written; check cache_dir or run the sweep first")
+    return rows

@@ -1,0 +1,363 @@
+"""The runner as a hostile user meets it: no result lost (guarded writes, unit identity covering the
+settings, output directories checked first), none faked (a verified cache, a reproduction check on
+every numeric column against the file named), bad settings refused before any work."""
+
+import json
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
+from omegaconf import open_dict
+
+from retrofit.data import DatasetSpec
+from retrofit.errors import RunnerError
+from retrofit.runner import aggregate as agg
+from retrofit.runner.case import Case, UnitSpec, run_case, stored_rows
+from retrofit.runner.config import case_from_hydra, reference_of, results_dir_of
+from retrofit.runner.guard import RECORD_DIR, check_results_dir, require_rows
+from retrofit.runner.reproduce import NOT_COMPARED, compare, read_reference
+from retrofit.runner.units import UnitStore
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+
+
+@pytest.fixture(scope="module")
+def host(make_random_host):
+    return make_random_host("tabpfn_v3")
+
+
+def make_case(host: Path, runs_dir: Path, seed: int = 0, **kwargs) -> Case:
+    spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / "diabetes.yaml").read_text()))
+    settings = dict(units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1) | kwargs
+    return Case(spec, seed, "random_v3", host, runs_dir=runs_dir, base_dir=Path("."), **settings)
+
+
+@pytest.fixture
+def hydra_compose():
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        yield lambda overrides=(), name="config": compose(name, list(overrides), return_hydra_config=True)
+    GlobalHydra.instance().clear()
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def host_args(host: Path) -> list[str]:
+    return ["host=checkpoint", f"host.path={host}", "host.name=random_v3", "n_estimators=1", "timing.rounds=0"]
+
+
+def record_state() -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in RECORD_DIR.iterdir()}
+
+
+# --- settings validated before any work -------------------------------------------------------
+
+BAD_SETTINGS = {
+    "seed-float": (["seed=1.5"], "seed=1.5: must be an integer >= 0"),
+    "seed-text": (["seed=abc"], "seed='abc': must be an integer >= 0"),
+    "seed-negative": (["seed=-1"], "seed=-1: must be an integer >= 0"),
+    "seed-bool": (["seed=true"], "seed=True: must be an integer >= 0"),
+    "n_estimators-zero": (["n_estimators=0"], "n_estimators=0: must be an integer >= 1"),
+    "n_estimators-float": (["n_estimators=2.5"], "n_estimators=2.5: must be an integer >= 1"),
+    "test_size-zero": (["test_size=0"], r"test_size=0: must be a fraction in \(0, 1\)"),
+    "test_size-one": (["test_size=1.0"], r"test_size=1.0: must be a fraction in \(0, 1\)"),
+    "test_size-text": (["test_size=abc"], r"test_size='abc': must be a fraction in \(0, 1\)"),
+    "threads-bool": (["threads=true"], "threads=True: must be an integer >= 1"),
+    "overwrite-text": (["overwrite=maybe"], "overwrite='maybe': must be true or false"),
+    "results_dir-null": (["results_dir=null"], "results_dir is null; give a directory, e.g. results_dir=outputs"),
+    "cache_dir-null": (["cache_dir=null"], r"cache_dir is null; give a directory, e.g. cache_dir=\.cache"),
+    "hparams-scalar": (["hparams=5"], "hparams=5 must be a mapping"),
+    "record-without-reference": (["record=true"], "record=true .* only when checked: pass reference"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SETTINGS))
+def test_bad_settings_are_refused_naming_the_fix(hydra_compose, name):
+    overrides, message = BAD_SETTINGS[name]
+    cfg = hydra_compose(overrides)
+    with pytest.raises(RunnerError, match=message):
+        case_from_hydra(cfg, cfg.hydra)
+
+
+def test_seeds_of_the_tau_sweep_are_integers_too(hydra_compose):
+    from retrofit.runner.tau_sweep import tau_cases
+
+    cfg = hydra_compose(["seeds=[1.5]"], name="tau_sweep")
+    with pytest.raises(RunnerError, match=r"seed=1\.5: must be an integer >= 0"):
+        tau_cases(cfg, cfg.hydra)
+
+
+@pytest.mark.parametrize(
+    "make_bad",
+    [
+        lambda tmp: ("results_dir", tmp / "a_file"),
+        lambda tmp: ("cache_dir", tmp / "a_file"),
+        lambda tmp: ("results_dir", tmp / "a_file" / "below"),
+        lambda tmp: ("cache_dir", Path("/sys/retrofit_cache")),  # not writable, even for root
+        lambda tmp: ("results_dir", Path("/sys/retrofit_results")),
+    ],
+    ids=["results-is-file", "cache-is-file", "results-under-file", "cache-unwritable", "results-unwritable"],
+)
+def test_output_dirs_that_are_files_or_unwritable_fail_before_the_case(hydra_compose, tmp_path, make_bad):
+    (tmp_path / "a_file").write_text("not a directory")
+    key, path = make_bad(tmp_path)
+    others = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"} | {key: path}
+    cfg = hydra_compose([f"{k}={v}" for k, v in others.items()])
+    with pytest.raises(RunnerError, match=rf"{key}={path} is not (a directory|writable).*choose another {key}"):
+        case_from_hydra(cfg, cfg.hydra)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing created
+
+
+# --- the committed record is written only by make retrofit -----------------------------------
+
+
+def test_only_a_whole_checked_record_sweep_may_write_the_record(tmp_path):
+    record = tmp_path / "results"
+    for whole_sweep in (False, True):
+        with pytest.raises(RunnerError, match=r"is the committed record.*e\.g\. results_dir=outputs/results"):
+            check_results_dir(record, record=False, whole_sweep=whole_sweep, record_dir=record)
+    with pytest.raises(RunnerError, match=r"only from a whole sweep \(-m\): run make retrofit"):
+        check_results_dir(record, record=True, whole_sweep=False, record_dir=record)
+    with pytest.raises(RunnerError, match="is not it"):
+        check_results_dir(tmp_path / "elsewhere", record=True, whole_sweep=True, record_dir=record)
+    assert check_results_dir(record, record=True, whole_sweep=True, record_dir=record) == record
+    assert check_results_dir(tmp_path / "mine", record=False, whole_sweep=False, record_dir=record) == tmp_path / "mine"
+    assert not list(tmp_path.iterdir())
+
+
+def test_make_retrofit_passes_the_record_guard_and_compares_with_head(hydra_compose):
+    """The Makefile's own overrides: a whole sweep may write results/, against the committed CSV,
+    every row required; the same overrides in a single run are refused."""
+    makefile = (ROOT / "Makefile").read_text()
+    line = makefile.split("\nretrofit:")[1].split("\n\n")[0].replace("\\\n", " ").splitlines()[1]
+    overrides = [arg for arg in shlex.split(line)[2:] if arg != "-m" and not arg.startswith("hydra")]
+    assert "record=true" in overrides and "results_dir=results" in overrides
+    cfg = hydra_compose(overrides)
+    with open_dict(cfg):
+        cfg.hydra.runtime.cwd = str(ROOT)
+        cfg.hydra.mode = RunMode.MULTIRUN
+    assert results_dir_of(cfg, cfg.hydra) == RECORD_DIR
+    reference = reference_of(cfg, ROOT)
+    assert reference.require_all and " at HEAD (" in reference.source
+    cfg.hydra.mode = RunMode.RUN
+    with pytest.raises(RunnerError, match="only from a whole sweep"):
+        results_dir_of(cfg, cfg.hydra)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        (["experiments/sweep.py", "+experiment=paper_table"], "is the committed record"),
+        (["experiments/sweep.py", "-m", "seed=0,1"], "is the committed record"),
+        (["experiments/sweep.py", "record=true", "reference=results/retrofit_rmse.csv"], "run make retrofit"),
+        (["experiments/aggregate.py", "cache_dir=.no_such_cache"], "is the committed record"),
+    ],
+    ids=["single-paper-table", "sweep-without-record", "single-with-record", "aggregate"],
+)
+def test_commands_aimed_at_the_record_refuse_and_leave_it_alone(host, tmp_path, command, message):
+    """`dataset.target=nope` makes any run that got past the guard fail before writing, so a broken
+    guard fails this test without touching results/."""
+    before = record_state()
+    out = run(
+        *command,
+        "results_dir=results",
+        "dataset.target=nope",
+        f"hydra.run.dir={tmp_path}",
+        f"hydra.sweep.dir={tmp_path}",
+        *host_args(host)[:3],
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert message in out.stderr, out.stderr
+    assert record_state() == before
+
+
+@pytest.mark.slow
+def test_aggregating_a_mistyped_cache_writes_nothing_and_says_why(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "retrofit_rmse.csv").write_text("dataset,rmse\nwage,1.0\n")
+    out = run(
+        str(ROOT / "experiments" / "aggregate.py"),
+        f"results_dir={results}",
+        f"cache_dir={tmp_path / 'cahce'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )
+    assert out.returncode == 1 and f"no unit results under {tmp_path / 'cahce' / 'runs'}, nothing written" in out.stderr
+    assert (results / "retrofit_rmse.csv").read_text() == "dataset,rmse\nwage,1.0\n"
+    assert sorted(p.name for p in results.iterdir()) == ["retrofit_rmse.csv"]
+
+
+def test_an_empty_aggregation_is_refused():
+    with pytest.raises(RunnerError, match="no unit results under /x, nothing written"):
+        require_rows([], Path("/x"))
+
+
+# --- unit identity covers every setting that changes a number -------------------------------
+
+SWEEP = """
+from pathlib import Path
+import yaml
+from retrofit.data import DatasetSpec
+from retrofit.runner.case import Case, UnitSpec, run_case
+spec = DatasetSpec.from_mapping(yaml.safe_load(Path({configs!r}, "dataset", "diabetes.yaml").read_text()))
+for seed in (0, 1):
+    units = (UnitSpec("baseline"), UnitSpec("oa_only"))
+    run_case(Case(spec, seed, "random_v3", Path({host!r}), units, Path({runs!r}), Path("."), **{settings!r}))
+"""
+
+SETTINGS = [{"n_estimators": 1}, {"n_estimators": 2}]
+
+
+@pytest.mark.slow
+def test_two_concurrent_sweeps_differing_in_one_setting_keep_their_own_rows(host, tmp_path):
+    runs = tmp_path / "shared"
+    scripts = [SWEEP.format(configs=str(CONFIGS), host=str(host), runs=str(runs), settings=s) for s in SETTINGS]
+    procs = [subprocess.Popen([sys.executable, "-c", s], stderr=subprocess.PIPE) for s in scripts]
+    errors = [p.communicate(timeout=900)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    for settings in SETTINGS:
+        for seed in (0, 1):
+            shared = stored_rows(make_case(host, runs, seed, **settings))
+            assert None not in shared.values()  # every unit of each sweep is still there, current
+            alone = run_case(make_case(host, tmp_path / f"alone_{settings['n_estimators']}", seed, **settings))
+            assert [r["rmse"] for r in shared.values()] == [r["rmse"] for r in alone]
+            assert {r["n_estimators"] for r in shared.values()} == {settings["n_estimators"]}
+    assert len(list(runs.rglob("*.json"))) == 2 * 2 * 2
+
+
+# --- a verified cache: edited, damaged or incomplete units are never served -------------------
+
+
+@pytest.fixture(scope="module")
+def finished(host, tmp_path_factory):
+    """A finished case's unit store and its rows."""
+    runs = tmp_path_factory.mktemp("finished")
+    return runs, run_case(make_case(host, runs))
+
+
+def oa_only_file(runs: Path) -> Path:
+    (path,) = runs.rglob("variant=oa_only.json")
+    return path
+
+
+def edit_value(column):
+    def edit(text: str) -> str:
+        row = json.loads(text)
+        row[column] = row[column] * 1.5 + 0.01
+        return json.dumps(row)
+
+    return edit
+
+
+def remove(column):
+    def edit(text: str) -> str:
+        row = json.loads(text)
+        del row[column]
+        return json.dumps(row)
+
+    return edit
+
+
+EDITS = {
+    **{f"edited-{c}": edit_value(c) for c in ("rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "coverage_90")},
+    "removed-nll": remove("nll"),
+    "removed-digest": remove("row_digest"),
+    "truncated": lambda text: text[: len(text) // 2],
+    "not-an-object": lambda text: "[1, 2, 3]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tmp_path, caplog, name):
+    source, rows = finished
+    runs = tmp_path / "runs"
+    subprocess.run(["cp", "-r", str(source), str(runs)], check=True)
+    path = oa_only_file(runs)
+    path.write_text(EDITS[name](path.read_text()))
+    with pytest.raises(RunnerError, match=rf"unit file {path} .*; delete it and rerun"):
+        UnitStore(runs).rows()
+    with caplog.at_level(logging.WARNING, logger="retrofit.runner.units"):
+        again = run_case(make_case(host, runs))
+    assert f"unit file {path}" in caplog.text and "recomputing that unit" in caplog.text
+    assert [r["rmse"] for r in again] == [r["rmse"] for r in rows]
+    assert [r["nll"] for r in again] == [r["nll"] for r in rows]
+    assert len(UnitStore(runs).rows()) == 2  # the recomputed file verifies
+
+
+# --- the reproduction check: every numeric column, the file named, subsets said -----------------
+
+
+def reference_frame(tmp_path: Path, rows: list[dict]) -> pd.DataFrame:
+    agg.aggregate(tmp_path, rows, table=False)
+    return pd.read_csv(tmp_path / "retrofit_rmse.csv")
+
+
+RESULT_COLUMNS = ["rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "delta_crps_pct", "coverage_90"]
+
+
+@pytest.mark.parametrize("column", [*RESULT_COLUMNS, "delta_coverage_90", "baseline_rmse"])
+@pytest.mark.parametrize("side", ["new", "reference"])
+def test_an_edit_of_any_result_column_on_either_side_fails_by_name(finished, tmp_path, column, side):
+    frame = reference_frame(tmp_path, finished[1])
+    edited = frame.copy()
+    edited.loc[1, column] += 1e-3
+    new, reference = (edited, frame) if side == "new" else (frame, edited)
+    outcome = compare(new, reference)
+    assert not outcome.ok and len(outcome.differing) == 1 and f"({column})" in outcome.differing[0]
+    assert f"; 1 differing: host=random_v3/dataset=diabetes/seed=0/variant=oa_only ({column})" in outcome.line()
+
+
+def test_timings_are_not_compared_and_one_sided_columns_are_named(finished, tmp_path):
+    frame = reference_frame(tmp_path, finished[1])
+    assert set(agg.COLUMNS) & NOT_COMPARED == {c for c in agg.COLUMNS if "seconds" in c or "time" in c}
+    timed = frame.assign(**{c: 7.0 for c in NOT_COMPARED})
+    assert compare(timed, frame).ok
+    outcome = compare(frame.drop(columns=["crps"]), frame.assign(extra_score=1.0))
+    assert not outcome.ok and outcome.one_sided == ("crps (reference only)", "extra_score (reference only)")
+    assert "2 columns in one file only: crps (reference only), extra_score (reference only)" in outcome.line()
+
+
+def test_a_subset_is_compared_as_such_unless_every_row_is_required(finished, tmp_path):
+    frame = reference_frame(tmp_path, finished[1])
+    doubled = pd.concat([frame, frame.assign(seed=1)], ignore_index=True)
+    outcome = compare(frame, doubled)
+    assert outcome.ok and (outcome.within, outcome.compared) == (2, 2)
+    assert "subset: 2 of the reference's 4 rows ran" in outcome.line()
+    reference = read_reference(_csv(tmp_path, doubled), require_all=True)
+    strict = compare(frame, reference)
+    assert not strict.ok and "2 missing: host=random_v3/dataset=diabetes/seed=1/variant=baseline" in strict.line()
+
+
+def _csv(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    frame.to_csv(tmp_path / "ref.csv", index=False)
+    return tmp_path / "ref.csv"
+
+
+def test_the_named_reference_is_read_from_the_working_tree_or_the_commit_named(hydra_compose, finished, tmp_path):
+    """An uncommitted edit of the reference counts unless a commit is named; the line says which."""
+    frame = reference_frame(tmp_path, finished[1])
+    csv = _csv(tmp_path, frame)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", csv.name], ["commit", "-q", "-m", "reference"]):
+        subprocess.run([*git, *args], check=True)
+    frame.assign(nll=frame["nll"] + 1).to_csv(csv, index=False)  # uncommitted edit
+    tree = reference_of(hydra_compose([f"reference={csv}"]), ROOT)
+    head = reference_of(hydra_compose([f"reference={csv}", "reference_commit=HEAD"]), ROOT)
+    assert tree.frame["nll"].tolist() == (frame["nll"] + 1).tolist() and tree.source.endswith("(working tree)")
+    assert head.frame["nll"].tolist() == frame["nll"].tolist() and " at HEAD (" in head.source
+    assert not compare(frame, tree).ok and compare(frame, head).ok
+    assert compare(frame, head).line().endswith(head.source)
