@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
 from retrofit.runner.aggregate import aggregate
-from retrofit.runner.config import reference_of, resolve
+from retrofit.runner.config import output_dir, reference_of
 from retrofit.runner.guard import check_results_dir, require_rows
 from retrofit.runner.reproduce import verify
 from retrofit.runner.units import UnitStore
@@ -29,9 +29,9 @@ log = logging.getLogger(__name__)
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> None:
     base_dir = Path(HydraConfig.get().runtime.cwd)
-    results_dir, runs_dir = resolve(base_dir, cfg.results_dir), resolve(base_dir, cfg.cache_dir) / "runs"
     with exit_on_user_error():
-        check_results_dir(results_dir, record=False, whole_sweep=False)
+        results_dir = check_results_dir(output_dir(cfg, base_dir, "results_dir"), record=False, whole_sweep=False)
+        runs_dir = output_dir(cfg, base_dir, "cache_dir") / "runs"
         reference = reference_of(cfg, base_dir)
         frame = aggregate(results_dir, require_rows(UnitStore(runs_dir).rows(), runs_dir))
         log.info("%d rows -> %s/retrofit_rmse.csv, retrofit_table.md, retrofit_deltas.png", len(frame), results_dir)

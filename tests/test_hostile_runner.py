@@ -81,6 +81,7 @@ BAD_SETTINGS = {
     "cache_dir-null": (["cache_dir=null"], r"cache_dir is null; give a directory, e.g. cache_dir=\.cache"),
     "hparams-scalar": (["hparams=5"], "hparams=5 must be a mapping"),
     "record-without-reference": (["record=true"], "record=true .* only when checked: pass reference"),
+    "record-text": (["record=maybe"], "record='maybe': must be true or false"),
 }
 
 
@@ -361,3 +362,21 @@ def test_the_named_reference_is_read_from_the_working_tree_or_the_commit_named(h
     assert head.frame["nll"].tolist() == frame["nll"].tolist() and " at HEAD (" in head.source
     assert not compare(frame, tree).ok and compare(frame, head).ok
     assert compare(frame, head).line().endswith(head.source)
+
+
+def test_a_reference_that_is_not_a_results_table_is_refused_when_read(hydra_compose, finished, tmp_path):
+    frame = reference_frame(tmp_path, finished[1])
+    bad = {
+        "repeated.csv": (pd.concat([frame, frame.iloc[:1]]), "has 1 repeated rows, e.g. host=random_v3"),
+        "nokey.csv": (frame.drop(columns=["variant"]), "has no variant column"),
+        "badseed.csv": (frame.assign(seed=0.5), "has a seed that is not an integer"),
+    }
+    for name, (table, message) in bad.items():
+        table.to_csv(tmp_path / name, index=False)
+        with pytest.raises(RunnerError, match=message):
+            read_reference(tmp_path / name)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(RunnerError, match="is not a readable CSV"):
+        read_reference(tmp_path / "empty.csv")
+    with pytest.raises(RunnerError, match="reference_commit=HEAD needs reference="):
+        reference_of(hydra_compose(["reference_commit=HEAD"]), ROOT)

@@ -122,6 +122,8 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
     null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. With
     `record=true` every reference row must be reproduced (`Reference.require_all`)."""
     if not cfg.reference:
+        if cfg.get("reference_commit") is not None:
+            raise RunnerError(f"reference_commit={cfg.reference_commit} needs reference=<a retrofit_rmse.csv>")
         return None
     return read_reference(resolve(base_dir, cfg.reference), cfg.get("reference_commit"), require_all=cfg.record)
 
@@ -129,6 +131,8 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
 def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
     """The `results_dir` this run may write (`retrofit.runner.guard.check_results_dir`: the
     committed record only with `record=true`, a reference, in a whole sweep)."""
+    if not isinstance(cfg.record, bool):
+        raise RunnerError(f"record={cfg.record!r}: must be true or false (true only in make retrofit)")
     if cfg.record and not cfg.reference:
         raise RunnerError("record=true rewrites the committed results/ only when checked: pass reference=<csv>")
     path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)

@@ -99,13 +99,20 @@ class Reproduction:
 
 
 def _keyed(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """`frame` indexed by `KEY`; RunnerError naming `name` when a key column is absent, a seed is
+    not an integer or a key occurs twice."""
     absent = [column for column in KEY if column not in frame.columns]
     if absent:
         raise RunnerError(f"the {name} table has no {', '.join(absent)} column; is it a retrofit_rmse.csv?")
-    frame = frame.assign(
-        hparams=frame["hparams"].map(lambda h: "" if pd.isna(h) else str(h)), seed=frame["seed"].astype(int)
-    )
-    return frame.set_index(KEY)
+    seeds = pd.to_numeric(frame["seed"], errors="coerce")
+    if seeds.isna().any() or (seeds % 1 != 0).any():
+        raise RunnerError(f"the {name} table has a seed that is not an integer; is it a retrofit_rmse.csv?")
+    hparams = frame["hparams"].map(lambda h: "" if pd.isna(h) else str(h))
+    keyed = frame.assign(hparams=hparams, seed=seeds.astype(int)).set_index(KEY)
+    repeated = keyed.index[keyed.index.duplicated()]
+    if len(repeated):
+        raise RunnerError(f"the {name} table has {len(repeated)} repeated rows, e.g. {_label(repeated[0])}")
+    return keyed
 
 
 def _label(key: tuple) -> str:
@@ -173,7 +180,7 @@ def read_reference(path: Path, commit: str | None = None, *, require_all: bool =
         shown = _git(path, "show", f"{commit}:./{path.name}")
         if shown is not None and shown.returncode == 0:
             rev = _git(path, "rev-parse", "--short", commit).stdout.strip()
-            return Reference(pd.read_csv(io.StringIO(shown.stdout)), f"{path} at {commit} ({rev})", require_all)
+            return _checked(_csv(io.StringIO(shown.stdout), path), f"{path} at {commit} ({rev})", require_all)
         if shown is not None and "not a git repository" not in shown.stderr:
             reason = shown.stderr.strip().splitlines()[-1] if shown.stderr.strip() else "git show failed"
             raise RunnerError(
@@ -183,7 +190,20 @@ def read_reference(path: Path, commit: str | None = None, *, require_all: bool =
     if not path.is_file():
         raise RunnerError(f"reference {path} does not exist; pass reference=<a retrofit_rmse.csv to compare with>")
     where = "working tree" if commit is None else f"working tree: not a git checkout, no {commit}"
-    return Reference(pd.read_csv(path), f"{path} ({where})", require_all)
+    return _checked(_csv(path, path), f"{path} ({where})", require_all)
+
+
+def _csv(source, path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(source)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise RunnerError(f"reference {path} is not a readable CSV ({str(err).splitlines()[0][:200]})") from None
+
+
+def _checked(frame: pd.DataFrame, source: str, require_all: bool) -> Reference:
+    """The `Reference`, its keys checked now (before any sweep runs) rather than after it."""
+    _keyed(frame, f"reference {source}")
+    return Reference(frame, source, require_all)
 
 
 def verify(results_dir: Path, reference: Reference | pd.DataFrame) -> Reproduction:
