@@ -144,14 +144,6 @@ class Case:
             self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams), self.settings_digest
         )
 
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-
     @property
     def fit_spec(self) -> CaseSpec:
         """The fitted case every unit of this case shares (`retrofit.fitting`)."""
@@ -165,6 +157,14 @@ def _is_number(value: Any) -> bool:
             device=self.device,
             precision=self.precision,
         )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 def effective_hparams(patched: Any) -> dict[str, Any]:
