@@ -1,9 +1,9 @@
 """`retrofit` and `unpatch`: O adapters into a frozen clone of a fitted TabPFNRegressor.
 
 Patching runs in phases so that a failure never leaves a half-patched model:
-prepare (check the regressor, deep-copy it, freeze the clone), match (find every in-context
-block of every model by its architecture spec), check (build every wrapper, which validates the
-block it wraps), replace (swap wrapper for block: `get_submodule`, `setattr`).
+prepare (check the regressor, copy it sharing the frozen weights' storage, freeze the clone),
+match (find every in-context block of every model by its architecture spec), check (build every
+wrapper, which validates the block it wraps), replace (swap wrapper for block: `get_submodule`, `setattr`).
 The report is then read off the wrappers in place: the modules they actually took over.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+import torch
 from omegaconf import DictConfig
 from sklearn.base import clone as sklearn_clone
 from tabpfn import TabPFNRegressor
@@ -116,7 +117,8 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
 def retrofit(
     regressor: TabPFNRegressor, variant: str | os.PathLike | Mapping[str, Any] | DictConfig, **hparams: Any
 ) -> PatchedTabPFNRegressor:
-    """A frozen deep copy of the fitted `regressor` with `variant`'s O adapters patched in.
+    """A frozen copy of the fitted `regressor` with `variant`'s O adapters patched in; the copy shares
+    the storage of the frozen weights (one more variant costs its wrappers' state, not the weights).
 
     `variant`: a built-in variant name (`retrofit/configs/variant/`), a spec (dict / OmegaConf) or a variant file
     (a `pathlib.Path` or a string ending in .yaml; `retrofit.variants.variant_spec`); `hparams` override
@@ -189,10 +191,22 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
             f"retrofit needs a tabpfn.TabPFNRegressor itself, got its subclass {type(regressor).__name__}: the "
             "retrofitted copy is a PatchedTabPFNRegressor and would lose the subclass's behaviour"
         )
-    clone = copy.deepcopy(regressor)
+    clone = copy.deepcopy(regressor, memo=_shared_weights(regressor))
     for model in _models(clone):
         model.requires_grad_(False)
     return clone
+
+
+def _shared_weights(regressor: TabPFNRegressor) -> dict[int, torch.Tensor]:
+    """A `copy.deepcopy` memo under which the clone shares the storage of every parameter and buffer
+    of `regressor`'s models: new, frozen tensor objects (the original's keep their `requires_grad`),
+    the same memory. Nothing writes them in place: the adapters only read the weights, and a move
+    to another dtype or device replaces the clone's tensors rather than writing into them."""
+    memo: dict[int, torch.Tensor] = {}
+    for model in getattr(regressor, "models_", []):
+        memo |= {id(p): nn.Parameter(p.detach(), requires_grad=False) for p in model.parameters()}
+        memo |= {id(b): b.detach() for b in model.buffers()}
+    return memo
 
 
 def _check_fitted(regressor: Any, action: str) -> None:
