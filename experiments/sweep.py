@@ -1,13 +1,18 @@
 """The retrofit sweep's entry point: one case (host × dataset × seed, every selected variant) per job.
 
     python experiments/sweep.py dataset=<name> seed=<n> results_dir=<dir>
+    python experiments/sweep.py -m dataset=concrete variant=oa_only,full_o   # a grid: one baseline per case
     python experiments/sweep.py -m +experiment=paper_table      # the default grid (make retrofit)
+    python experiments/sweep.py -v ...                          # per-unit detail on the console too
 
-Configs: configs/config.yaml. A single run writes its case's rows to <results_dir>/retrofit_rmse.csv;
-a sweep (-m) writes every job's rows there at its end (`retrofit.runner.hydra_callbacks`), and with
-reference=<csv> checks that they reproduce it. Bad input exits non-zero with `error: <what to fix>`.
+Configs: configs/config.yaml. A single run adds its case's rows to <results_dir>/retrofit_rmse.csv
+(rows of other units already there are kept; its own replace theirs); a sweep (-m) writes exactly
+its jobs' rows there at its end (`retrofit.runner.hydra_callbacks`), and with reference=<csv> checks
+that they reproduce it. Both show one progress bar over units and end with the headline table and
+the files written; bad input exits non-zero with `error: <what to fix>`.
 """
 
+import sys
 from pathlib import Path
 
 import hydra
@@ -16,19 +21,38 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.runner.aggregate import aggregate
+from retrofit.runner import console
+from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.case import run_case
-from retrofit.runner.config import case_from_hydra, resolve
+from retrofit.runner.collect import case_records
+from retrofit.runner.config import case_from_hydra, resolve, results_dir_of
+
+VERBOSE = ("-v", "--verbose")
+"""Flags read as `log_level=INFO` (Hydra itself takes only overrides)."""
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
+    base_dir = Path(hydra_cfg.runtime.cwd)
     with exit_on_user_error():
-        rows = run_case(case_from_hydra(cfg, hydra_cfg))
-        if hydra_cfg.mode == RunMode.RUN:
-            aggregate(resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir), rows)
+        if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback shows progress and aggregates
+            case = case_from_hydra(cfg, hydra_cfg)
+            with console.job_marker(resolve(base_dir, hydra_cfg.sweep.dir) / console.MARKERS, case):
+                run_case(case)
+            return
+        output_dir = Path(hydra_cfg.runtime.output_dir)
+        markers = output_dir / console.MARKERS
+        with console.collected_notices() as notices:
+            case = case_from_hydra(cfg, hydra_cfg)
+            with console.UnitProgress([case], markers), console.job_marker(markers, case):
+                rows = run_case(case)
+        results_dir = results_dir_of(cfg, hydra_cfg)
+        frame = aggregate(results_dir, accumulated(results_dir, case_records(case, rows)))
+        written = [results_dir / name for name in outputs(frame)]
+        console.summary(headline(frame), written, str(output_dir / f"{hydra_cfg.job.name}.log"), notices)
 
 
 if __name__ == "__main__":
+    sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
     main()

@@ -1,9 +1,17 @@
-"""Atomic file writes: a reader (or a rerun after a crash) sees the old file or the new one, never half."""
+"""Atomic file writes: a reader (or a rerun after a crash) sees the old file or the new one, never half.
+
+Files are created with mode 0666 less the process umask (0644 under the usual umask 022), as
+`open()` creates them; the temporary file is never owner-only as `tempfile.mkstemp` would make it.
+"""
 
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is needed by the caller that passes a frame, not to import this module
+    import pandas as pd
 
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
@@ -14,20 +22,30 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    while True:  # a fresh name; O_EXCL refuses one another writer holds
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
-        write(Path(tmp))
+        write(tmp)
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp.exists():
+            tmp.unlink()
     return path
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
     """`write_atomic` for text."""
     return write_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def write_csv(frame: "pd.DataFrame", path: Path) -> Path:
+    """`frame` as CSV (no index), atomically."""
+    return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def write_png(fig, path: Path) -> Path:

@@ -1,6 +1,7 @@
 """Configs through Hydra's compose API, and the entry points end to end on tiny random hosts."""
 
 import inspect
+import json
 import os
 import shutil
 import subprocess
@@ -285,7 +286,7 @@ def test_one_case_from_the_command_line(host, tmp_path):
     assert sorted(p.name for p in (tmp_path / "cache" / "runs").rglob("*.json"))[0] == "variant=baseline.json"
 
 
-def sweep(tmp_path: Path, host: Path, *extra: str) -> subprocess.CompletedProcess:
+def sweep(tmp_path: Path, host: Path, *extra: str, script: str = "sweep.py") -> subprocess.CompletedProcess:
     """A 2 × 2 sweep (a CSV dataset added by one YAML, a variant added by one YAML, both on a search
     path; a CSV path relative to the start directory) in `tmp_path`."""
     pd.DataFrame({"a": range(40), "b": [i % 7 for i in range(40)], "y": [i * 0.5 + i % 3 for i in range(40)]}).to_csv(
@@ -295,7 +296,7 @@ def sweep(tmp_path: Path, host: Path, *extra: str) -> subprocess.CompletedProces
     (tmp_path / "conf" / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
     write_variant(tmp_path / "conf", "mine")
     return run(
-        str(ROOT / "experiments" / "sweep.py"),
+        str(ROOT / "experiments" / script),
         "-m",
         "dataset=toy,diabetes",
         "seed=0,1",
@@ -325,13 +326,11 @@ def test_joblib_sweep_writes_its_rows_and_checks_a_reference(host, tmp_path):
     assert "reproduced: 8/8 rows within 1e-09 (max rel |Δ| 0, " in out.stdout
     csv.loc[3, "rmse"] *= 1.001  # an altered reference row
     csv.to_csv(reference, index=False)
-    out = run(
-        str(ROOT / "experiments" / "aggregate.py"),
-        "results_dir=results",
-        "cache_dir=cache",
-        f"reference={reference}",
-        cwd=tmp_path,
-    )
+    unit = next((tmp_path / "cache" / "runs").rglob("variant=baseline.json"))  # another sweep's unit in the cache
+    other = unit.parents[1] / "seed=5" / unit.name
+    other.parent.mkdir()
+    other.write_text(json.dumps({**json.loads(unit.read_text()), "seed": 5}))
+    out = sweep(tmp_path, host, f"reference={reference}", script="aggregate.py")  # this sweep's units only
     assert out.returncode == 1 and "reproduced: 7/8 rows within 1e-09 (max rel |Δ| 0.000999 in rmse" in out.stderr
     assert "Traceback" not in out.stderr
     assert (tmp_path / "results" / "reproduction.txt").read_text().startswith("reproduced: 7/8")
@@ -422,9 +421,12 @@ def test_tau_sweep_writes_one_row_per_variant_and_c(hydra_compose, host, tmp_pat
 
     overrides = ["seeds=[0,1]", "c_values=[0.001,0.1]", "datasets=[diabetes]", f"cache_dir={tmp_path}"]
     cfg = hydra_compose("tau_sweep", overrides + host_args(host)[:4])
-    for case in tau_cases(cfg, cfg.hydra):
+    cases = tau_cases(cfg, cfg.hydra)
+    for case in cases:
         run_case(case)
-    table = write_tau_results(tmp_path, tmp_path)
+    table = write_tau_results(tmp_path, cases[:1])  # the units of these cases only
+    assert set(table["cases"]) == {1}
+    table = write_tau_results(tmp_path, cases)
     assert sorted(zip(table["variant"], table["c"], strict=True)) == [
         ("full_o", 0.001),
         ("full_o", 0.1),

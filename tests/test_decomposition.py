@@ -14,9 +14,11 @@ from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.fitting import fit_case
 from retrofit.hosts import get_path
-from retrofit.runner.aggregate import aggregate, frame_of
+from retrofit.runner.aggregate import ARM_COLUMNS, aggregate
 from retrofit.runner.case import Case, UnitSpec, run_case
-from retrofit.runner.decomposition import ARMS_FILE, COLUMNS, Decomposition, decomposition_frame, with_arms
+from retrofit.runner.collect import case_records
+from retrofit.runner.decomposition import ARMS_FILE, Decomposition, with_arms
+from retrofit.runner.record import UnitRecord
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))
@@ -46,14 +48,20 @@ def test_the_shipped_arms_switch_sink_and_presence():
 
 def test_arms_are_extra_untimed_units_next_to_the_variant_units():
     assert with_arms(MAIN_UNITS, None) == MAIN_UNITS  # no decomposition config: the units as they are
-    extra = Decomposition.load().units(MAIN_UNITS)
-    assert len(extra) == 6 and not any(u.timed for u in extra)  # the paper arm is the variant unit itself
+    units = Decomposition.load().labelled(MAIN_UNITS)
+    assert [(u.variant, u.arm, u.arm_extra) for u in units[:3]] == [
+        ("baseline", "", False),
+        ("full_o", "paper", False),  # the paper arm is the variant unit itself, labelled
+        ("oa_only", "paper", False),
+    ]
+    extra = units[3:]
+    assert len(extra) == 6 and all(u.arm_extra and not u.timed for u in extra)
     assert {(u.variant, u.hparams["eps_mode"], u.hparams["tau"]["c"]) for u in extra} == {
         (v, mode, c)
         for v in ("oa_only", "full_o")
         for mode, c in [("relative", 1e-3), ("absolute", 1e-9), ("relative", 1e-9)]
     }
-    assert len(Decomposition.load().units((UnitSpec("baseline"), UnitSpec("oa_only")))) == 3
+    assert len(Decomposition.load().labelled((UnitSpec("baseline"), UnitSpec("oa_only")))) == 2 + 3
 
 
 @pytest.mark.parametrize(
@@ -85,9 +93,10 @@ def test_arm_rows_of_a_random_host_case(make_random_host, tmp_path):
     )
     rows = run_case(case)
     assert len(rows) == 3 + 6
-    arms = decomposition_frame(frame_of(rows), Decomposition.load())
-    assert list(arms.columns) == COLUMNS and len(arms) == 2 * 4
-    assert list(arms["arm"]) == ARMS * 2 and list(arms["variant"]) == ["oa_only"] * 4 + ["full_o"] * 4
+    frame = aggregate(tmp_path, case_records(case, rows))
+    arms = pd.read_csv(tmp_path / "decomposition.csv")
+    assert list(arms.columns) == ARM_COLUMNS and len(arms) == 2 * 4 and len(frame) == 9
+    assert list(arms["arm"]) == ARMS * 2 and list(arms["variant"]) == ["full_o"] * 4 + ["oa_only"] * 4
     for row in arms.itertuples():
         assert (row.tau_c, row.eps_den, row.eps_mode) == SETTINGS[row.arm]
     by_unit = {(r["variant"], tuple(sorted(r["hparams"].items()))): r for r in rows}
@@ -96,14 +105,46 @@ def test_arm_rows_of_a_random_host_case(make_random_host, tmp_path):
         assert paper["delta_rmse_pct"] == by_unit[(variant, ())]["delta_rmse_pct"]
         assert not math.isnan(by_unit[(variant, ())]["predict_seconds"])
     assert all(math.isnan(r["predict_seconds"]) for r in rows if r["hparams"])
-    frame = aggregate(tmp_path, rows)
-    written = pd.read_csv(tmp_path / "decomposition.csv")
-    assert len(written) == 8 and list(written.columns) == COLUMNS and len(frame) == 9
     table = (tmp_path / "decomposition.md").read_text()
     assert all(f"| {arm} " in table for arm in ARMS) and (tmp_path / "decomposition.png").stat().st_size > 0
     main_table = (tmp_path / "retrofit_table.md").read_text()  # the arms beyond the variant units stay out of it
     assert "| oa_only " in main_table and "eps_mode=" not in main_table
-    assert decomposition_frame(frame_of(rows[:1]), Decomposition.load()).empty  # the baseline alone: no arm
+
+
+def test_the_aggregation_reads_arms_off_the_records_not_the_arms_file(tmp_path):
+    """A unit that runs an arm's settings but is not labelled an arm (a user's own overrides) is a main
+    row; the arm table holds exactly the labelled rows."""
+    row = synthetic_row(variant="oa_only", hparams={"eps_mode": "relative"})
+    aggregate(tmp_path, [UnitRecord.from_row(synthetic_row(variant="baseline", hparams={})), UnitRecord.from_row(row)])
+    assert not (tmp_path / "decomposition.csv").exists()
+    assert "| oa_only (eps_mode=relative) " in (tmp_path / "retrofit_table.md").read_text()
+    labelled = UnitRecord.from_row(row, arm="mine", arm_extra=True)
+    aggregate(tmp_path, [UnitRecord.from_row(synthetic_row(variant="baseline", hparams={})), labelled])
+    assert pd.read_csv(tmp_path / "decomposition.csv")["arm"].tolist() == ["mine"]
+    assert "eps_mode=relative" not in (tmp_path / "retrofit_table.md").read_text()
+
+
+def synthetic_row(**values) -> dict:
+    """A results row of a unit (every column of `UnitRecord`), numbers made up."""
+    numbers = dict.fromkeys(
+        [
+            "rmse",
+            "baseline_rmse",
+            "nll",
+            "baseline_nll",
+            "crps",
+            "baseline_crps",
+            "coverage_90",
+            "baseline_coverage_90",
+        ],
+        1.0,
+    )
+    deltas = dict.fromkeys(["delta_rmse_pct", "delta_nll", "delta_crps_pct", "delta_coverage_90"], 0.1)
+    times = dict.fromkeys(["predict_seconds", "baseline_predict_seconds", "fit_seconds"], 1.0)
+    ratios = dict.fromkeys(["predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max"], 1.0)
+    case = dict(dataset="d", seed=0, host="h", device="cpu", n_train=10, n_test=5, n_features=2, n_categorical=0)
+    settings = dict(tau=1.0, tau_c=1e-3, eps_den=1e-6, eps_mode="absolute", n_missing_target=0, n_estimators=1)
+    return {**case, **numbers, **deltas, **times, **ratios, **settings, **values}
 
 
 @pytest.mark.slow
@@ -112,7 +153,8 @@ def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, t
     """On a trained host: identity_check within 0.05 % RMSE of the baseline for both variants, and
     with c = 1e-9 every non-null carrier's presence is 1 to one float32 rounding step."""
     case = make_case(get_path(host), host, tmp_path / "runs", "diabetes")
-    arms = decomposition_frame(frame_of(run_case(case)), Decomposition.load())
+    aggregate(tmp_path, case_records(case, run_case(case)))
+    arms = pd.read_csv(tmp_path / "decomposition.csv")
     identity = arms[arms["arm"] == "identity_check"]
     assert len(identity) == 2 and (identity["delta_rmse_pct"].abs() < IDENTITY_BOUND_PCT).all(), identity
 

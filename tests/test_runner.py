@@ -129,8 +129,16 @@ def test_case_writes_one_file_per_variant_with_all_columns(host, tmp_path):
         assert np.isnan([row["predict_seconds"], row["predict_time_ratio"], row["predict_time_ratio_max"]]).all()
     baseline = rows[0]
     assert baseline["variant"] == "baseline" and baseline["rmse"] == baseline["baseline_rmse"]
-    assert (baseline["delta_rmse_pct"], baseline["tau"], baseline["eps_den"]) == (0.0, "", None)
-    assert rows[1]["tau"] == "c=0.001 (calibrated)" and rows[1]["eps_den"] == 1e-6
+    assert (baseline["delta_rmse_pct"], baseline["tau_rule"], baseline["eps_den"]) == (0.0, "", None)
+    assert np.isnan(baseline["tau"])  # nothing patched: no tau
+    assert rows[1]["tau_rule"] == "c=0.001 (calibrated)" and rows[1]["eps_den"] == 1e-6
+    assert np.isfinite(rows[1]["tau"]) and rows[1]["tau"] > 0  # c · median ||h||², taken at predict time
+
+
+def test_an_absolute_tau_is_recorded_as_the_value_used(host, tmp_path):
+    units = (UnitSpec("baseline"), UnitSpec("oa_only", {"tau": {"mode": "absolute", "value": 0.25}}))
+    row = run_case(make_case(host, tmp_path, units=units))[1]
+    assert (row["tau"], row["tau_rule"], row["tau_c"]) == (0.25, "0.25 (absolute)", None)
 
 
 def test_timed_case_records_median_times_and_paired_ratios(host, tmp_path):
@@ -349,7 +357,8 @@ def synthetic_rows() -> list[dict]:
                         coverage_90=0.9,
                         baseline_coverage_90=0.9,
                         delta_coverage_90=0.0,
-                        tau="" if base else "c=0.001 (calibrated)",
+                        tau=np.nan if base else 150.0,
+                        tau_rule="" if base else "c=0.001 (calibrated)",
                         tau_c=None if base else 0.001,
                         eps_den=None if base else 1e-6,
                         eps_mode=None if base else "absolute",

@@ -9,6 +9,9 @@ calibrated near-identity. `mode: absolute` uses one fixed `tau = value` everywhe
 """
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,7 +57,27 @@ class TauRule:
         """
         dtype = torch.promote_types(context_BXE.dtype, torch.float32)
         if self.mode == "absolute":
-            return torch.full(context_BXE.shape[:1], self.value, dtype=dtype, device=context_BXE.device)
-        sq_BX = context_BXE.to(dtype).square().sum(-1)
-        median_B = torch.nanmedian(sq_BX.masked_fill(sq_BX == 0, torch.nan), dim=1).values
-        return self.c * torch.nan_to_num(median_B, nan=1.0)
+            tau_B = torch.full(context_BXE.shape[:1], self.value, dtype=dtype, device=context_BXE.device)
+        else:
+            sq_BX = context_BXE.to(dtype).square().sum(-1)
+            median_B = torch.nanmedian(sq_BX.masked_fill(sq_BX == 0, torch.nan), dim=1).values
+            tau_B = self.c * torch.nan_to_num(median_B, nan=1.0)
+        taken = _TAKEN.get()
+        if taken is not None:
+            taken.append(tau_B.detach())
+        return tau_B
+
+
+_TAKEN: ContextVar[list[torch.Tensor] | None] = ContextVar("taus_taken", default=None)
+
+
+@contextmanager
+def taus_taken() -> Iterator[list[torch.Tensor]]:
+    """Collect every tau `TauRule.tau` computes inside the block (one (B,) tensor per call: per O part,
+    block and forward pass), e.g. to report the tau a prediction used."""
+    taken: list[torch.Tensor] = []
+    token = _TAKEN.set(taken)
+    try:
+        yield taken
+    finally:
+        _TAKEN.reset(token)

@@ -1,84 +1,66 @@
-"""Aggregation (TabArena-style, a step of its own): unit rows → CSV, paper-style table, plot.
+"""Aggregation (TabArena-style, a step of its own): unit records → CSV, paper-style tables, plots.
 
-`retrofit_rmse.csv`: one row per host × dataset × seed × variant (× hyper-parameter overrides).
-`retrofit_table.md`: mean ΔRMSE% per host × variant over the cases with a 95% CI from the
-two-level bootstrap of `retrofit.runner.bootstrap` (datasets, then seeds within), the count of
-cases above / below zero and the predict-time ratio to the baseline (median over the timed units
-of each unit's median interleaved ratio, with the range of those medians); then per-dataset rows
-(mean over seeds). `retrofit_deltas.png`: every case's ΔRMSE% per variant. The table also gives the
-mean matched deltas of the whole predictive distribution (NLL, CRPS, 90% coverage; `retrofit.metrics`)
-with the same CI, plotted in `retrofit_distribution_deltas.png`. The sink / presence arms beyond the
-variants' own units (`retrofit.runner.decomposition`) are in the CSV but not in the table and plots;
-they get `decomposition.{csv,md,png}`.
+A pure step over `retrofit.runner.record.UnitRecord`s: it reads the records alone (no variant
+registry, no arms file, no torch or tabpfn), so what a table shows is what the rows say.
+
+- `retrofit_rmse.csv`: every record (`record.COLUMNS`), one row per unit.
+- `retrofit_table.md`: the main units (`arm_extra` false): mean ΔRMSE % per host × variant over the
+  cases with a 95 % CI from the two-level bootstrap of `retrofit.runner.bootstrap` (datasets, then
+  seeds within), the count of cases above / below zero, the signed largest change, the
+  predict-time ratio to the baseline (median over the timed units of each unit's median
+  interleaved ratio, with the range of those medians) and the mean matched deltas of the whole
+  predictive distribution (NLL in nats, CRPS in %, 90 % coverage in points) with the same CI; then
+  per-dataset rows (mean over seeds). Plotted in `retrofit_deltas.png` and
+  `retrofit_distribution_deltas.png` (one panel per host, `retrofit.runner.plots`).
+- `decomposition.{csv,md,png}`: the rows with an `arm` (`retrofit.runner.decomposition` labels
+  them), per host × variant × arm.
+
+`headline` is the README's table of the same numbers, printed at the end of a sweep.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from retrofit.io import write_atomic, write_png, write_text_atomic
-from retrofit.runner.bootstrap import N_BOOTSTRAP, cluster_bootstrap_ci
+from retrofit.io import write_csv, write_text_atomic
+from retrofit.runner.bootstrap import N_BOOTSTRAP, frame_ci, mean_with_ci
+from retrofit.runner.plots import dots_with_ci
+from retrofit.runner.record import COLUMNS, UnitRecord, frame_of, read_records
 
-COLUMNS = [
+__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "per_dataset", "summary", "table_markdown"]
+
+DISTRIBUTION_DELTAS = {
+    "delta_nll": ("ΔNLL (nats)", 1.0),
+    "delta_crps_pct": ("ΔCRPS (%)", 1.0),
+    "delta_coverage_90": ("Δcoverage of the 90% interval (points)", 100.0),
+}
+"""The matched deltas of the whole predictive distribution -> (label with unit, scale from the CSV's
+unit: `delta_coverage_90` is a fraction, shown in points)."""
+ARM_COLUMNS = [
+    "host",
     "dataset",
     "seed",
     "variant",
-    "host",
-    "device",
-    "n_train",
-    "n_test",
-    "n_features",
-    "rmse",
-    "baseline_rmse",
-    "delta_rmse_pct",
-    "nll",
-    "baseline_nll",
-    "delta_nll",
-    "crps",
-    "baseline_crps",
-    "delta_crps_pct",
-    "coverage_90",
-    "baseline_coverage_90",
-    "delta_coverage_90",
-    "tau",
+    "arm",
     "tau_c",
     "eps_den",
     "eps_mode",
-    "predict_seconds",
-    "baseline_predict_seconds",
-    "predict_time_ratio",
-    "predict_time_ratio_min",
-    "predict_time_ratio_max",
-    "fit_seconds",
-    "n_categorical",
-    "n_missing_target",
-    "n_estimators",
-    "hparams",
+    "rmse",
+    "baseline_rmse",
+    "delta_rmse_pct",
+    "delta_nll",
+    "delta_crps_pct",
+    "delta_coverage_90",
 ]
-
-
-def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Unit rows as a frame with `COLUMNS` (hparams as `k=v,...`), sorted; empty frame if none."""
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    frame["hparams"] = frame["hparams"].map(lambda h: ",".join(f"{k}={v}" for k, v in sorted(h.items())) if h else "")
-    return frame.sort_values(["host", "dataset", "seed", "variant", "hparams"], ignore_index=True)
-
-
-DISTRIBUTION_DELTAS = {"delta_nll": "ΔNLL (nats)", "delta_crps_pct": "ΔCRPS %", "delta_coverage_90": "Δcoverage 90"}
-"""The matched deltas of the whole predictive distribution (`retrofit.metrics`) -> their labels."""
-
-
-def bootstrap_ci(group: pd.DataFrame, column: str = "delta_rmse_pct") -> tuple[float, float]:
-    """95% CI of the mean `column` of `group` (cases of several datasets and seeds)."""
-    return cluster_bootstrap_ci([g.to_numpy() for _, g in group.groupby("dataset")[column]])
-
-
-def mean_with_ci(group: pd.DataFrame, column: str) -> str:
-    """`mean [low, high]` of `column` over `group`, the CI as `bootstrap_ci`'s."""
-    low, high = bootstrap_ci(group, column)
-    return f"{group[column].mean():+.4f}" + (f" [{low:+.4f}, {high:+.4f}]" if len(group) > 1 else "")
+"""The columns of `decomposition.csv`."""
+CSV, TABLE, DELTAS, DISTRIBUTION = (
+    "retrofit_rmse.csv",
+    "retrofit_table.md",
+    "retrofit_deltas.png",
+    "retrofit_distribution_deltas.png",
+)
+ARMS_CSV, ARMS_TABLE, ARMS_PLOT = "decomposition.csv", "decomposition.md", "decomposition.png"
 
 
 def time_ratio(group: pd.DataFrame) -> str:
@@ -89,36 +71,48 @@ def time_ratio(group: pd.DataFrame) -> str:
     return f"{ratios.median():.2f}× [{ratios.min():.2f}, {ratios.max():.2f}] (n={len(ratios)})"
 
 
-def _variant_label(frame: pd.DataFrame, sep: str = " ") -> pd.Series:
+def largest(deltas: pd.Series) -> float:
+    """The delta of largest magnitude, with its sign (−0.22 is an improvement, not a cost)."""
+    return float(deltas.loc[deltas.abs().idxmax()])
+
+
+def variant_label(frame: pd.DataFrame) -> pd.Series:
     """`variant`, with its hyper-parameter overrides appended when there are any."""
-    return frame["variant"] + frame["hparams"].map(lambda h: f"{sep}({h})" if h else "")
+    return frame["variant"] + frame["hparams"].map(lambda h: f" ({h})" if h else "")
 
 
-def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean ΔRMSE% per host × variant (× hparams) over the cases, with bootstrap 95% CI."""
+def summary(frame: pd.DataFrame, by: Sequence[str] = ("host", "variant")) -> pd.DataFrame:
+    """Per group of `by` (variants with their overrides): cases, mean ΔRMSE % with its bootstrap
+    95 % CI, cases above / below zero, the signed largest ΔRMSE %, the predict-time ratio and the
+    mean distribution deltas with their CIs (`DISTRIBUTION_DELTAS`, in their units)."""
     rows = []
-    for (host, variant), group in frame.assign(variant=_variant_label(frame)).groupby(["host", "variant"]):
-        low, high = bootstrap_ci(group)
+    labelled = frame.assign(variant=variant_label(frame))
+    for keys, group in labelled.groupby(list(by), sort=False):
+        low, high = frame_ci(group)
         delta = group["delta_rmse_pct"]
+        settings = {"tau c": f"{group['tau_c'].iloc[0]:g}", "sink": group["eps_mode"].iloc[0]} if "arm" in by else {}
         rows.append(
             {
-                "host": host,
-                "variant": variant,
+                **dict(zip(by, keys, strict=True)),
+                **settings,
                 "cases": len(group),
                 "mean ΔRMSE %": f"{delta.mean():+.3f}",
                 "95% CI": f"[{low:+.3f}, {high:+.3f}]" if len(group) > 1 else "n/a (1 case)",
                 "cases > 0 / < 0": f"{(delta > 0).sum()} / {(delta < 0).sum()}",
-                "max abs ΔRMSE %": f"{delta.abs().max():.3f}",
+                "largest ΔRMSE %": f"{largest(delta):+.3f}",
                 "predict time / baseline": time_ratio(group),
-                **{f"mean {label} [95% CI]": mean_with_ci(group, col) for col, label in DISTRIBUTION_DELTAS.items()},
+                **{
+                    f"mean {label} [95% CI]": mean_with_ci(group, col, scale)
+                    for col, (label, scale) in DISTRIBUTION_DELTAS.items()
+                },
             }
         )
     return pd.DataFrame(rows)
 
 
 def per_dataset(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per host × dataset: baseline RMSE and mean ΔRMSE% per variant (means over seeds)."""
-    deltas = frame.assign(variant=_variant_label(frame)).pivot_table(
+    """Per host × dataset: baseline RMSE and mean ΔRMSE % per variant (means over seeds)."""
+    deltas = frame.assign(variant=variant_label(frame)).pivot_table(
         index=["host", "dataset"], columns="variant", values="delta_rmse_pct", aggfunc="mean"
     )
     deltas = deltas.map(lambda v: f"{v:+.3f}" if pd.notna(v) else "not run")  # e.g. closed variants on v2
@@ -128,102 +122,158 @@ def per_dataset(frame: pd.DataFrame) -> pd.DataFrame:
     return base.join(deltas).reset_index()
 
 
+def _markdown(frame: pd.DataFrame) -> str:
+    return frame.to_markdown(index=False, disable_numparse=True)
+
+
+def _about(frame: pd.DataFrame) -> str:
+    cases = len(frame[["host", "dataset", "seed"]].drop_duplicates())
+    return (
+        f"{cases} host × dataset × seed cases; 95% CI: two-level bootstrap, datasets then seeds within "
+        f"({N_BOOTSTRAP} draws, percentile). Matched deltas against the baseline: ΔRMSE and ΔCRPS in %, ΔNLL in "
+        "nats, Δcoverage of the central 90% interval in points (the CSV's `delta_coverage_90` is a fraction: "
+        "1 point = 0.01). Largest: the case of largest |ΔRMSE|, signed."
+    )
+
+
 def table_markdown(frame: pd.DataFrame) -> str:
-    """The paper-style table (see module docstring) as Markdown."""
-    cases = frame[["host", "dataset", "seed"]].drop_duplicates()
+    """The paper-style table of the main rows `frame` (see module docstring) as Markdown."""
     return "\n".join(
         [
             "# Retrofit RMSE: matched ΔRMSE% = 100 · (RMSE(variant) − RMSE(baseline)) / RMSE(baseline)",
             "",
-            f"{len(cases)} host × dataset × seed cases; 95% CI: two-level bootstrap, datasets then seeds within "
-            f"({N_BOOTSTRAP} draws, percentile). Predict time / baseline: median of per-unit medians of "
-            "interleaved, paired ratios (after a warm-up), [range of those medians], n timed units.",
+            _about(frame) + " Predict time / baseline: median of per-unit medians of interleaved, paired ratios "
+            "(after a warm-up), [range of those medians], n timed units.",
             "",
-            summary(frame).to_markdown(index=False, disable_numparse=True),
+            _markdown(summary(frame)),
             "",
             "## Per dataset (mean over seeds, ΔRMSE %)",
             "",
-            per_dataset(frame).to_markdown(index=False, disable_numparse=True),
+            _markdown(per_dataset(frame)),
             "",
         ]
     )
 
 
-def plot_deltas(frame: pd.DataFrame, path: Path) -> Path:
-    """Per-case ΔRMSE% per variant (one marker per case, coloured by dataset), mean ± 95% CI."""
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
-
-    keyed = frame.assign(k=frame["host"] + "\n" + _variant_label(frame, sep="\n"))
-    labels = sorted(keyed["k"].unique())
-    datasets = sorted(frame["dataset"].unique())
-    colours = dict(zip(datasets, colormaps["tab10"].colors, strict=False))  # 10 colours: up to 10 datasets
-    fig = Figure(figsize=(1.8 * len(labels) + 3, 4.5))
-    ax = fig.subplots()
-    jitter = np.random.default_rng(0)
-    for x, label in enumerate(labels):
-        group = keyed[keyed["k"] == label]
-        for dataset, rows in group.groupby("dataset"):
-            xs = x + jitter.uniform(-0.15, 0.15, len(rows))
-            ax.scatter(xs, rows["delta_rmse_pct"], s=18, color=colours[dataset], label=dataset if x == 0 else None)
-        low, high = bootstrap_ci(group)
-        mean = group["delta_rmse_pct"].mean()
-        yerr = [[mean - low], [high - mean]] if np.isfinite(low) else None
-        ax.errorbar(x + 0.3, mean, yerr=yerr, fmt="D", color="black", capsize=4)
-    ax.axhline(0.0, color="grey", lw=0.8)
-    ax.set_xticks(range(len(labels)), labels)
-    ax.set_ylabel("ΔRMSE vs baseline (%)")
-    ax.set_title("Matched RMSE change per case (black: mean, two-level bootstrap 95% CI)")
-    ax.legend(title="dataset", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    write_png(fig, path)
-    return path
+def arms_markdown(arms: pd.DataFrame) -> str:
+    """The decomposition table of the arm rows `arms` as Markdown."""
+    return "\n".join(
+        [
+            "# Retrofit cost: sink and presence effects",
+            "",
+            "Each arm runs the variant on the same fit as the baseline with the tau constant c and the sink mode "
+            "shown: c as in the paper makes presences < 1, a tiny c makes every non-null presence 1 to rounding; "
+            f"`absolute` is the paper's sink, `relative` a shift-invariant one. {_about(arms)}",
+            "",
+            _markdown(summary(arms, by=("host", "variant", "arm"))),
+            "",
+        ]
+    )
 
 
-def plot_distribution_deltas(frame: pd.DataFrame, path: Path) -> Path:
-    """One panel per distribution delta (`DISTRIBUTION_DELTAS`): per-case values per host × variant
-    (grey dots) and their mean with the 95% CI of `bootstrap_ci` (black)."""
-    from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
+def headline(frame: pd.DataFrame) -> str:
+    """The README's table for the hosts and variants in `frame` (main and arm rows): per variant (and
+    arm other than the variant's own settings), per host, mean ΔRMSE % [95 % CI] (signed largest) and
+    the predict-time ratio to the baseline."""
+    main = frame[~frame["arm_extra"] & (frame["variant"] != "baseline")]
+    rows = [(variant_label(g).iloc[0], g) for _, g in main.groupby(variant_label(main), sort=False)]
+    extras = frame[frame["arm_extra"]]
+    rows += [(f"{v}, arm {a}", g) for (v, a), g in extras.groupby(["variant", "arm"], sort=False)]
+    hosts = sorted(frame["host"].unique())
+    table = []
+    for label, group in rows:
+        line = {"variant": label}
+        for host in hosts:
+            cases = group[group["host"] == host]
+            if cases.empty:
+                line[f"{host} ΔRMSE % [95% CI] (largest)"] = "not run"
+                continue
+            low, high = frame_ci(cases)
+            ci = f" [{low:+.3f}, {high:+.3f}]" if len(cases) > 1 else ""
+            line[f"{host} ΔRMSE % [95% CI] (largest)"] = (
+                f"{cases['delta_rmse_pct'].mean():+.3f}{ci} ({largest(cases['delta_rmse_pct']):+.3f})"
+            )
+        line["time / baseline"] = ", ".join(
+            f"{group.loc[group['host'] == h, 'predict_time_ratio'].median():.2f}×"
+            for h in hosts
+            if (group["host"] == h).any()
+        ).replace("nan×", "not timed")
+        table.append(line)
+    return _markdown(pd.DataFrame(table)) if table else "(no variant beyond the baseline ran)"
 
-    keyed = frame.assign(k=frame["host"] + "\n" + _variant_label(frame, sep="\n"))
-    labels = sorted(keyed["k"].unique())
-    fig = Figure(figsize=(1.2 * len(labels) + 2, 9))
-    axes = fig.subplots(len(DISTRIBUTION_DELTAS), 1, sharex=True)
-    jitter = np.random.default_rng(0)
-    for ax, (column, label) in zip(axes, DISTRIBUTION_DELTAS.items(), strict=True):
-        for x, group in enumerate(keyed[keyed["k"] == k] for k in labels):
-            ax.scatter(x + jitter.uniform(-0.15, 0.15, len(group)), group[column], s=8, color="grey", alpha=0.6)
-            low, high = bootstrap_ci(group, column)
-            mean = group[column].mean()
-            yerr = [[mean - low], [high - mean]] if np.isfinite(low) else None
-            ax.errorbar(x + 0.3, mean, yerr=yerr, fmt="D", color="black", capsize=4)
-        ax.axhline(0.0, color="grey", lw=0.8)
-        ax.set_ylabel(label)
-    axes[-1].set_xticks(range(len(labels)), labels, fontsize=7)
-    axes[0].set_title("Matched change of the predictive distribution per case (black: mean, 95% CI)")
-    fig.tight_layout()
-    write_png(fig, path)
-    return path
+
+def outputs(frame: pd.DataFrame) -> list[str]:
+    """The files `aggregate(..., table=True)` writes for `frame`, in order."""
+    main = frame[~frame["arm_extra"]]
+    arms = frame[frame["arm"] != ""]
+    return (
+        [CSV]
+        + ([TABLE, DELTAS, DISTRIBUTION] if len(main) else [])
+        + ([ARMS_CSV, ARMS_TABLE, ARMS_PLOT] if len(arms) else [])
+    )
 
 
-def write_csv(frame: pd.DataFrame, path: Path) -> Path:
-    """`frame` as CSV, atomically."""
-    return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataFrame:
+    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them."""
+    arms = frame[frame["arm"] != ""]
+    variants = list(dict.fromkeys(r.variant for r in records if r.arm))
+    names = list(dict.fromkeys(r.arm for r in records if r.arm))
+    arms = arms.assign(
+        variant=pd.Categorical(arms["variant"], variants, ordered=True),
+        arm=pd.Categorical(arms["arm"], names, ordered=True),
+    )
+    arms = arms.drop_duplicates(["host", "dataset", "seed", "variant", "arm"])
+    arms = arms.sort_values(["host", "variant", "arm", "dataset", "seed"], ignore_index=True)[ARM_COLUMNS]
+    return arms.astype({"variant": str, "arm": str})
 
 
-def aggregate(results_dir: Path, rows: list[dict[str, Any]], *, table: bool = True) -> pd.DataFrame:
-    """Write `retrofit_rmse.csv` of `rows` (and, with `table`, the Markdown table, the plots and the
-    sink / presence decomposition, `retrofit.runner.decomposition`) under `results_dir`."""
-    from retrofit.runner.decomposition import Decomposition, arm_extras, write_decomposition  # built on this module
+def accumulated(results_dir: Path, records: Sequence[UnitRecord]) -> list[UnitRecord]:
+    """The records already in `<results_dir>/retrofit_rmse.csv` (if any) followed by `records`; a unit
+    in both counts once, as in `records` (see `record.frame_of`)."""
+    path = Path(results_dir) / CSV
+    return [*(read_records(path) if path.is_file() else []), *records]
 
+
+def aggregate(results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True) -> pd.DataFrame:
+    """Write `retrofit_rmse.csv` of `records` (rows are accepted as `UnitRecord.from_row` reads them)
+    and, with `table`, the main table and plots and the decomposition files (`outputs`) under
+    `results_dir`; return the frame."""
     results_dir = Path(results_dir)
-    frame = frame_of(rows)
-    write_csv(frame, results_dir / "retrofit_rmse.csv")
-    if table and len(frame):
-        decomposition = Decomposition.load()
-        main = frame[~arm_extras(frame, decomposition)]  # the decomposition arms have a table of their own
-        write_text_atomic(results_dir / "retrofit_table.md", table_markdown(main))
-        plot_deltas(main, results_dir / "retrofit_deltas.png")
-        plot_distribution_deltas(main, results_dir / "retrofit_distribution_deltas.png")
-        write_decomposition(frame, results_dir, decomposition)
+    records = [r if isinstance(r, UnitRecord) else UnitRecord.from_row(r) for r in records]
+    frame = frame_of(records)
+    write_csv(frame, results_dir / CSV)
+    if not table:
+        return frame
+    main = frame[~frame["arm_extra"]]
+    if len(main):
+        write_text_atomic(results_dir / TABLE, table_markdown(main))
+        groups = main.assign(label=variant_label(main))
+        dots_with_ci(
+            groups,
+            ["label"],
+            [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)],
+            "Matched RMSE change per case",
+            results_dir / DELTAS,
+        )
+        panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
+        dots_with_ci(
+            groups,
+            ["label"],
+            panels,
+            "Matched change of the predictive distribution per case",
+            results_dir / DISTRIBUTION,
+        )
+    arms = ordered_arms(frame, records)
+    if len(arms):
+        write_csv(arms, results_dir / ARMS_CSV)
+        write_text_atomic(
+            results_dir / ARMS_TABLE, arms_markdown(arms.assign(predict_time_ratio=float("nan"), hparams=""))
+        )
+        dots_with_ci(
+            arms,
+            ["variant", "arm"],
+            [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)],
+            "Retrofit cost by arm: presence × sink",
+            results_dir / ARMS_PLOT,
+        )
     return frame

@@ -5,12 +5,16 @@ bootstrap draw resamples the datasets with replacement, then, inside every drawn
 with replacement, and takes the mean over all drawn cases (each drawn case weighs the same). The CI
 is the 2.5 / 97.5 percentile of `n` such means. scipy.stats.bootstrap resamples one level only,
 hence this short resampler; with one seed per dataset it is the ordinary percentile bootstrap of
-the dataset values.
+the dataset values. `frame_ci` and `mean_with_ci` apply it to a frame of cases (one row per case).
 """
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 N_BOOTSTRAP = 10_000
 
@@ -34,3 +38,15 @@ def cluster_bootstrap_ci(
     means_N = np.where(used_NDS, drawn_NDS, 0.0).sum(axis=(1, 2)) / used_NDS.sum(axis=(1, 2))
     low, high = np.percentile(means_N, [2.5, 97.5])
     return float(low), float(high)
+
+
+def frame_ci(group: "pd.DataFrame", column: str = "delta_rmse_pct") -> tuple[float, float]:
+    """`cluster_bootstrap_ci` of the mean `column` over the cases in `group` (clusters: its datasets)."""
+    return cluster_bootstrap_ci([g.to_numpy() for _, g in group.groupby("dataset")[column]])
+
+
+def mean_with_ci(group: "pd.DataFrame", column: str, scale: float = 1.0, digits: int = 4) -> str:
+    """`mean [low, high]` of `scale` · `column` over `group` (the CI of `frame_ci`; none for one case)."""
+    low, high = frame_ci(group, column)
+    mean = f"{scale * group[column].mean():+.{digits}f}"
+    return mean + (f" [{scale * low:+.{digits}f}, {scale * high:+.{digits}f}]" if len(group) > 1 else "")

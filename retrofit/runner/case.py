@@ -20,7 +20,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,14 @@ import numpy as np
 from tabpfn import TabPFNRegressor
 
 import retrofit
+from retrofit.adapters.tau import taus_taken
 from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case
 from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.metrics import BarPredictive, DistributionScores, rmse
+from retrofit.runner.record import stamp
 from retrofit.runner.units import (
     UnitKey,
     UnitStore,
@@ -60,13 +62,17 @@ class UnitSpec:
     Hydra search path), labels that spec. `hparams`: keys of `retrofit.variants.HPARAMS`, e.g.
     `{"tau": {"mode": "calibrated", "c": 0.01}}`; they are part of the unit's key. `timed=False`
     leaves the unit out of the interleaved timing (one predict call, NaN times), as for the
-    decomposition arms (`retrofit.runner.decomposition`).
+    decomposition arms (`retrofit.runner.decomposition`), which also set `arm` (the arm this unit
+    realises) and `arm_extra` (a unit that runs only for the decomposition); both are labels of the
+    unit's record, not part of its key.
     """
 
     variant: str
     hparams: dict[str, Any] = field(default_factory=dict)
     spec: Mapping[str, Any] | None = None
     timed: bool = True
+    arm: str = ""
+    arm_extra: bool = False
 
     def resolved(self) -> Variant:
         """The validated variant this unit runs."""
@@ -170,23 +176,28 @@ def _is_number(value: Any) -> bool:
 def effective_hparams(patched: Any) -> dict[str, Any]:
     """The tau rule, `eps_den` and `eps_mode` the patched model uses, read off its `retrofit_report_`.
 
-    `tau` is the rule as applied: `c=<c> (calibrated)` (tau = c · median ||h||² of the context
+    `tau_rule` is the rule as applied: `c=<c> (calibrated)` (tau = c · median ||h||² of the context
     carriers, computed per layer and ensemble member at predict time) or `<value> (absolute)`;
-    empty for the baseline, which patches nothing. `tau_c`: that c (None unless calibrated).
+    empty for the baseline, which patches nothing. `tau_c`: that c (None unless calibrated). The
+    tau values themselves are taken at predict time (`_predict`).
     """
     variant = patched.retrofit_report_.variant
     rule = variant.tau
-    tau = ""
+    tau_rule = ""
     if rule is not None:
-        tau = f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
+        tau_rule = f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
     tau_c = rule.c if rule is not None and rule.mode == "calibrated" else None
-    return {"tau": tau, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}
+    return {"tau_rule": tau_rule, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}
 
 
 def check_cases(cases: list[Case]) -> None:
-    """Validate a whole sweep before it runs: no unit key twice, every case's data loads and
-    splits. Raises RunnerError / DatasetError."""
-    reject_duplicates(case.key(unit) for case in cases for unit in case.units)
+    """Validate a whole sweep before it runs: no unit key twice in a case, none that two cases would
+    run differently (cases that differ only in their variants share their baseline unit), every
+    case's data loads and splits. Raises RunnerError / DatasetError."""
+    for case in cases:
+        reject_duplicates(case.key(unit) for unit in case.units)
+    distinct = {(case.key(unit), repr(unit), repr(replace(case, units=()))) for case in cases for unit in case.units}
+    reject_duplicates(key for key, _, _ in distinct)
     for case in cases:
         case_data(case.fit_spec)
 
@@ -197,21 +208,25 @@ def _fingerprints(case: Case) -> dict[UnitKey, str]:
     return {case.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in case.units}
 
 
-def _predict(model: TabPFNRegressor, X: np.ndarray) -> tuple[np.ndarray, BarPredictive]:
+def _predict(model: TabPFNRegressor, X: np.ndarray) -> tuple[np.ndarray, BarPredictive, float]:
     """One `model.predict(X, output_type="full")` call: the mean prediction (float64, bit-identical
-    to `model.predict(X)`) and the predictive distribution of every row."""
-    full = model.predict(X, output_type="full")
-    return np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full)
+    to `model.predict(X)`), the predictive distribution of every row, and the tau the call used
+    (the median over every block, O part, ensemble member and forward pass; NaN when nothing
+    computes a tau)."""
+    with taus_taken() as taus:
+        full = model.predict(X, output_type="full")
+    tau = float(np.median(np.concatenate([t.double().cpu().numpy().ravel() for t in taus]))) if taus else math.nan
+    return np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full), tau
 
 
 def predict_all(
     models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int
-) -> tuple[dict[str, tuple[np.ndarray, BarPredictive]], dict[str, list[float]]]:
+) -> tuple[dict[str, tuple[np.ndarray, BarPredictive, float]], dict[str, list[float]]]:
     """Every model's prediction (mean, distribution; see `_predict`) on `X`, and its seconds per
     timed round (empty lists when `rounds` is 0). Timed: one warm-up call each (its output is the
     prediction; every call of a model returns the same), then `rounds` rotated rounds
     (`interleaved_times`)."""
-    preds: dict[str, tuple[np.ndarray, BarPredictive]] = {}
+    preds: dict[str, tuple[np.ndarray, BarPredictive, float]] = {}
     if rounds == 0:
         return {name: _predict(model, X) for name, model in models.items()}, {name: [] for name in models}
 
@@ -270,6 +285,7 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
     models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
     untimed = {str(key.relpath()) for unit, key in todo if not unit.timed} & set(models)
     timed = {name: model for name, model in models.items() if name not in untimed}
+    log.info("%s: predicting %d models (%d timed rounds each)", label, len(timed), case.timing_rounds)
     preds, times = predict_all(timed, data.X_test, case.timing_rounds)
     preds |= {name: _predict(models[name], data.X_test) for name in untimed}
     baseline_rmse = rmse(data.y_test, preds[BASELINE][0])
@@ -294,7 +310,7 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
     for unit, key in todo:
         # Nothing patched: the baseline prediction and timing, bit-identical by contract.
         name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
-        pred, dist = preds[name]
+        pred, dist, tau = preds[name]
         if not np.isfinite(pred).all():
             raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
         variant_rmse = rmse(data.y_test, pred)
@@ -307,6 +323,10 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
             **DistributionScores.of(data.y_test, dist).matched(baseline_scores),
             **timing_columns(times, name),
             **effective_hparams(patched[key]),
+            "tau": tau,
+            "arm": unit.arm,  # as this sweep labels the unit; `retrofit.runner.collect` relabels stored rows
+            "arm_extra": unit.arm_extra,
+            **stamp(),
             "fingerprint": stamps[key],
         }
         store.write(key, row)

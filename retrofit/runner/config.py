@@ -2,7 +2,9 @@
 
 Variant selection: the `variant` config group defaults to none, meaning every variant on Hydra's
 search path (the built-in ones, `pkg://retrofit.configs`, and any `hydra.searchpath` addition);
-`variant=<name>` restricts a run to `baseline` plus that variant. The variant that runs is the
+`variant=<name>` restricts a run to `baseline` plus that variant, `variant=[a,b]` to `baseline`
+plus those (one fit, one baseline); `-m variant=a,b` runs one job per variant, which share the
+case's baseline unit. The variant that runs is the
 composed node, so `variant.<key>=<value>` overrides take effect: one of `retrofit.variants.HPARAMS`
 on a built-in variant becomes a hyper-parameter override (part of the unit's key and file name);
 another key of a built-in variant (its adapters, `closed`) is refused, since it would change what
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -152,7 +155,8 @@ def dataset_spec(node: DictConfig) -> DatasetSpec:
 
 def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
     """The node `group=option` composes to under this job's config and search path (read-only)."""
-    verb = "" if group in hydra_cfg.runtime.choices else "+"
+    in_defaults = group in hydra_cfg.runtime.choices or any(o.startswith(f"{group}=") for o in hydra_cfg.overrides.task)
+    verb = "" if in_defaults else "+"  # a list choice (variant=[a,b]) leaves the group out of `choices`
     loader = GlobalHydra.instance().config_loader()
     primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
     overrides = (*hydra_cfg.overrides.hydra, f"{verb}{group}={option}")
@@ -230,13 +234,32 @@ def applicable(units: tuple[UnitSpec, ...], host_path: Path, host: str) -> tuple
     return tuple(u for u in units if u.variant not in skipped)
 
 
+def listed_variants(hydra_cfg: DictConfig) -> list[str] | None:
+    """The variants of a `variant=[a,b]` override (one run, one baseline, every listed variant), or
+    None. `variant.<key>=` overrides name one variant; with a list, `+hparams.<key>=` sets all."""
+    overrides = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
+    listed = [o.value() for o in overrides if o.get_key_element() == "variant" and isinstance(o.value(), list)]
+    if not listed:
+        return None
+    keyed = [o.input_line for o in overrides if o.get_key_element().startswith("variant.")]
+    if keyed:
+        raise RunnerError(f"{keyed[0]} applies to one variant; with variant=[...] use +hparams.<key>=<value> for all")
+    return [str(name) for name in listed[-1]]
+
+
 def variant_units(cfg: DictConfig, hydra_cfg: DictConfig, hparams: dict[str, Any]) -> tuple[UnitSpec, ...]:
-    """The units of a case: baseline first, then every variant option (no `variant` choice) or the
-    chosen one, each from its composed node."""
+    """The units of a case: baseline first, then every variant option (no `variant` choice), the
+    listed ones (`variant=[a,b]`) or the chosen one, each from its composed node."""
     options = variant_options(hydra_cfg)
     choice = hydra_cfg.runtime.choices.get("variant")
+    listed = listed_variants(hydra_cfg)
     nodes = {BASELINE: group_option(hydra_cfg, "variant", BASELINE)}
-    if choice is None:
+    if listed is not None:
+        unknown = [name for name in listed if name not in options]
+        if unknown:
+            raise RunnerError(f"variant={unknown[0]} is not a variant option; choose from {', '.join(options)}")
+        nodes |= {name: group_option(hydra_cfg, "variant", name) for name in listed if name != BASELINE}
+    elif choice is None:
         nodes |= {name: group_option(hydra_cfg, "variant", name) for name in options if name != BASELINE}
     else:
         nodes[choice] = cfg.variant

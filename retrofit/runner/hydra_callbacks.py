@@ -1,15 +1,17 @@
-"""A Hydra callback that checks a whole sweep before any job runs, and shows its progress.
+"""A Hydra callback that checks a whole sweep before any job runs, shows its progress, and sums it up.
 
 Before the first job (`on_multirun_start`) it expands the sweep as Hydra's basic sweeper does
 (`hydra.sweeper.params`, then command-line overrides, a later value of a key replacing an earlier
 one; the cartesian product of the swept values) with Hydra's public override parser, composes every
 job's config, builds each job's `Case` (which validates dataset specs, variants and host files),
 loads and splits each job's data (so a bad table fails before any unit is written) and rejects
-duplicate unit keys. After the last job (`on_multirun_end`) it writes the sweep's results from
-exactly its own units (`finish_sweep`), whatever else the unit store holds, and, with
-`reference=<csv>`, checks them against that file as committed before the sweep began. A progress bar over
-jobs is shown when jobs run in this process (the basic launcher); parallel launchers report
-progress themselves.
+units that two jobs would run differently (jobs that differ only in `variant` share the case's
+baseline unit). Notices the jobs would repeat are said once, and one progress bar over the
+sweep's units runs while the launcher runs the jobs (`retrofit.runner.console`). After the last job
+(`on_multirun_end`) it writes the sweep's results from exactly its own units (`finish_sweep`),
+whatever else the unit store holds, and, with `reference=<csv>`, checks them against that file as
+committed before the sweep began; then it prints the headline table, the files written and the
+reproduction line.
 """
 
 import itertools
@@ -19,20 +21,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
-from tqdm.auto import tqdm
 
 from retrofit.errors import RunnerError, exit_on_user_error
-from retrofit.runner.aggregate import aggregate
-from retrofit.runner.case import Case, check_cases, stored_rows
-from retrofit.runner.config import case_from_hydra, reference_of, resolve
+from retrofit.runner import console
+from retrofit.runner.aggregate import aggregate, headline, outputs
+from retrofit.runner.case import Case, check_cases
+from retrofit.runner.collect import sweep_records
+from retrofit.runner.config import case_from_hydra, reference_of, resolve, results_dir_of
 from retrofit.runner.reproduce import Reference, verify
-
-_BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
@@ -58,20 +59,22 @@ def sweep_cases(config: DictConfig) -> list[Case]:
     return [case_from_hydra(job_cfg, job_cfg.hydra) for job_cfg in job_cfgs]
 
 
-def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None) -> None:
+def markers_dir(config: DictConfig) -> Path:
+    """Where the running jobs of this sweep say which case they run (`console.job_marker`)."""
+    return resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir) / console.MARKERS
+
+
+def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None) -> pd.DataFrame:
     """Aggregate the units of `cases` into `results_dir`; with a `reference` (read before the sweep),
     check that the new `retrofit_rmse.csv` reproduces it (`reproduction.txt`; RunnerError if not)."""
-    base_dir = Path(config.hydra.runtime.cwd)
-    results_dir = resolve(base_dir, config.results_dir)
-    stored = {key: row for case in cases for key, row in stored_rows(case).items()}
-    missing = [str(key.relpath()) for key, row in stored.items() if row is None]
-    if missing:
-        raise RunnerError(
-            f"{len(missing)} units of this sweep have no current result, e.g. {missing[0]}; rerun the sweep"
-        )
-    aggregate(results_dir, list(stored.values()))
+    results_dir = results_dir_of(config, config.hydra)
+    frame = aggregate(results_dir, sweep_records(cases))
+    written = [results_dir / name for name in outputs(frame)]
+    sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
+    console.summary(headline(frame), written, f"{sweep_dir}/<job>/{config.hydra.job.name}.log", [])
     if reference is not None:
         verify(results_dir, reference)
+    return frame
 
 
 @contextmanager
@@ -87,28 +90,30 @@ def exit_on_any_error() -> Iterator[None]:
 
 
 class CheckSweep(Callback):
-    """Reject an invalid sweep before anything runs; progress bar over jobs; the sweep's results
-    (and the reproduction check) after the last job."""
+    """Reject an invalid sweep before anything runs; one progress bar over its units; the sweep's
+    results, headline table and reproduction check after the last job."""
 
     def __init__(self) -> None:
-        self.bar: tqdm | None = None
+        self.progress: console.UnitProgress | None = None
         self.cases: list[Case] = []
         self.reference: Reference | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Parallel launchers send the callbacks to their workers: without the bar's thread."""
+        return {**self.__dict__, "progress": None}
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
-            self.cases = sweep_cases(config)
-            check_cases(self.cases)
+            with console.collected_notices() as notices:
+                self.cases = sweep_cases(config)
+                check_cases(self.cases)
             self.reference = reference_of(config, Path(config.hydra.runtime.cwd))
-        if config.hydra.launcher._target_ == _BASIC_LAUNCHER:
-            self.bar = tqdm(total=len(self.cases), desc="sweep", unit="case")
-
-    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
+            for notice in notices:
+                console.say(f"note: {notice}")
+            self.progress = console.UnitProgress(self.cases, markers_dir(config)).__enter__()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.bar is not None:
-            self.bar.close()
+        if self.progress is not None:
+            self.progress.__exit__(None, None, None)
         with exit_on_any_error():
             finish_sweep(config, self.cases, self.reference)

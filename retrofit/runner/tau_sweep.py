@@ -4,8 +4,9 @@ Each (dataset, seed) is one `Case` whose units are every variant × c (tau rule
 `{"mode": "calibrated", "c": c}`), so all c share one fit and one baseline. Datasets and variants
 are config options by name, composed as Hydra composes them (search path included). Unit files
 live under `<cache_dir>/tau_sweep/runs/` (a local cache); `tau_sweep.csv` has one row per host ×
-variant × c with the mean ΔRMSE% over the cases and its 95% CI (two-level bootstrap,
-`retrofit.runner.bootstrap`); `tau_sweep.png` plots it.
+variant × c with the mean ΔRMSE% over the cases of this sweep (its own units, whatever else the
+cache holds) and its 95% CI (two-level bootstrap, `retrofit.runner.bootstrap`); `tau_sweep.png`
+plots it, one panel per host, with each variant's default c marked.
 """
 
 from pathlib import Path
@@ -14,9 +15,10 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError
-from retrofit.io import write_png
-from retrofit.runner.aggregate import bootstrap_ci, write_csv
+from retrofit.io import write_csv, write_png
+from retrofit.runner.bootstrap import frame_ci
 from retrofit.runner.case import Case, check_cases
+from retrofit.runner.collect import sweep_records
 from retrofit.runner.config import (
     applicable,
     dataset_spec,
@@ -26,7 +28,8 @@ from retrofit.runner.config import (
     timing_rounds,
     unit_spec,
 )
-from retrofit.runner.units import UnitStore
+from retrofit.runner.record import frame_of
+from retrofit.variants import resolve_variant
 
 
 def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
@@ -58,15 +61,16 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     return cases
 
 
-def tau_table(runs_dir: Path) -> pd.DataFrame:
-    """Mean ΔRMSE% (and its 95% CI, datasets then seeds resampled) per host × variant × c."""
-    rows = pd.DataFrame(UnitStore(runs_dir).rows())
+def tau_table(cases: list[Case]) -> pd.DataFrame:
+    """Mean ΔRMSE% (and its 95% CI, datasets then seeds resampled) per host × variant × c over the
+    units of `cases`; RunnerError if one has no current result."""
+    rows = frame_of(sweep_records(cases))
+    rows = rows[rows["variant"] != "baseline"]
     if rows.empty:
-        raise RunnerError(f"no tau-sweep results under {runs_dir}; run `make tau-sweep` first")
-    rows["c"] = rows["hparams"].map(lambda h: h["tau.c"])
+        raise RunnerError("the tau sweep has no variant units; list variants=[...] in configs/tau_sweep.yaml")
     table = []
-    for (host, variant, c), group in rows.groupby(["host", "variant", "c"]):
-        low, high = bootstrap_ci(group)
+    for (host, variant, c), group in rows.groupby(["host", "variant", "tau_c"]):
+        low, high = frame_ci(group)
         table.append(
             {
                 "host": host,
@@ -82,31 +86,43 @@ def tau_table(runs_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def plot_tau(table: pd.DataFrame, path: Path) -> Path:
-    """Mean ΔRMSE% against c (log axis; symlog ΔRMSE axis) per host × variant, with its 95% CI band."""
+def default_c(variants: list[str]) -> dict[str, float]:
+    """Each built-in variant's own calibration constant c (its `tau` rule), by name."""
+    rules = {name: resolve_variant(name).tau for name in variants}
+    return {name: rule.c for name, rule in rules.items() if rule is not None and rule.mode == "calibrated"}
+
+
+def plot_tau(table: pd.DataFrame, path: Path, defaults: dict[str, float]) -> Path:
+    """Mean ΔRMSE% against c (log axis; symlog ΔRMSE axis) per variant with its 95% CI band, one
+    panel per host on its own scale; a dotted line at each variant's default c (`defaults`)."""
     from matplotlib.figure import Figure  # no pyplot: no backend switch, no global figure state
 
-    fig = Figure(figsize=(6.5, 4.2))
-    ax = fig.subplots()
-    for (host, variant), group in table.groupby(["host", "variant"]):
-        group = group.sort_values("c")
-        ax.plot(group["c"], group["mean_delta_rmse_pct"], marker="o", label=f"{host} {variant}")
-        ax.fill_between(group["c"], group["ci_low"], group["ci_high"], alpha=0.2)
-    ax.axhline(0.0, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_yscale("symlog", linthresh=0.1)  # linear within ±0.1 %, logarithmic beyond
-    ax.set_xlabel("calibration constant c  (tau = c · median ||h||²)")
-    ax.set_ylabel("mean ΔRMSE vs baseline (%)")
-    ax.set_title(f"Retrofit cost against c ({int(table['cases'].max())} cases, bootstrap 95% CI)")
-    ax.legend()
+    hosts = sorted(table["host"].unique())
+    fig = Figure(figsize=(5.2 * len(hosts), 4.2))
+    axes = fig.subplots(1, len(hosts), squeeze=False)[0]
+    for ax, host in zip(axes, hosts, strict=True):
+        for variant, group in table[table["host"] == host].groupby("variant"):
+            group = group.sort_values("c")
+            (line,) = ax.plot(group["c"], group["mean_delta_rmse_pct"], marker="o", label=variant)
+            ax.fill_between(group["c"], group["ci_low"], group["ci_high"], alpha=0.2, color=line.get_color())
+        for c in sorted(set(defaults.values())):
+            names = ", ".join(sorted(n for n, v in defaults.items() if v == c))
+            ax.axvline(c, color="grey", ls=":", lw=1.2, label=f"default c = {c:g} ({names})")
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("symlog", linthresh=0.1)  # linear within ±0.1 %, logarithmic beyond
+        ax.set_xlabel("calibration constant c  (tau = c · median ||h||²)")
+        ax.set_ylabel("mean ΔRMSE vs baseline (%)")
+        cases = int(table.loc[table["host"] == host, "cases"].max())
+        ax.set_title(f"{host} ({cases} cases, bootstrap 95% CI)")
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    write_png(fig, path)
-    return path
+    return write_png(fig, path)
 
 
-def write_tau_results(results_dir: Path, cache_dir: Path) -> pd.DataFrame:
-    """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from `<cache_dir>/tau_sweep/runs/`."""
-    table = tau_table(cache_dir / "tau_sweep" / "runs")
-    write_csv(table, results_dir / "tau_sweep.csv")
-    plot_tau(table, results_dir / "tau_sweep.png")
+def write_tau_results(results_dir: Path, cases: list[Case]) -> pd.DataFrame:
+    """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from the units of `cases`."""
+    table = tau_table(cases)
+    write_csv(table, Path(results_dir) / "tau_sweep.csv")
+    plot_tau(table, Path(results_dir) / "tau_sweep.png", default_c(sorted(table["variant"].unique())))
     return table
