@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check clean
+.PHONY: help install retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,6 +30,10 @@ retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> resul
 	$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		results_dir=results record=true reference=results/retrofit_rmse.csv reference_commit=HEAD
 	$(PY) experiments/sink_mass.py
+
+compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per column, mean ΔRMSE per variant (A=<csv> B=<csv>)
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv> B=<csv>" >&2; exit 2; }
+	$(PY) experiments/compare.py "$(A)" "$(B)"
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (both hosts) -> results/sink_mass.csv
 	$(PY) experiments/sink_mass.py

@@ -444,3 +444,19 @@ def test_a_failing_sweep_callback_exits_nonzero_instead_of_warning(capsys):
     with pytest.raises(SystemExit) as bug, hydra_callbacks.exit_on_any_error():
         raise KeyError("a bug")
     assert bug.value.code == 1 and "KeyError: 'a bug'" in capsys.readouterr().err
+
+
+def test_the_sweep_help_lists_every_option_of_the_groups_a_sweep_selects_from(hydra_compose):
+    """`experiments/sweep.py --help` (configs/config.yaml's help template) names the real groups and
+    every option on the search path; `pretrain`, which is no sweep group, is not among them."""
+    template = hydra_compose("config").hydra.help.template
+    listed = {
+        line.split(":")[0]: line.split(":")[1].split("(")[0].replace(" ", "").split(",")
+        for line in template.split("== Config ==")[0].splitlines()
+        if ":" in line and not line.startswith((" ", "experiments/"))
+    }
+    loader = GlobalHydra.instance().config_loader()
+    for group in ("dataset", "host", "variant", "experiment", "decomposition"):
+        assert sorted(listed.pop(group)) == sorted(loader.get_group_options(group, config_name="config")), group
+    assert sorted(listed) == ["hydra/launcher"] and "pretrain" not in template
+    assert set(listed["hydra/launcher"]) <= set(loader.get_group_options("hydra/launcher", config_name="config"))
