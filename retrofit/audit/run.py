@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from tabpfn import TabPFNRegressor
+from tqdm.auto import tqdm
 
 from retrofit.adapters import architecture_of
 from retrofit.audit.null_input import NullInput, leaking_stage
@@ -80,14 +81,18 @@ def audit_host(
     n_nulls: list[int],
     seed: int = 0,
     insertions: tuple[Insertion, ...] = INSERTIONS,
+    progress: tqdm | None = None,
 ) -> list[dict]:
     """Audit rows (see `COLUMNS`) of the fitted `regressor` for every variant, insertion and count.
 
-    `variants`: label -> `{"variant": name or spec, **hparams}` passed to `retrofit`.
+    `variants`: label -> `{"variant": name or spec, **hparams}` passed to `retrofit`; `progress`, a
+    bar advanced by one per variant.
     """
     arch = architecture_of(regressor.models_[0])
     rows = []
     for label, setting in variants.items():
+        if progress is not None:
+            progress.set_description_str(f"audit {host} {label}")
         setting = dict(setting)
         variant = setting.pop("variant")
         if resolve_variant(variant, **setting).closed and arch.closed_wrapper is None:
@@ -97,10 +102,12 @@ def audit_host(
                 for insertion in insertions
                 for k in n_nulls
             ]
-            continue
-        patched = retrofit(regressor, variant, **setting)
-        for insertion in insertions:
-            rows += _audit_insertion(host, label, patched, X_test, insertion, n_nulls, seed)
+        else:
+            patched = retrofit(regressor, variant, **setting)
+            for insertion in insertions:
+                rows += _audit_insertion(host, label, patched, X_test, insertion, n_nulls, seed)
+        if progress is not None:
+            progress.update()
     return rows
 
 
@@ -156,7 +163,8 @@ def audit_table(
     """
     _, data = load_split(dataset, seed, base_dir=base_dir)
     rows = []
-    for name, path in hosts.items():
-        regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators)
-        rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed=seed, insertions=insertions)
+    with tqdm(total=len(hosts) * len(variants), desc="audit", unit="variant") as bar:
+        for name, path in hosts.items():
+            regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators)
+            rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed, insertions, bar)
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -234,6 +234,23 @@ def accumulated(results_dir: Path, records: Sequence[UnitRecord]) -> list[UnitRe
     return [*(read_records(path) if path.is_file() else []), *records]
 
 
+def plot_main(main: pd.DataFrame, results_dir: Path) -> None:
+    """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`."""
+    groups = main.assign(label=variant_label(main))
+    rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
+    dots_with_ci(groups, ["label"], rmse_panel, "Matched RMSE change per case", Path(results_dir) / DELTAS)
+    panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
+    title = "Matched change of the predictive distribution per case"
+    dots_with_ci(groups, ["label"], panels, title, Path(results_dir) / DISTRIBUTION)
+
+
+def plot_arms(arms: pd.DataFrame, results_dir: Path) -> None:
+    """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order)."""
+    rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
+    title = "Retrofit cost by arm: presence × sink"
+    dots_with_ci(arms, ["variant", "arm"], rmse_panel, title, Path(results_dir) / ARMS_PLOT)
+
+
 def aggregate(results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True) -> pd.DataFrame:
     """Write `retrofit_rmse.csv` of `records` (rows are accepted as `UnitRecord.from_row` reads them)
     and, with `table`, the main table and plots and the decomposition files (`outputs`) under
@@ -247,33 +264,11 @@ def aggregate(results_dir: Path, records: Sequence[UnitRecord], *, table: bool =
     main = frame[~frame["arm_extra"]]
     if len(main):
         write_text_atomic(results_dir / TABLE, table_markdown(main))
-        groups = main.assign(label=variant_label(main))
-        dots_with_ci(
-            groups,
-            ["label"],
-            [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)],
-            "Matched RMSE change per case",
-            results_dir / DELTAS,
-        )
-        panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
-        dots_with_ci(
-            groups,
-            ["label"],
-            panels,
-            "Matched change of the predictive distribution per case",
-            results_dir / DISTRIBUTION,
-        )
+        plot_main(main, results_dir)
     arms = ordered_arms(frame, records)
     if len(arms):
         write_csv(arms, results_dir / ARMS_CSV)
-        write_text_atomic(
-            results_dir / ARMS_TABLE, arms_markdown(arms.assign(predict_time_ratio=float("nan"), hparams=""))
-        )
-        dots_with_ci(
-            arms,
-            ["variant", "arm"],
-            [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)],
-            "Retrofit cost by arm: presence × sink",
-            results_dir / ARMS_PLOT,
-        )
+        untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
+        write_text_atomic(results_dir / ARMS_TABLE, arms_markdown(untimed))
+        plot_arms(arms, results_dir)
     return frame
