@@ -426,7 +426,7 @@ def test_an_unaltered_reference_reproduces(tmp_path):
     outcome = verify(tmp_path, frame)
     assert (
         outcome.ok
-        and outcome.line() == f"reproduced: 18/18 rows within {RTOL:g} (max rel |Δ| 0, 20 columns) vs a table in memory"
+        and outcome.line() == f"reproduced: 18/18 rows within {RTOL:g} (max rel |Δ| 0, 25 columns) vs a table in memory"
     )
     assert (tmp_path / "reproduction.txt").read_text() == outcome.line() + "\n"
 
@@ -436,7 +436,7 @@ def test_an_altered_reference_row_is_caught(tmp_path):
     altered = frame.copy()
     altered.loc[4, "rmse"] *= 1 + 1e-7
     with pytest.raises(
-        RunnerError, match=r"not reproduced \(reproduced: 17/18 rows within 1e-09 \(max rel \|Δ\| 1e-07 in rmse, 20 col"
+        RunnerError, match=r"not reproduced \(reproduced: 17/18 rows within 1e-09 \(max rel \|Δ\| 1e-07 in rmse, 25 col"
     ):
         verify(tmp_path, altered)
     assert "1 differing: host=h/dataset=a/seed=1/variant=full_o (rmse)" in (tmp_path / "reproduction.txt").read_text()
