@@ -3,10 +3,12 @@ report of what they took over on the shipped hosts (slow)."""
 
 import copy
 import re
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
+from synthetic import regression_data
 from tabpfn import TabPFNRegressor
 from torch import nn
 
@@ -37,10 +39,7 @@ IDENTITY = {"tau": {"mode": "calibrated", "c": 1e-9}, "eps_mode": "relative"}
 NORM_ONLY = {"name": "o_norm_only", "adapters": ["o_norm"], "tau": {"mode": "calibrated", "c": 1e-3}, "eps_den": 1e-6}
 
 
-def _data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(80, 4))
-    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=80)
+_data = partial(regression_data, n=80)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
 from retrofit.data import DatasetError, DatasetSpec
@@ -27,15 +25,6 @@ from retrofit.variants import VARIANT_DIR, available_variants
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]
-
-
-@pytest.fixture
-def hydra_compose():
-    """`compose(config_name, overrides)` on the repo's configs (hydra node kept); clears Hydra after."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        yield lambda name="config", overrides=(): compose(name, list(overrides), return_hydra_config=True)
-    GlobalHydra.instance().clear()
 
 
 def case_of(hydra_compose, *overrides: str):

@@ -4,6 +4,7 @@ returns (refit refused, models checked against the report, clone, pickle). Shipp
 import copy
 import pickle
 import re
+from functools import partial
 
 import joblib
 import numpy as np
@@ -17,6 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
+from synthetic import regression_data
 from tabpfn import TabPFNRegressor
 
 from retrofit import RetrofitRegressor, retrofit, unpatch
@@ -38,10 +40,7 @@ def _expected_failed_checks(estimator: RetrofitRegressor) -> dict[str, str]:
     return EXPECTED_FAILED_CHECKS
 
 
-def _data(seed: int = 0, n: int = 90) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 4))
-    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n)
+_data = partial(regression_data, n=90)
 
 
 def _stock(n_estimators: int = 1) -> TabPFNRegressor:

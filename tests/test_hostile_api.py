@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import os
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
+from synthetic import regression_data
 from tabpfn import TabPFNRegressor
 from tabpfn.architectures import ARCHITECTURES as TABPFN_ARCHITECTURES
 from tabpfn.checkpoint import save_as_safetensors
@@ -30,11 +32,7 @@ from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.hosts.validation import _regression_head_missing
 from retrofit.variants import VARIANT_DIR, Variant, resolve_variant
 
-
-def _data(seed: int = 0, n: int = 60, f: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, f))
-    return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+_data = partial(regression_data, n=60, f=3, curved=False)
 
 
 @pytest.fixture(scope="module")

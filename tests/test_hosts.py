@@ -4,11 +4,13 @@ import pathlib
 import subprocess
 import sys
 import time
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
+from synthetic import regression_data
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
@@ -16,11 +18,7 @@ from retrofit.hosts import available, check_checkpoint, get_path, make_regressor
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.metrics import rmse
 
-
-def _data(seed: int = 0, n: int = 120, f: int = 4):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, f))
-    return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+_data = partial(regression_data, n=120, curved=False)
 
 
 @pytest.mark.parametrize(

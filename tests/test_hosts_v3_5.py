@@ -1,11 +1,13 @@
 """tabpfn v3.5 hosts: our written files and tabpfn's own multitask format load and predict alike."""
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
+from synthetic import regression_data
 from tabpfn import TabPFNClassifier, TabPFNRegressor
 from tabpfn.architectures import tabpfn_v3_5
 from tabpfn.checkpoint import save_as_safetensors
@@ -20,10 +22,7 @@ needs_adapter = pytest.mark.skipif(
 )
 
 
-def _data(seed: int = 0, n: int = 120, f: int = 4):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, f))
-    return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+_data = partial(regression_data, n=120, curved=False)
 
 
 def _tabpfn_regressor(path, **kw) -> TabPFNRegressor:

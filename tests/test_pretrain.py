@@ -1,7 +1,5 @@
 """Pretraining: a short run's loss falls, state resumes exactly, the export loads in tabpfn."""
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -142,11 +140,8 @@ def test_model_card_renders_the_checkpoint_record(tmp_path):
 
 
 @pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2", "tiny_v3_5"])
-def test_shipped_pretrain_configs_are_typed_and_a_typo_is_an_error(host):
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(Path(__file__).parents[1] / "configs"), version_base="1.3"):
-        node = compose("pretrain_host", overrides=[f"pretrain={host}"]).pretrain
+def test_shipped_pretrain_configs_are_typed_and_a_typo_is_an_error(host, hydra_compose):
+    node = hydra_compose("pretrain_host", [f"pretrain={host}"]).pretrain
     config = PretrainConfig.from_config(node)
     assert (config.host_name, config.border_tail_share) == (host, 0.2)
     with pytest.raises(RetrofitError, match="max_minuts"):
