@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
 from retrofit.data import DatasetError, DatasetSpec

@@ -35,18 +35,20 @@ from scipy.stats import spearmanr
 from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
+from retrofit.fitting import load_split
 from retrofit.hosts import get_path, make_regressor
-from retrofit.measure.cases import DATASET_DIR
 from retrofit.measure.timing import torch_threads
 from retrofit.patching import retrofit
 from retrofit.removal.columns import member_feature_columns
 from retrofit.removal.context import evaluate
 from retrofit.removal.features import values
 from retrofit.removal.game import explain
-from retrofit.runner.case import Case, case_data
 from retrofit.runner.config import dataset_spec, typed
 
 log = logging.getLogger(__name__)
+
+DATASET_DIR = Path(__file__).resolve().parents[2] / "configs" / "dataset"
+"""The repository's dataset configs, read by name."""
 
 COLUMNS = (
     "dataset",
@@ -115,7 +117,7 @@ def explain_dataset(cfg: ExplainBenchConfig, name: str) -> Explained:
     """The three methods on dataset `name` (see the module docstring)."""
     spec = dataset_spec(OmegaConf.load(DATASET_DIR / f"{name}.yaml"))
     host_path = get_path(cfg.host)
-    _, data = case_data(Case(spec, cfg.seed, cfg.host, host_path, (), Path("."), Path(".")))
+    _, data = load_split(spec, cfg.seed, base_dir=Path("."))
     X_train, y_train = data.X_train[: cfg.max_train_rows], data.y_train[: cfg.max_train_rows]
     X_explain = data.X_test[: cfg.n_explain]
     d = X_train.shape[1]
