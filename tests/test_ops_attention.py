@@ -1,4 +1,4 @@
-"""OAttention contracts (PAPER.md section 3), property-based over shapes, seeds and dtypes."""
+"""OAttention contracts (docs/method.md, "OAttention"), property-based over shapes, seeds and dtypes."""
 
 import math
 

@@ -1,4 +1,7 @@
-"""The operator experiments (exactness, compositional ablation, attention benchmark).
+"""Measurements: the importable cores of the thin Hydra entry points in `experiments/`.
 
-Importable cores of the thin Hydra entry points in `experiments/`; they use only `retrofit.ops`.
+On the operators alone (`retrofit.ops`, no tabpfn): exactness, the compositional ablation, the
+attention benchmark. On retrofitted hosts (fitted through `retrofit.fitting`): the host quality
+bar, the padding demo, the batch benchmark and the scale check. `timing` and `memory` are the
+shared interleaved-timing and memory probes.
 """

@@ -1,4 +1,4 @@
-"""Compositional ablation (PAPER.md section 5.3): which two-block host keeps old tokens fixed?
+"""Compositional ablation (docs/operators.md, "Compositional ablation"): which two-block host keeps old tokens fixed?
 
 Three hosts with identical random weights (standard, oa_only, otransformer); `n_null` null
 tokens (zero rows) are inserted at random positions and `linf_old_tokens` is the largest change

@@ -1,4 +1,4 @@
-"""OAttention (PAPER.md section 3): fused on SDPA, compact, and direct (materialised) evaluation.
+"""OAttention (docs/method.md, "OAttention"): fused on SDPA, compact, and direct (materialised) evaluation.
 
 Two sink semantics (`eps_mode`), with W_i = sum_j m_ij p_j exp(s_ij), s_ij = q_i . k_j / sqrt(D):
 

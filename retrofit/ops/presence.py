@@ -1,4 +1,4 @@
-"""Presence coefficient rho_tau(h) = ||h||^2 / (tau + ||h||^2) (PAPER.md section 2)."""
+"""Presence coefficient rho_tau(h) = ||h||^2 / (tau + ||h||^2) (docs/method.md, "Presence")."""
 
 import torch
 

@@ -1,4 +1,4 @@
-"""OStandardize (PAPER.md section 4): presence-weighted moments, so null tokens carry zero mass."""
+"""OStandardize (docs/method.md, "O-Closure"): presence-weighted moments, so null tokens carry zero mass."""
 
 import torch
 from torch import nn
