@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ from retrofit.runner import aggregate as agg
 from retrofit.runner.case import Case, UnitSpec, run_case, stored_rows
 from retrofit.runner.config import case_from_hydra, reference_of, results_dir_of
 from retrofit.runner.guard import RECORD_DIR, check_results_dir, require_rows
-from retrofit.runner.reproduce import NOT_COMPARED, compare, read_reference
+from retrofit.runner.hydra_callbacks import sweep_cases
+from retrofit.runner.reproduce import NOT_COMPARED, compare, read_reference, require_covered
 from retrofit.runner.units import UnitStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,9 +141,10 @@ def test_only_a_whole_checked_record_sweep_may_write_the_record(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_make_retrofit_passes_the_record_guard_and_compares_with_head(hydra_compose):
+@pytest.mark.slow
+def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(hydra_compose):
     """The Makefile's own overrides: a whole sweep may write results/, against the committed CSV,
-    every row required; the same overrides in a single run are refused."""
+    whose every row one of its units reruns; the same overrides in a single run are refused."""
     makefile = (ROOT / "Makefile").read_text()
     line = makefile.split("\nretrofit:")[1].split("\n\n")[0].replace("\\\n", " ").splitlines()[1]
     overrides = [arg for arg in shlex.split(line)[2:] if arg != "-m" and not arg.startswith("hydra")]
@@ -150,9 +153,17 @@ def test_make_retrofit_passes_the_record_guard_and_compares_with_head(hydra_comp
     with open_dict(cfg):
         cfg.hydra.runtime.cwd = str(ROOT)
         cfg.hydra.mode = RunMode.MULTIRUN
+        cfg.hydra.overrides.task = overrides
+        cfg.hydra.overrides.hydra = ["hydra.mode=MULTIRUN"]
     assert results_dir_of(cfg, cfg.hydra) == RECORD_DIR
     reference = reference_of(cfg, ROOT)
     assert reference.require_all and " at HEAD (" in reference.source
+    cases = sweep_cases(cfg)
+    assert len(cases) == 36
+    keys = [case.key(unit) for case in cases for unit in case.units]
+    require_covered(reference, keys)
+    with pytest.raises(RunnerError, match="would not rerun 1 of the"):
+        require_covered(reference, keys[1:])
     cfg.hydra.mode = RunMode.RUN
     with pytest.raises(RunnerError, match="only from a whole sweep"):
         results_dir_of(cfg, cfg.hydra)
@@ -200,6 +211,43 @@ def test_aggregating_a_mistyped_cache_writes_nothing_and_says_why(tmp_path):
     assert out.returncode == 1 and f"no unit results under {tmp_path / 'cahce' / 'runs'}, nothing written" in out.stderr
     assert (results / "retrofit_rmse.csv").read_text() == "dataset,rmse\nwage,1.0\n"
     assert sorted(p.name for p in results.iterdir()) == ["retrofit_rmse.csv"]
+
+
+@pytest.mark.slow
+def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_head(host, tmp_path):
+    """`make retrofit`'s flags on a copy of the package (whose `results/` is then the record): the
+    whole sweep rewrites it and reproduces the committed CSV, whatever the working tree holds; a
+    sweep covering less than the record is refused before it runs."""
+    repo = tmp_path / "clone"
+    for name in ("retrofit", "experiments", "configs"):
+        shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(repo)}
+
+    def sweep(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "experiments/sweep.py", "-m", "dataset=diabetes", "variant=oa_only", *args]
+        command += [f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={tmp_path / 'multirun'}", *host_args(host)]
+        return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+
+    first = sweep("seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "results_dir=outputs/results")
+    assert first.returncode == 0, first.stderr
+    (repo / "results").mkdir()
+    shutil.copy(repo / "outputs" / "results" / "retrofit_rmse.csv", repo / "results" / "retrofit_rmse.csv")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "results/retrofit_rmse.csv"], ["commit", "-q", "-m", "record"]):
+        subprocess.run([*git, *args], check=True)
+    committed = (repo / "results" / "retrofit_rmse.csv").read_text()
+    edited = pd.read_csv(repo / "results" / "retrofit_rmse.csv")
+    edited.assign(nll=edited["nll"] + 1).to_csv(repo / "results" / "retrofit_rmse.csv", index=False)
+    record = ["results_dir=results", "record=true", "reference=results/retrofit_rmse.csv", "reference_commit=HEAD"]
+    out = sweep("seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *record)
+    assert out.returncode == 0, out.stderr
+    assert "reproduced: 4/4 rows within 1e-09 (max rel |Δ| 0, " in out.stdout and " at HEAD (" in out.stdout
+    assert (repo / "results" / "retrofit_rmse.csv").read_text() == committed  # rewritten from the sweep
+    stamp = (repo / "results" / "retrofit_rmse.csv").stat().st_mtime_ns
+    partial = sweep("seed=0", *record)
+    assert partial.returncode == 1 and "this sweep would not rerun 2 of the 4 rows of" in partial.stderr
+    assert "e.g. host=random_v3/dataset=diabetes/seed=1/variant=baseline" in partial.stderr
+    assert (repo / "results" / "retrofit_rmse.csv").stat().st_mtime_ns == stamp  # refused before any work
 
 
 def test_an_empty_aggregation_is_refused():

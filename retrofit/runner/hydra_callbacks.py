@@ -33,7 +33,7 @@ from retrofit.runner.aggregate import aggregate, headline, outputs
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.collect import sweep_records
 from retrofit.runner.config import case_from_hydra, reference_of, resolve, results_dir_of
-from retrofit.runner.reproduce import Reference, verify
+from retrofit.runner.reproduce import Reference, require_covered, verify
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
@@ -108,6 +108,7 @@ class CheckSweep(Callback):
                 self.cases = sweep_cases(config)
                 check_cases(self.cases)
             self.reference = reference_of(config, Path(config.hydra.runtime.cwd))
+            require_covered(self.reference, (case.key(unit) for case in self.cases for unit in case.units))
             for notice in notices:
                 console.say(f"note: {notice}")
             self.progress = console.UnitProgress(self.cases, markers_dir(config)).__enter__()

@@ -18,8 +18,10 @@ overwritten the file, cannot make the next run compare with itself); the outcome
 
 import io
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -162,6 +164,22 @@ def compare(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Reproduct
         source=reference.source,
         require_all=reference.require_all,
     )
+
+
+def require_covered(reference: Reference | None, keys: Iterable[Sequence[Any]]) -> None:
+    """Before a sweep runs: when `reference` requires every row (`record=true`), RunnerError unless
+    the sweep's unit `keys` (`UnitKey`s: host, dataset, seed, variant, hparams pairs) cover them all,
+    so that a partial grid never rewrites the record."""
+    if reference is None or not reference.require_all:
+        return
+    ran = {(k.host, k.dataset, k.seed, k.variant, ",".join(f"{n}={v}" for n, v in k.hparams)) for k in keys}
+    absent = [key for key in _keyed(reference.frame, "reference").index if key not in ran]
+    if absent:
+        raise RunnerError(
+            f"record=true: this sweep would not rerun {len(absent)} of the {len(reference.frame)} rows of "
+            f"{reference.source}, e.g. {_label(absent[0])}; the record is rewritten only by the whole grid "
+            "(make retrofit)"
+        )
 
 
 def _git(path: Path, *args: str) -> subprocess.CompletedProcess | None:
