@@ -63,11 +63,3 @@ def check_results_dir(
             f"write elsewhere, e.g. results_dir={ELSEWHERE}"
         )
     return path
-
-
-def require_rows(rows: list, source: Path) -> list:
-    """`rows` unless empty; RunnerError naming `source` (where they were looked for) before anything
-    is written, so an empty aggregation never replaces a table."""
-    if not rows:
-        raise RunnerError(f"no unit results under {source}, nothing written; check cache_dir or run the sweep first")
-    return rows
