@@ -40,3 +40,28 @@ def hydra_compose():
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "configs"), version_base="1.3"):
         yield lambda name="config", overrides=(): compose(name, list(overrides), return_hydra_config=True)
     GlobalHydra.instance().clear()
+
+
+@pytest.fixture(scope="session")
+def dataset_spec():
+    """`dataset_spec(name) -> DatasetSpec` of the repository's `configs/dataset/<name>.yaml`."""
+    import yaml
+
+    from retrofit.data import DatasetSpec
+
+    folder = Path(__file__).resolve().parents[1] / "configs" / "dataset"
+    return lambda name: DatasetSpec.from_mapping(yaml.safe_load((folder / f"{name}.yaml").read_text()))
+
+
+@pytest.fixture(scope="session")
+def make_case(dataset_spec):
+    """`make_case(host_path, runs_dir, dataset="diabetes", seed=0, *, host="random_v3", units=(), **fields)`:
+    a runner `Case` on a repository dataset config, files relative to the working directory; `fields`
+    are the other `Case` fields (`n_estimators`, `timing_rounds`, ...)."""
+    from retrofit.runner.case import Case
+
+    def make(host_path, runs_dir, dataset="diabetes", seed=0, *, host="random_v3", units=(), **fields):
+        spec = dataset_spec(dataset)
+        return Case(spec, seed, host, Path(host_path), tuple(units), Path(runs_dir), Path("."), **fields)
+
+    return make

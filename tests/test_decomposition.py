@@ -1,7 +1,7 @@
 """The sink / presence decomposition: arms from the config, extra units of a case, the arm table."""
 
 import math
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -10,17 +10,15 @@ import yaml
 
 import retrofit
 import retrofit.adapters.block as block
-from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.fitting import fit_case
 from retrofit.hosts import get_path
 from retrofit.runner.aggregate import ARM_COLUMNS, aggregate
-from retrofit.runner.case import Case, UnitSpec, run_case
+from retrofit.runner.case import UnitSpec, run_case
 from retrofit.runner.collect import case_records
 from retrofit.runner.decomposition import ARMS_FILE, Decomposition, with_arms
 from retrofit.runner.record import UnitRecord
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))
 ARMS = ["paper", "presence_only", "sink_only", "identity_check"]
 SETTINGS = {  # arm -> (tau_c, eps_den, eps_mode) the variants run with
@@ -33,10 +31,10 @@ IDENTITY_BOUND_PCT = 0.05
 """identity_check (presences 1, relative sink) must stay this close to the baseline's RMSE."""
 
 
-def make_case(host_path: Path, host: str, runs_dir: Path, dataset: str, **kwargs) -> Case:
-    spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{dataset}.yaml").read_text()))
-    units = with_arms(MAIN_UNITS, yaml.safe_load(ARMS_FILE.read_text()))
-    return Case(spec, 0, host, host_path, **{"units": units, "runs_dir": runs_dir, "base_dir": Path("."), **kwargs})
+@pytest.fixture
+def arms_case(make_case):
+    """`make_case` whose units are the main ones plus the packaged decomposition arms."""
+    return partial(make_case, units=with_arms(MAIN_UNITS, yaml.safe_load(ARMS_FILE.read_text())))
 
 
 def test_the_shipped_arms_switch_sink_and_presence():
@@ -87,10 +85,8 @@ def test_bad_arms_are_refused_by_name(node, message):
         Decomposition.from_node(node)
 
 
-def test_arm_rows_of_a_random_host_case(make_random_host, tmp_path):
-    case = make_case(
-        make_random_host("tabpfn_v3"), "random_v3", tmp_path / "runs", "carseats", n_estimators=1, timing_rounds=1
-    )
+def test_arm_rows_of_a_random_host_case(make_random_host, tmp_path, arms_case):
+    case = arms_case(make_random_host("tabpfn_v3"), tmp_path / "runs", "carseats", n_estimators=1, timing_rounds=1)
     rows = run_case(case)
     assert len(rows) == 3 + 6
     frame = aggregate(tmp_path, case_records(case, rows))
@@ -149,10 +145,10 @@ def synthetic_row(**values) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
-def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, tmp_path, monkeypatch):
+def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, tmp_path, monkeypatch, arms_case):
     """On a trained host: identity_check within 0.05 % RMSE of the baseline for both variants, and
     with c = 1e-9 every non-null carrier's presence is 1 to one float32 rounding step."""
-    case = make_case(get_path(host), host, tmp_path / "runs", "diabetes")
+    case = arms_case(get_path(host), tmp_path / "runs", "diabetes", host=host)
     aggregate(tmp_path, case_records(case, run_case(case)))
     arms = pd.read_csv(tmp_path / "decomposition.csv")
     identity = arms[arms["arm"] == "identity_check"]

@@ -7,19 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 from scipy import integrate
 from tabpfn.architectures.shared.bar_distribution import FullSupportBarDistribution
 
 import retrofit
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
-from retrofit.fitting import fit_case
+from retrofit.fitting import CaseSpec, fit_case
 from retrofit.hosts import get_path
 from retrofit.metrics import BarPredictive, DistributionScores
-from retrofit.runner.case import Case, UnitSpec, run_case
+from retrofit.runner.case import UnitSpec, run_case
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 NO_MASS = -np.inf
 
 
@@ -147,15 +145,10 @@ def test_matched_deltas():
 # --- tabpfn's predictions and the runner --------------------------------------------------------
 
 
-def make_case(host_path: Path, host: str, runs_dir: Path, dataset: str = "diabetes", **kwargs) -> Case:
-    spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{dataset}.yaml").read_text()))
-    return Case(spec, 0, host, host_path, **{"units": (), "runs_dir": runs_dir, "base_dir": Path("."), **kwargs})
-
-
-def fitted(host_path: Path, host: str, tmp_path: Path, **kwargs) -> tuple:
-    case = make_case(host_path, host, tmp_path, **kwargs)
-    fitted = fit_case(case.fit_spec)
-    return fitted.regressor, fitted.data
+def fitted(spec: DatasetSpec, host_path: Path, **settings) -> tuple:
+    """The stock regressor fitted on `spec`'s seed-0 split, and the split (`retrofit.fitting`)."""
+    case = fit_case(CaseSpec(spec, 0, host_path, Path("."), **settings))
+    return case.regressor, case.data
 
 
 def check_full_output(regressor, data) -> None:
@@ -174,19 +167,19 @@ def check_full_output(regressor, data) -> None:
         np.testing.assert_allclose(dist.nll(data.y_test), z_nll + math.log(regressor.y_train_std_), rtol=1e-5)
 
 
-def test_full_output_on_a_random_host(make_random_host, tmp_path):
-    check_full_output(*fitted(make_random_host("tabpfn_v3"), "random_v3", tmp_path, n_estimators=1))
+def test_full_output_on_a_random_host(make_random_host, dataset_spec):
+    check_full_output(*fitted(dataset_spec("diabetes"), make_random_host("tabpfn_v3"), n_estimators=1))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
-def test_full_output_on_the_shipped_hosts(host, tmp_path):
-    check_full_output(*fitted(get_path(host), host, tmp_path))
+def test_full_output_on_the_shipped_hosts(host, dataset_spec):
+    check_full_output(*fitted(dataset_spec("diabetes"), get_path(host)))
 
 
-def test_runner_rows_carry_the_distribution_columns(make_random_host, tmp_path):
+def test_runner_rows_carry_the_distribution_columns(make_random_host, tmp_path, make_case):
     units = (UnitSpec("baseline"), UnitSpec("oa_only"))
-    case = make_case(make_random_host("tabpfn_v3"), "random_v3", tmp_path, "carseats", units=units, n_estimators=1)
+    case = make_case(make_random_host("tabpfn_v3"), tmp_path, "carseats", units=units, n_estimators=1)
     baseline, oa_only = run_case(case)
     assert baseline["delta_nll"] == baseline["delta_crps_pct"] == baseline["delta_coverage_90"] == 0.0
     assert baseline["nll"] == baseline["baseline_nll"] == oa_only["baseline_nll"]

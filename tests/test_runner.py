@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -14,18 +15,16 @@ import pandas as pd
 import pytest
 import scipy.stats
 import torch
-import yaml
 
 import retrofit
 from retrofit import fitting
-from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
 from retrofit.runner import aggregate as agg
 from retrofit.runner import case as case_module
 from retrofit.runner import units as units_module
 from retrofit.runner.bootstrap import cluster_bootstrap_ci
-from retrofit.runner.case import Case, UnitSpec, predict_all, run_case, timing_columns
+from retrofit.runner.case import UnitSpec, predict_all, run_case, timing_columns
 from retrofit.runner.reproduce import RTOL, compare, read_reference, verify
 from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
@@ -34,10 +33,10 @@ CONFIGS = ROOT / "configs"
 VARIANTS = ("baseline", "oa_only", "full_o")
 
 
-def make_case(host: Path, runs_dir: Path, dataset: str = "carseats", seed: int = 0, **kwargs) -> Case:
-    spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{dataset}.yaml").read_text()))
-    settings = dict(units=tuple(UnitSpec(v) for v in VARIANTS), n_estimators=1) | kwargs
-    return Case(spec, seed, "random_v3", host, runs_dir=runs_dir, base_dir=Path("."), **settings)
+@pytest.fixture
+def case_on(make_case):
+    """`make_case` with this file's defaults: carseats, baseline / oa_only / full_o, one member."""
+    return partial(make_case, dataset="carseats", units=tuple(UnitSpec(v) for v in VARIANTS), n_estimators=1)
 
 
 # --- unit files -------------------------------------------------------------------------------
@@ -108,8 +107,8 @@ def unit_files(runs_dir: Path) -> list[Path]:
     return sorted(runs_dir.rglob("*.json"))
 
 
-def test_case_writes_one_file_per_variant_with_all_columns(host, tmp_path):
-    rows = run_case(make_case(host, tmp_path))
+def test_case_writes_one_file_per_variant_with_all_columns(host, tmp_path, case_on):
+    rows = run_case(case_on(host, tmp_path))
     assert [p.name for p in unit_files(tmp_path)] == [
         "variant=baseline.json",
         "variant=full_o.json",
@@ -128,15 +127,15 @@ def test_case_writes_one_file_per_variant_with_all_columns(host, tmp_path):
     assert np.isfinite(rows[1]["tau"]) and rows[1]["tau"] > 0  # c · median ||h||², taken at predict time
 
 
-def test_an_absolute_tau_is_recorded_as_the_value_used(host, tmp_path):
+def test_an_absolute_tau_is_recorded_as_the_value_used(host, tmp_path, case_on):
     units = (UnitSpec("baseline"), UnitSpec("oa_only", {"tau": {"mode": "absolute", "value": 0.25}}))
-    row = run_case(make_case(host, tmp_path, units=units))[1]
+    row = run_case(case_on(host, tmp_path, units=units))[1]
     assert (row["tau"], row["tau_rule"], row["tau_c"]) == (0.25, "0.25 (absolute)", None)
 
 
-def test_timed_case_records_median_times_and_paired_ratios(host, tmp_path):
-    untimed = run_case(make_case(host, tmp_path / "a"))
-    timed = run_case(make_case(host, tmp_path / "b", timing_rounds=3))
+def test_timed_case_records_median_times_and_paired_ratios(host, tmp_path, case_on):
+    untimed = run_case(case_on(host, tmp_path / "a"))
+    timed = run_case(case_on(host, tmp_path / "b", timing_rounds=3))
     assert [r["rmse"] for r in timed] == [r["rmse"] for r in untimed]  # timing never changes a number
     baseline, *variants = timed
     assert (baseline["predict_time_ratio"], baseline["predict_time_ratio_min"]) == (1.0, 1.0)
@@ -180,16 +179,16 @@ def test_timing_columns_are_median_and_range_of_per_round_ratios():
     }
 
 
-def test_a_case_runs_with_its_thread_count_and_restores_it(host, tmp_path, monkeypatch):
+def test_a_case_runs_with_its_thread_count_and_restores_it(host, tmp_path, monkeypatch, case_on):
     seen = []
     fit = case_module.fit_case
     monkeypatch.setattr(case_module, "fit_case", lambda *a: seen.append(torch.get_num_threads()) or fit(*a))
     before = torch.get_num_threads()
-    run_case(make_case(host, tmp_path, units=(UnitSpec("baseline"),), threads=3))
+    run_case(case_on(host, tmp_path, units=(UnitSpec("baseline"),), threads=3))
     assert seen == [3] and torch.get_num_threads() == before
 
 
-def test_variants_share_one_fit(host, tmp_path, monkeypatch):
+def test_variants_share_one_fit(host, tmp_path, monkeypatch, case_on):
     fits = []
     make = fitting.make_regressor
 
@@ -199,23 +198,23 @@ def test_variants_share_one_fit(host, tmp_path, monkeypatch):
         return regressor
 
     monkeypatch.setattr(fitting, "make_regressor", counting)
-    rows = run_case(make_case(host, tmp_path))
+    rows = run_case(case_on(host, tmp_path))
     assert len(fits) == 1 and len({r["baseline_rmse"] for r in rows}) == 1
 
 
-def test_rerun_skips_finished_units_and_overwrite_recomputes(host, tmp_path, monkeypatch):
-    first = run_case(make_case(host, tmp_path))
+def test_rerun_skips_finished_units_and_overwrite_recomputes(host, tmp_path, monkeypatch, case_on):
+    first = run_case(case_on(host, tmp_path))
     stamps = {p: p.stat().st_mtime_ns for p in unit_files(tmp_path)}
 
     def no_fit(*args, **kwargs):
         raise AssertionError("a finished case must not fit again")
 
     monkeypatch.setattr(fitting, "make_regressor", no_fit)
-    same = json.dumps(run_case(make_case(host, tmp_path)), sort_keys=True, default=str)  # NaN-safe equality
+    same = json.dumps(run_case(case_on(host, tmp_path)), sort_keys=True, default=str)  # NaN-safe equality
     assert same == json.dumps(first, sort_keys=True, default=str)
     assert {p: p.stat().st_mtime_ns for p in unit_files(tmp_path)} == stamps
     monkeypatch.undo()
-    run_case(make_case(host, tmp_path, overwrite=True))
+    run_case(case_on(host, tmp_path, overwrite=True))
     assert all(p.stat().st_mtime_ns != stamps[p] for p in unit_files(tmp_path))
 
 
@@ -228,13 +227,13 @@ def test_rerun_skips_finished_units_and_overwrite_recomputes(host, tmp_path, mon
     ],
     ids=["code", "tabpfn-version", "torch-version"],
 )
-def test_a_changed_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatch, change):
-    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
+def test_a_changed_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatch, change, case_on):
+    run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
     (path,) = unit_files(tmp_path)
     before = json.loads(path.read_text())
     env = units_module.environment() | change["environment"]
     monkeypatch.setattr(case_module, "environment", lambda: env)
-    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
+    run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
     after = json.loads(path.read_text())
     assert before["fingerprint"] != after["fingerprint"]
     assert after["rmse"] > 0
@@ -245,17 +244,17 @@ def test_a_changed_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatc
     [{"n_estimators": 2}, {"precision": "float64"}, {"threads": 2}, {"test_size": 0.4}],
     ids=["n_estimators", "precision", "threads", "test_size"],
 )
-def test_a_changed_setting_is_another_unit_beside_the_first(host, tmp_path, change):
-    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),)))
+def test_a_changed_setting_is_another_unit_beside_the_first(host, tmp_path, change, case_on):
+    run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
     (path,) = unit_files(tmp_path)
     before = path.read_text()
-    run_case(make_case(host, tmp_path, units=(UnitSpec("oa_only"),), **change))
+    run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),), **change))
     first, second = (json.loads(p.read_text()) for p in unit_files(tmp_path))
     assert path.read_text() == before and first["fingerprint"] != second["fingerprint"]
     assert len({p.parent.name for p in unit_files(tmp_path)}) == 2  # settings=<digest> directories
 
 
-def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, monkeypatch):
+def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, monkeypatch, case_on):
     write = UnitStore.write
 
     def crash_on_full_o(store, key, row):
@@ -265,22 +264,22 @@ def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, m
 
     monkeypatch.setattr(UnitStore, "write", crash_on_full_o)
     with pytest.raises(KeyboardInterrupt):
-        run_case(make_case(host, tmp_path, units=(UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("full_o"))))
+        run_case(case_on(host, tmp_path, units=(UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("full_o"))))
     assert [p.name for p in unit_files(tmp_path)] == ["variant=baseline.json", "variant=oa_only.json"]
     kept = unit_files(tmp_path)[1].read_text()
     monkeypatch.undo()
-    run_case(make_case(host, tmp_path))
+    run_case(case_on(host, tmp_path))
     assert len(unit_files(tmp_path)) == 3 and unit_files(tmp_path)[2].read_text() == kept
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_unknown_hparam_and_missing_host_are_user_errors(tmp_path, host):
+def test_unknown_hparam_and_missing_host_are_user_errors(tmp_path, host, case_on):
     from retrofit.runner.config import unit_spec
 
     with pytest.raises(RunnerError, match="unknown retrofit hyper-parameters"):
         unit_spec("oa_only", retrofit.variants.load_variant("oa_only"), {"temperature": 2})
     with pytest.raises(retrofit.errors.RetrofitError):
-        run_case(make_case(tmp_path / "missing.safetensors", tmp_path))
+        run_case(case_on(tmp_path / "missing.safetensors", tmp_path))
     assert unit_files(tmp_path) == []
 
 
