@@ -4,114 +4,29 @@ Patching runs in phases so that a failure never leaves a half-patched model:
 prepare (check the regressor, copy it sharing the frozen weights' storage, freeze the clone),
 match (find every in-context block of every model by its architecture spec), check (build every
 wrapper, which validates the block it wraps), replace (swap wrapper for block: `get_submodule`, `setattr`).
-The report is then read off the wrappers in place: the modules they actually took over.
+The report is then read off the wrappers in place: the modules they actually took over
+(`retrofit.report`); the patched clone is a `retrofit.patched.PatchedTabPFNRegressor`.
 """
 
 import copy
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 from omegaconf import DictConfig
-from sklearn.base import clone as sklearn_clone
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import ADAPTERS, PARTS, OBlock, OClosedModel, architecture_of, close_model
+from retrofit.adapters import OBlock, OClosedModel, architecture_of, close_model
 from retrofit.errors import RetrofitError
+from retrofit.patched import PatchedTabPFNRegressor, engine_models
+from retrofit.report import report_of
 from retrofit.tabpfn_internals import set_engine_models
-from retrofit.variants import Variant, resolve_variant
+from retrofit.variants import resolve_variant
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PatchedModule:
-    """One host submodule an O operator took over: its dotted path in the model, the part, the
-    adapter and the operator (`AdapterSpec.operator`) that now computes it."""
-
-    model_index: int
-    path: str
-    part: str
-    adapter: str
-    operator: str
-
-
-@dataclass(frozen=True)
-class RetrofitReport:
-    """What `retrofit` did: the variant, the architectures, the wrapped blocks, every submodule taken over.
-
-    `blocks` and `patched` are read off the wrappers in the models (`OBlock.replaced`), not off a
-    table of what a variant means to swap: a norm that already maps 0 to 0 (RMSNorm, a LayerNorm
-    without bias) is left to the host and not listed.
-    """
-
-    variant: Variant
-    architectures: tuple[str, ...]
-    blocks: tuple[str, ...]
-    patched: tuple[PatchedModule, ...]
-    closed: tuple[str, ...] = ()
-    """`<model index>:<stage>` of every host stage outside the in-context blocks that a whole-model
-    wrapper (`OClosedModel`, a `closed` variant) re-implements with O operators."""
-
-    def counts(self) -> dict[str, int]:
-        """Number of host submodules taken over, per part (every part listed, 0 if none)."""
-        return {part: sum(m.part == part for m in self.patched) for part in PARTS}
-
-    def summary(self) -> str:
-        """One line: variant, architectures, wrapped blocks, modules per part, tau rule."""
-        counts = ", ".join(f"{part} {n}" for part, n in self.counts().items())
-        tau = self.variant.tau.describe() if self.variant.tau else "no tau (nothing patched)"
-        return (
-            f"retrofit variant {self.variant.name!r} on {'/'.join(self.architectures)}: {len(self.blocks)} blocks "
-            f"wrapped, {len(self.patched)} modules taken over ({counts}); {tau}; eps_den={self.variant.eps_den}, "
-            f"eps_mode={self.variant.eps_mode}, compact={self.variant.compact}"
-            + (f"; whole model closed ({len(self.closed)} stages outside the blocks)" if self.closed else "")
-        )
-
-
-class PatchedTabPFNRegressor(TabPFNRegressor):
-    """What `retrofit` returns: a fitted TabPFNRegressor whose `predict` runs a variant.
-
-    `fit` (and tabpfn's other fit methods) raise RetrofitError instead of refitting: tabpfn's fit
-    reloads stock models from the checkpoint, which would drop the adapters while the report still
-    names them. Refusing, rather than re-applying the variant after a refit, keeps one way to make
-    a retrofitted model (`retrofit` on a fitted stock regressor), so a patched regressor is always
-    the frozen copy of one named stock fit: what a matched comparison of variants needs. Refitting
-    is `RetrofitRegressor`'s job (its `fit` fits the stock regressor and retrofits it).
-
-    `predict` first checks that the wrappers in the models are still those `retrofit_report_`
-    lists (RetrofitError if, say, `models_` was replaced). `sklearn.base.clone` gives a plain
-    unfitted TabPFNRegressor with the same parameters: clone copies parameters, and the variant
-    is fitted state. Pickling round-trips (the class lives at module level).
-    """
-
-    def fit(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Refused; see the class docstring."""
-        raise RetrofitError(
-            f"this regressor runs retrofit variant {self.retrofit_report_.variant.name!r}; fitting it would reload "
-            "the stock models and silently drop the O adapters. Fit a stock TabPFNRegressor and call "
-            "retrofit.retrofit on it, or use retrofit.RetrofitRegressor, whose fit does both."
-        )
-
-    fit_from_preprocessed = fit_with_differentiable_input = fit
-
-    def predict(self, X: Any, **kwargs: Any) -> Any:
-        """tabpfn's `predict` (same arguments), after checking the modules against the report."""
-        report = _report(self.retrofit_report_.variant, _models(self))
-        if report != self.retrofit_report_:
-            raise RetrofitError(
-                f"the models no longer run what retrofit_report_ says ({len(report.blocks)} wrapped blocks and "
-                f"{len(report.patched)} modules taken over, against {len(self.retrofit_report_.blocks)} and "
-                f"{len(self.retrofit_report_.patched)}): were models_ replaced? Retrofit the stock regressor again."
-            )
-        return super().predict(X, **kwargs)
-
-    def __sklearn_clone__(self) -> TabPFNRegressor:
-        return sklearn_clone(TabPFNRegressor(**self.get_params(deep=False)))
 
 
 def retrofit(
@@ -130,7 +45,7 @@ def retrofit(
     """
     spec = resolve_variant(variant, **hparams)
     clone = _prepare(regressor)
-    models = _models(clone)
+    models = engine_models(clone)
     targets = [(index, path, block) for index, model in enumerate(models) for path, block in _match(model)]
     closed = [close_model(model, spec) for model in models] if spec.closed else []
     if spec.adapters:
@@ -146,7 +61,7 @@ def retrofit(
     if closed:
         models = _set_models(clone, closed)
     clone.__class__ = PatchedTabPFNRegressor
-    clone.retrofit_report_ = _report(spec, models)
+    clone.retrofit_report_ = report_of(spec, models)
     log.info(clone.retrofit_report_.summary())
     return clone
 
@@ -159,7 +74,7 @@ def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
     but a fitted TabPFNRegressor (what `retrofit` returns).
     """
     _check_fitted(patched, "unpatch")
-    models = _models(patched)
+    models = engine_models(patched)
     if any(isinstance(model, OClosedModel) for model in models):
         models = _set_models(patched, [getattr(model, "host_model", model) for model in models])
     for model in models:
@@ -192,7 +107,7 @@ def _prepare(regressor: TabPFNRegressor) -> TabPFNRegressor:
             "retrofitted copy is a PatchedTabPFNRegressor and would lose the subclass's behaviour"
         )
     clone = copy.deepcopy(regressor, memo=_shared_weights(regressor))
-    for model in _models(clone):
+    for model in engine_models(clone):
         model.requires_grad_(False)
     return clone
 
@@ -215,23 +130,6 @@ def _check_fitted(regressor: Any, action: str) -> None:
         raise RetrofitError(f"{action} needs a fitted tabpfn.TabPFNRegressor, got {type(regressor).__name__}")
     if not (hasattr(regressor, "executor_") or getattr(regressor, "is_constant_target_", False)):
         raise RetrofitError(f"{action} needs a fitted TabPFNRegressor: this one is not fitted; call .fit(X, y) first")
-
-
-def _models(regressor: TabPFNRegressor) -> list[nn.Module]:
-    """The models `predict` runs; RetrofitError if the engine holds copies patching would miss.
-
-    A constant-target fit has no engine (tabpfn predicts the constant without running a model).
-    """
-    models = list(regressor.models_)
-    caches = getattr(getattr(regressor, "executor_", None), "model_caches", None) or []
-    for cache in caches:
-        for device in cache.get_devices():
-            if not any(cache.get(device) is model for model in models):
-                raise RetrofitError(
-                    f"the inference engine holds a model on {device} that is not in regressor.models_ (models_ "
-                    "replaced, or several devices?); retrofit a stock regressor fitted on a single device"
-                )
-    return models
 
 
 def _set_models(regressor: TabPFNRegressor, models: list[nn.Module]) -> list[nn.Module]:
@@ -260,27 +158,3 @@ def _match(model: nn.Module) -> list[tuple[str, nn.Module]]:
                 f"{arch.module}.{arch.block_class}; the registered spec does not fit this model"
             )
     return [(f"{arch.blocks}.{i}", block) for i, block in enumerate(blocks)]
-
-
-def _report(variant: Variant, models: list[nn.Module]) -> RetrofitReport:
-    """The report of `variant` on `models` as they are: every O wrapper and what it replaced."""
-    adapters = {spec.part: spec for spec in ADAPTERS.values()}
-    wrapped = [
-        (i, name, m) for i, model in enumerate(models) for name, m in model.named_modules() if isinstance(m, OBlock)
-    ]
-    return RetrofitReport(
-        variant=variant,
-        architectures=tuple(dict.fromkeys(architecture_of(model).name for model in models)),
-        blocks=tuple(f"{i}:{name}" for i, name, _ in wrapped),
-        patched=tuple(
-            PatchedModule(i, f"{name}.{module}", part, adapters[part].name, adapters[part].operator)
-            for i, name, wrapper in wrapped
-            for part, module in wrapper.replaced
-        ),
-        closed=tuple(
-            f"{i}:{stage}"
-            for i, model in enumerate(models)
-            if isinstance(model, OClosedModel)
-            for stage in model.closed_stages
-        ),
-    )
