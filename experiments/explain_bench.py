@@ -1,12 +1,15 @@
 """Shapley values: batched closed removal vs shapiq's refit per coalition vs zeroing -> results/removal_bench.*"""
 
 import logging
+from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.errors import exit_on_user_error
 from retrofit.removal.bench import run
+from retrofit.runner.config import dataset_specs
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="explain_bench")
@@ -15,7 +18,9 @@ def main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         settings = OmegaConf.to_container(cfg, resolve=True)
         settings.pop("benchmark_datasets")  # the shared list `datasets` was read from
-        table, _ = run(OmegaConf.create(settings))
+        hydra_cfg = HydraConfig.get()
+        datasets = dataset_specs(hydra_cfg, settings["datasets"])
+        table, _ = run(OmegaConf.create(settings), datasets, Path(hydra_cfg.runtime.cwd))
     print(table.to_string(index=False, float_format="%.3g"))
 
 

@@ -238,9 +238,15 @@ def test_leave_one_out(case):
 
 @pytest.mark.slow
 def test_explain_bench_small(tmp_path):
+    from pathlib import Path
+
     from omegaconf import OmegaConf
 
-    from retrofit.removal.bench import COLUMNS, run
+    from retrofit.data import DatasetSpec
+    from retrofit.removal.bench import COLUMNS, METHODS, run
+
+    root = Path(__file__).resolve().parents[1]
+    auto = DatasetSpec.from_mapping(OmegaConf.to_container(OmegaConf.load(root / "configs" / "dataset" / "auto.yaml")))
 
     cfg = OmegaConf.create(
         dict(
@@ -252,10 +258,11 @@ def test_explain_bench_small(tmp_path):
             plot=str(tmp_path / "bench.png"),
             example_plot=str(tmp_path / "example.png"),
             example_dataset="auto",
+            n_explain_batched=3,
         )
     )
-    table, (explained,) = run(cfg)
-    assert tuple(table.columns) == COLUMNS and list(table.method) == ["closed_batched", "refit_shapiq", "stock_zeroed"]
+    table, (explained,) = run(cfg, [auto], root)
+    assert tuple(table.columns) == COLUMNS and tuple(table.method) == METHODS
     refit = table[table.method == "refit_shapiq"].iloc[0]
     assert refit.speedup_vs_refit == 1 and refit.max_abs_diff_vs_refit == 0 and table.n_coalitions.eq(8).all()
     # both sides share v(∅), and v(all) is the prediction of the closed vs the stock host (equal to rounding)

@@ -6,7 +6,10 @@ Methods (the `method` column of results/removal_bench.csv):
   refit_shapiq     shapiq's TabPFNImputer (remove-and-recontextualize): the stock regressor
                    refitted on each coalition's columns, one row and one coalition at a time;
   stock_zeroed     the stock host, the removed features' cells set to 0 after tabpfn's
-                   preprocessing (context and query) — masking by value, batched like ours.
+                   preprocessing (context and query) — masking by value, batched like ours;
+  closed_batched_rows  ours on `n_explain_batched` query rows at once (the first ones include
+                   the `n_explain` rows the others explain): every row shares the context, so a
+                   coalition costs one batch element for all of them, where a refit is per row.
 All three use the same shapiq computation (exact over all 2^d coalitions where d <=
 `exact_max_features`, else KernelSHAP with `budget` coalitions and the same `random_state`, so
 the same coalitions), the same v(∅) (the closed model's value of the empty table, which a refit
@@ -34,6 +37,7 @@ from omegaconf import OmegaConf
 from scipy.stats import spearmanr
 from tabpfn import TabPFNRegressor
 
+from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path, make_regressor
@@ -43,7 +47,7 @@ from retrofit.removal.columns import member_feature_columns
 from retrofit.removal.context import evaluate
 from retrofit.removal.features import values
 from retrofit.removal.game import explain
-from retrofit.runner.config import dataset_spec, typed
+from retrofit.runner.config import typed
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +64,8 @@ COLUMNS = (
     "rank_corr_median",
     "max_abs_diff_vs_refit",
 )
-METHODS = ("closed_batched", "refit_shapiq", "stock_zeroed")
+METHODS = ("closed_batched", "closed_batched_rows", "refit_shapiq", "stock_zeroed")
+EXAMPLE_METHODS = ("closed_batched", "refit_shapiq", "stock_zeroed")
 
 
 @dataclass
@@ -70,10 +75,11 @@ class ExplainBenchConfig:
     host: str = "tiny_v3"
     datasets: list[str] = field(default_factory=list)
     seed: int = 0
-    n_estimators: int = 2
-    max_train_rows: int = 150
+    n_estimators: int = 1
+    max_train_rows: int = 100
     n_explain: int = 1
-    exact_max_features: int = 12
+    n_explain_batched: int = 32
+    exact_max_features: int = 7
     budget: int = 128
     random_state: int = 0
     repeats: int = 1
@@ -95,31 +101,37 @@ class Explained:
     seconds: dict[str, float]
 
 
-def run(cfg: ExplainBenchConfig) -> tuple[pd.DataFrame, list[Explained]]:
-    """Every dataset of `cfg` explained by every method; the table (`COLUMNS`) and the attributions.
-    Writes `cfg.output`, `cfg.plot` and `cfg.example_plot`."""
+def run(cfg: ExplainBenchConfig, datasets: list[DatasetSpec], base_dir: Path) -> tuple[pd.DataFrame, list[Explained]]:
+    """Every dataset (`cfg.datasets`, resolved to `datasets`, files relative to `base_dir`)
+    explained by every method; the table (`COLUMNS`) and the attributions. Writes `cfg.output`,
+    `cfg.plot` and `cfg.example_plot` (relative to `base_dir`)."""
     cfg = OmegaConf.to_object(typed(ExplainBenchConfig, cfg, "explain_bench"))
-    if not cfg.datasets or cfg.n_explain < 1 or cfg.repeats < 1 or cfg.budget < 2:
-        raise RetrofitError("explain-bench needs datasets, n_explain >= 1, repeats >= 1 and budget >= 2")
+    if [spec.name for spec in datasets] != list(cfg.datasets):
+        raise RetrofitError(f"explain-bench: datasets {[s.name for s in datasets]} do not match cfg {cfg.datasets}")
+    if not datasets or cfg.n_explain < 1 or cfg.repeats < 1 or cfg.budget < 2 or cfg.n_explain_batched < 1:
+        raise RetrofitError(
+            "explain-bench needs datasets, n_explain >= 1, n_explain_batched >= 1, repeats >= 1 and budget >= 2"
+        )
     with torch_threads(cfg.threads):
-        explained = [explain_dataset(cfg, name) for name in cfg.datasets]
+        explained = [explain_dataset(cfg, spec, base_dir) for spec in datasets]
     table = pd.DataFrame([row for item in explained for row in _rows(item)], columns=list(COLUMNS))
-    output = Path(cfg.output)
+    output = base_dir / cfg.output
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
-    plot_bench(table).savefig(cfg.plot, dpi=120, bbox_inches="tight")
+    plot_bench(table).savefig(base_dir / cfg.plot, dpi=120, bbox_inches="tight")
     example = next((item for item in explained if item.dataset == cfg.example_dataset), explained[0])
-    plot_example(example).savefig(cfg.example_plot, dpi=120, bbox_inches="tight")
+    plot_example(example).savefig(base_dir / cfg.example_plot, dpi=120, bbox_inches="tight")
     return table, explained
 
 
-def explain_dataset(cfg: ExplainBenchConfig, name: str) -> Explained:
-    """The three methods on dataset `name` (see the module docstring)."""
-    spec = dataset_spec(OmegaConf.load(DATASET_DIR / f"{name}.yaml"))
+def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) -> Explained:
+    """Every method on dataset `spec` (see the module docstring)."""
+    name = spec.name
     host_path = get_path(cfg.host)
-    _, data = load_split(spec, cfg.seed, base_dir=Path("."))
+    _, data = load_split(spec, cfg.seed, base_dir=base_dir)
     X_train, y_train = data.X_train[: cfg.max_train_rows], data.y_train[: cfg.max_train_rows]
     X_explain = data.X_test[: cfg.n_explain]
+    X_batched = data.X_test[: max(cfg.n_explain, cfg.n_explain_batched)]
     d = X_train.shape[1]
     budget = None if d <= cfg.exact_max_features else cfg.budget
 
@@ -139,17 +151,18 @@ def explain_dataset(cfg: ExplainBenchConfig, name: str) -> Explained:
         return evaluate(stock, X_explain, len(coalitions), presence, declare=False)
 
     methods = {
-        "closed_batched": lambda: explain(lambda c: values(closed, X_explain, c), **shared),
-        "stock_zeroed": lambda: explain(zeroed, **shared),
+        "closed_batched": (X_explain, lambda: explain(lambda c: values(closed, X_explain, c), **shared)),
+        "closed_batched_rows": (X_batched, lambda: explain(lambda c: values(closed, X_batched, c), **shared)),
+        "stock_zeroed": (X_explain, lambda: explain(zeroed, **shared)),
     }
     phi, seconds = {}, {}
-    for method, fn in methods.items():
+    for method, (rows, fn) in methods.items():
         times = []
         for _ in range(cfg.repeats):
             start = time.process_time()
             phi[method] = fn()
             times.append(time.process_time() - start)
-        seconds[method] = statistics.median(times) / len(X_explain)
+        seconds[method] = statistics.median(times) / len(rows)
     start = time.process_time()
     phi["refit_shapiq"] = refit_shapiq(fresh(), X_train, y_train, X_explain, empty, budget, cfg.random_state)
     seconds["refit_shapiq"] = (time.process_time() - start) / len(X_explain)
@@ -192,7 +205,7 @@ def _rows(item: Explained) -> list[dict]:
     reference = item.phi["refit_shapiq"]
     rows = []
     for method in METHODS:
-        phi = item.phi[method]
+        phi = item.phi[method][: len(reference)]  # the rows the refit explained
         correlations = [spearmanr(a, b).statistic for a, b in zip(phi, reference, strict=True)]
         rows.append(
             dict(
@@ -215,10 +228,11 @@ def plot_bench(table: pd.DataFrame) -> Figure:
     speed, agreement = figure.subplots(1, 2)
     datasets = list(dict.fromkeys(table.dataset))
     x = np.arange(len(datasets))
-    for offset, method in zip((-0.2, 0.2), ("closed_batched", "stock_zeroed"), strict=True):
+    others = [method for method in METHODS if method != "refit_shapiq"]
+    for offset, method in zip((-0.27, 0, 0.27), others, strict=True):
         rows = table[table.method == method].set_index("dataset").loc[datasets]
-        speed.bar(x + offset, rows.speedup_vs_refit, width=0.4, label=method)
-        agreement.bar(x + offset, rows.rank_corr_median, width=0.4, label=method)
+        speed.bar(x + offset, rows.speedup_vs_refit, width=0.27, label=method)
+        agreement.bar(x + offset, rows.rank_corr_median, width=0.27, label=method)
     speed.set_yscale("log")
     speed.axhline(1, color="k", lw=0.8)
     speed.set_ylabel("speed-up over refit_shapiq (per row)")
@@ -236,7 +250,7 @@ def plot_example(item: Explained) -> Figure:
     figure = Figure(figsize=(7, 3.6))
     axis = figure.subplots()
     y = np.arange(len(item.feature_names))
-    for offset, method in zip((-0.27, 0, 0.27), METHODS, strict=True):
+    for offset, method in zip((-0.27, 0, 0.27), EXAMPLE_METHODS, strict=True):
         axis.barh(y + offset, item.phi[method][0], height=0.27, label=method)
     axis.set_yticks(y, item.feature_names)
     axis.axvline(0, color="k", lw=0.8)
