@@ -14,7 +14,8 @@ All three use the same shapiq computation (exact over all 2^d coalitions where d
 `exact_max_features`, else KernelSHAP with `budget` coalitions and the same `random_state`, so
 the same coalitions), the same v(∅) (the closed model's value of the empty table, which a refit
 cannot compute: shapiq takes it as `empty_prediction`), the same explained rows and the same
-fitted settings. Categorical columns are left to tabpfn's per-column type inference (explicit
+fitted settings. Features constant on the context rows are left out (a refit on them alone fails
+in tabpfn). Categorical columns are left to tabpfn's per-column type inference (explicit
 indices would not survive a refit on a reduced table). `seconds` is the process's CPU time per
 explained row (`time.process_time`: on a shared machine wall time mostly measures the other
 jobs); `speedup_vs_refit` = refit_shapiq's seconds / the method's; agreement with refit_shapiq:
@@ -130,8 +131,17 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
     host_path = get_path(cfg.host)
     _, data = load_split(spec, cfg.seed, base_dir=base_dir)
     X_train, y_train = data.X_train[: cfg.max_train_rows], data.y_train[: cfg.max_train_rows]
-    X_explain = data.X_test[: cfg.n_explain]
-    X_batched = data.X_test[: max(cfg.n_explain, cfg.n_explain_batched)]
+    # a feature constant on the context carries nothing, and a refit on it alone fails in tabpfn
+    # ("All features are constant"): every method explains the other features
+    varying = np.array([len(np.unique(column[~np.isnan(column)])) > 1 for column in X_train.T])
+    if not varying.all():
+        log.info(
+            "%s: features %s are constant on the context; left out", name, np.asarray(data.feature_names)[~varying]
+        )
+    X_train = X_train[:, varying]
+    X_explain = data.X_test[: cfg.n_explain, varying]
+    X_batched = data.X_test[: max(cfg.n_explain, cfg.n_explain_batched), varying]
+    feature_names = tuple(np.asarray(data.feature_names)[varying])
     d = X_train.shape[1]
     budget = None if d <= cfg.exact_max_features else cfg.budget
 
@@ -168,7 +178,7 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
     seconds["refit_shapiq"] = (time.process_time() - start) / len(X_explain)
     n_coalitions = 2**d if budget is None else budget
     log.info("%s: d=%d, %d coalitions, seconds per row %s", name, d, n_coalitions, seconds)
-    return Explained(name, tuple(data.feature_names), n_coalitions, phi, seconds)
+    return Explained(name, feature_names, n_coalitions, phi, seconds)
 
 
 def refit_shapiq(
