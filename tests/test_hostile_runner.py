@@ -84,6 +84,11 @@ BAD_SETTINGS = {
     "hparams-scalar": (["hparams=5"], "hparams=5 must be a mapping"),
     "record-without-reference": (["record=true"], "record=true .* only when checked: pass reference"),
     "record-text": (["record=maybe"], "record='maybe': must be true or false"),
+    "cache-in-record": (["cache_dir=results/cache"], r"cache_dir=.*results/cache is inside the committed"),
+    "host-name-path": (
+        ["host=checkpoint", "host.path=missing.ckpt", "host.name=../x"],
+        r"host.name='\.\./x' labels results and names unit directories",
+    ),
 }
 
 

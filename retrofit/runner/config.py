@@ -18,6 +18,7 @@ the command started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
 
 import functools
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.case import BASELINE, Case, UnitSpec
 from retrofit.runner.decomposition import with_arms
-from retrofit.runner.guard import check_results_dir, writable_dir
+from retrofit.runner.guard import check_results_dir, outside_record, writable_dir
 from retrofit.runner.reproduce import Reference, read_reference
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec
 
@@ -85,6 +86,11 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     if OmegaConf.is_missing(cfg.host, "path"):  # checked first: a merge onto the schema would hide it
         raise RunnerError("host=checkpoint needs host.path=<file of a TabPFN checkpoint>")
     host = typed(HostConfig, cfg.host, "host")
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", host.name):
+        raise RunnerError(
+            f"host.name={host.name!r} labels results and names unit directories: use letters, digits, _ . - "
+            "(e.g. host.name=my_v3)"
+        )
     if host.path is None:
         return get_path(host.name)
     return check_checkpoint(resolve(base_dir, host.path))
@@ -93,9 +99,10 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
 def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
     """The `Case` fields every case of a config shares (host, start directory, regressor, device
     and split settings, `overwrite`), read from `cfg` as given (`Case` validates them). `device=cuda`
-    without CUDA fails here, as do a `cache_dir` or `results_dir` that is null, a file or not writable."""
-    for key in ("cache_dir", "results_dir"):
-        output_dir(cfg, base_dir, key)
+    without CUDA fails here, as do a `cache_dir` or `results_dir` that is null, a file or not writable,
+    a `cache_dir` inside the committed `results/`, and a `host.name` that is not a plain label."""
+    outside_record(output_dir(cfg, base_dir, "cache_dir"), "cache_dir")
+    output_dir(cfg, base_dir, "results_dir")
     try:
         device = resolve_device(cfg.device)
     except RetrofitError as err:

@@ -46,6 +46,14 @@ def is_record(results_dir: Path, record_dir: Path = RECORD_DIR) -> bool:
     return Path(results_dir).resolve() == Path(record_dir).resolve()
 
 
+def outside_record(path: Path, key: str, record_dir: Path = RECORD_DIR) -> Path:
+    """`path` unless it is the committed record directory or inside it; RunnerError naming `key`."""
+    record = Path(record_dir).resolve()
+    if Path(path).resolve() == record or record in Path(path).resolve().parents:
+        raise RunnerError(f"{key}={path} is inside the committed {record}; choose another {key}, e.g. {key}=.cache")
+    return path
+
+
 def check_results_dir(
     results_dir: Path | None, *, record: bool, whole_sweep: bool, record_dir: Path = RECORD_DIR
 ) -> Path:
