@@ -6,7 +6,8 @@ import hydra
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.pretrain.trainer import PretrainConfig, Pretrainer
+from retrofit.pretrain.config import PretrainConfig
+from retrofit.pretrain.trainer import Pretrainer
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="pretrain_host")

@@ -11,8 +11,10 @@ from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
 from retrofit.hosts.card import render_card
 from retrofit.hosts.random_host import TINY_ARCHS
+from retrofit.pretrain.borders import quantile_borders
+from retrofit.pretrain.config import PretrainConfig
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
-from retrofit.pretrain.trainer import PretrainConfig, Pretrainer, quantile_borders
+from retrofit.pretrain.trainer import Pretrainer
 from retrofit.pretrain.validation import evaluate_host
 
 CURRICULUM = [

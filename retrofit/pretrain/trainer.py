@@ -15,86 +15,24 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import schedulefree
 import torch
-from omegaconf import OmegaConf
-from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, ValidationError
 
-from retrofit.errors import RetrofitError
 from retrofit.hosts.checkpoint import build_host, inference_config, regression_logits, save_host, set_borders
 from retrofit.io import write_atomic
+from retrofit.pretrain.borders import quantile_borders
+from retrofit.pretrain.config import PretrainConfig
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
 from retrofit.pretrain.validation import evaluate_host, make_validation_set
-from retrofit.prior import sample_batch, sample_shape, zscore_targets
+from retrofit.prior import sample_batch, zscore_targets
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PretrainConfig:
-    """Everything a pretraining run depends on (the Hydra `pretrain/` group fills it)."""
-
-    host_name: str
-    arch_name: str
-    arch: dict[str, Any]
-    run_dir: str
-    curriculum: list[dict]
-    export_path: str | None = None
-    inference_preset: str = "v2_default"
-    lr: float = 3e-3
-    warmup_steps: int = 100
-    grad_clip: float = 1.0
-    seed: int = 0
-    max_steps: int = 1_000_000
-    max_minutes: float = 60.0
-    eval_every_s: float = 300.0
-    checkpoint_every_s: float = 120.0
-    threads: int = 1
-    border_samples: int = 200_000
-    # Share of the border sample drawn uniformly on [-8, 8]: without it the quantile borders leave
-    # one bucket for every z above ~2.7, and the host jumps to z ~ 6-8 when it extrapolates.
-    border_tail_share: float = 0.2
-    reborder: bool = False
-    val: dict[str, dict] = field(default_factory=dict)
-    # What changed during this host's training (prior, curriculum), in words, for its model card.
-    notes: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_config(cls, node: Mapping[str, Any]) -> "PretrainConfig":
-        """The typed config of a `pretrain` node (dict or OmegaConf); RetrofitError naming an
-        unknown key, a missing one or a value of the wrong type."""
-        try:
-            return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), node))
-        except (ConfigKeyError, ValidationError, MissingMandatoryValue) as err:
-            raise RetrofitError(
-                f"pretrain config: {str(err).splitlines()[0]}; fields: {[f.name for f in fields(cls)]}"
-            ) from None
-
-
-def quantile_borders(num_buckets: int, seed: int, n_values: int, tail_share: float = 0.0) -> torch.Tensor:
-    """Bucket borders at quantiles of z-scored prior test targets mixed with a `tail_share` of
-    uniform draws on [-8, 8] (so the tails keep buckets of about 16 / (tail_share * num_buckets)
-    sd); outer borders at +-8 (the clip)."""
-    if not 0.0 <= tail_share < 1.0:
-        raise ValueError(f"border tail_share must be in [0, 1), got {tail_share}")
-    g = torch.Generator().manual_seed(seed)
-    values = []
-    while sum(v.numel() for v in values) < n_values:
-        b = sample_batch(sample_shape(g, (30, 200), (1, 10)), 16, g)
-        values.append(zscore_targets(b.y_RB, b.shape.n_train)[b.shape.n_train :].flatten())
-    n_uniform = round(n_values * tail_share)
-    uniform = torch.empty(n_uniform, dtype=torch.float64).uniform_(-8.0, 8.0, generator=g)
-    v = torch.cat([torch.cat(values)[: n_values - n_uniform].double(), uniform])
-    borders = torch.quantile(v, torch.linspace(0, 1, num_buckets + 1, dtype=torch.float64)).float()
-    borders[0], borders[-1] = -8.0, 8.0
-    return borders.contiguous()
 
 
 class Pretrainer:
