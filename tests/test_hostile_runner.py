@@ -257,6 +257,27 @@ def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_h
 
 # --- unit identity covers every setting that changes a number -------------------------------
 
+@pytest.mark.parametrize(
+    "change",
+    [{"n_estimators": 2}, {"test_size": 0.4}, {"precision": "float64"}, {"threads": 2}, {"device": "cuda"}],
+    ids=["n_estimators", "test_size", "precision", "threads", "device"],
+)
+def test_every_setting_that_changes_a_number_is_part_of_the_unit_path(host, tmp_path, change):
+    unit = UnitSpec("oa_only")
+    first, other = make_case(host, tmp_path).key(unit), make_case(host, tmp_path, **change).key(unit)
+    assert first.relpath().parent != other.relpath().parent and first.relpath().name == other.relpath().name
+
+
+def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(make_random_host, host, tmp_path):
+    unit = UnitSpec("oa_only")
+    base = make_case(host, tmp_path)
+    other_host = make_case(make_random_host("tabpfn_v3", seed=1), tmp_path)
+    spec = yaml.safe_load((CONFIGS / "dataset" / "diabetes.yaml").read_text()) | {"max_rows": 50}
+    other_spec = Case(DatasetSpec.from_mapping(spec), 0, "random_v3", host, (unit,), tmp_path, Path("."), n_estimators=1)
+    paths = {case.key(unit).relpath() for case in (base, other_host, other_spec)}
+    assert len(paths) == 3
+
+
 SWEEP = """
 from pathlib import Path
 import yaml
