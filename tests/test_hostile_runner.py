@@ -273,7 +273,7 @@ def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(m
     base = make_case(host, tmp_path)
     other_host = make_case(make_random_host("tabpfn_v3", seed=1), tmp_path)
     spec = yaml.safe_load((CONFIGS / "dataset" / "diabetes.yaml").read_text()) | {"max_rows": 50}
-    other_spec = Case(DatasetSpec.from_mapping(spec), 0, "random_v3", host, (unit,), tmp_path, Path("."), n_estimators=1)
+    other_spec = Case(DatasetSpec.from_mapping(spec), 0, "random_v3", host, (unit,), tmp_path, Path(), n_estimators=1)
     paths = {case.key(unit).relpath() for case in (base, other_host, other_spec)}
     assert len(paths) == 3
 
