@@ -257,6 +257,7 @@ def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_h
 
 # --- unit identity covers every setting that changes a number -------------------------------
 
+
 @pytest.mark.parametrize(
     "change",
     [{"n_estimators": 2}, {"test_size": 0.4}, {"precision": "float64"}, {"threads": 2}, {"device": "cuda"}],
