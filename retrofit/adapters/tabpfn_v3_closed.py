@@ -123,12 +123,22 @@ class OClosedTabPFNV3(OClosedModel):
         N = y.shape[0]
         if not 0 < N < R:
             raise RetrofitError(f"o_closed needs 1..{R - 1} train rows before the test rows; got {N} train of {R} rows")
-        base = self.base_layer
         p_BR = _structural(row_presence, (B, R), "row_presence", x_RBC)
         p_BC = _structural(column_presence, (B, C), "column_presence", x_RBC)
-        p_BRC = present_cells(p_BR, p_BC)
-        y_BN = o_targets(y, p_BR[:, :N])
+        x_BRD = self._row_carriers(x_RBC, o_targets(y, p_BR[:, :N]), p_BR, p_BC, N)
+        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
+        for block in self.base_layer.icl_blocks:
+            x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
+        return self._readout(self.base_layer.output_norm(x_BRD), p_BR, N, only_return_standard_out)
 
+    def _row_carriers(
+        self, x_RBC: torch.Tensor, y_BN: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, N: int
+    ) -> torch.Tensor:
+        """The column stage, O-closed: the cells standardised, grouped and embedded, the train
+        labels injected, the per-column distribution embedding and the column aggregation; then the
+        in-context label embedding on the train rows. One carrier per row (B, R, D)."""
+        base = self.base_layer
+        p_BRC = present_cells(p_BR, p_BC)
         cells_BRC, indicator_BRC = o_standardised_cells(x_RBC.transpose(0, 1), p_BRC, N)
         grouped_BRCG = o_grouped_cells(cells_BRC, p_BC, base.feature_group_size)
         if base.use_nan_indicators:
@@ -141,12 +151,14 @@ class OClosedTabPFNV3(OClosedModel):
         x_BRD = o_column_aggregator(base.column_aggregator, x_BRCE, p_BR, p_BC, self.attention).flatten(-2)
 
         label_BND = o_inject(embed_icl_y(base, y_BN), p_BR[:, :N])
-        x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
-        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
-        for block in base.icl_blocks:
-            x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
-        x_BRD = base.output_norm(x_BRD)
+        return torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
 
+    def _readout(
+        self, x_BRD: torch.Tensor, p_BR: torch.Tensor, N: int, only_return_standard_out: bool
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The test rows' logits (T, B, buckets) from the normed carriers, absent test rows exactly 0;
+        with `only_return_standard_out=False` also the test and train embeddings, as the host returns."""
+        base = self.base_layer
         test_TBD = x_BRD[:, N:].transpose(0, 1).contiguous()  # a strided matmul rounds by batch layout
         out_TBO = o_inject(base.output_projection(test_TBD), p_BR[:, N:].transpose(0, 1))
         if nan_safe_output(base):
