@@ -20,7 +20,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -152,17 +152,9 @@ class Case:
 
     @property
     def fit_spec(self) -> CaseSpec:
-        """The fitted case every unit of this case shares (`retrofit.fitting`)."""
-        return CaseSpec(
-            dataset=self.dataset,
-            seed=self.seed,
-            host_path=self.host_path,
-            base_dir=self.base_dir,
-            n_estimators=self.n_estimators,
-            test_size=self.test_size,
-            device=self.device,
-            precision=self.precision,
-        )
+        """The fitted case every unit of this case shares (`retrofit.fitting`): the `CaseSpec` fields,
+        each a field of this case too."""
+        return CaseSpec(**{spec_field.name: getattr(self, spec_field.name) for spec_field in fields(CaseSpec)})
 
 
 def _is_int(value: Any) -> bool:
