@@ -18,6 +18,7 @@ from omegaconf import open_dict
 from retrofit.data import DatasetError, DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.runner import hydra_callbacks
+from retrofit.runner.case import check_cases
 from retrofit.runner.config import BUILTIN_SEARCHPATH, case_from_hydra
 from retrofit.runner.hydra_callbacks import sweep_jobs
 from retrofit.runner.tau_sweep import tau_cases
@@ -450,3 +451,20 @@ def test_the_sweep_help_lists_every_option_of_the_groups_a_sweep_selects_from(hy
         assert sorted(listed.pop(group)) == sorted(loader.get_group_options(group, config_name="config")), group
     assert sorted(listed) == ["hydra/launcher"] and "pretrain" not in template
     assert set(listed["hydra/launcher"]) <= set(loader.get_group_options("hydra/launcher", config_name="config"))
+
+
+def test_a_variant_grid_shares_the_baseline_and_a_list_runs_in_one_case(hydra_compose):
+    """`-m variant=oa_only,full_o`: two jobs of one case share its baseline unit (not a duplicate);
+    `variant=[oa_only,full_o]`: one case with the baseline and both; the same unit run with other
+    settings by two jobs, or a repeated job, is still refused."""
+    oa, full = case_of(hydra_compose, "variant=oa_only"), case_of(hydra_compose, "variant=full_o")
+    check_cases([oa, full])
+    assert [u.variant for u in case_of(hydra_compose, "variant=[oa_only,full_o]").units] == [
+        "baseline",
+        "oa_only",
+        "full_o",
+    ]
+    with pytest.raises(RunnerError, match="duplicate units in this sweep"):
+        check_cases([oa, full, oa])  # a repeated job
+    with pytest.raises(RunnerError, match=r"variant.eps_den=1e-3 applies to one variant"):
+        case_of(hydra_compose, "variant=[oa_only,full_o]", "variant.eps_den=1e-3")

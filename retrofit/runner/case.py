@@ -183,11 +183,15 @@ def effective_hparams(patched: Any) -> dict[str, Any]:
 
 
 def check_cases(cases: list[Case]) -> None:
-    """Validate a whole sweep before it runs: no unit key twice in a case, none that two cases would
-    run differently (cases that differ only in their variants share their baseline unit), every
-    case's data loads and splits. Raises RunnerError / DatasetError."""
+    """Validate a whole sweep before it runs: no unit key twice in a case or in two equal cases (a
+    repeated job, `seed=0,0`), none that two cases would run differently; cases that differ in their
+    variants share their baseline unit. Every case's data loads and splits. Raises RunnerError /
+    DatasetError."""
     for case in cases:
         reject_duplicates(case.key(unit) for unit in case.units)
+    jobs = {repr(case): case for case in cases}
+    if len(jobs) < len(cases):
+        reject_duplicates(case.key(unit) for case in cases for unit in case.units)
     distinct = {(case.key(unit), repr(unit), repr(replace(case, units=()))) for case in cases for unit in case.units}
     reject_duplicates(key for key, _, _ in distinct)
     for case in cases:

@@ -1,0 +1,81 @@
+"""The aggregation as a pure step over records: single runs accumulate in a results_dir, the headline
+table, the columns' units, files written 0644."""
+
+import math
+import os
+import stat
+
+import pandas as pd
+
+from retrofit.io import write_text_atomic
+from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
+from retrofit.runner.record import COLUMNS, UnitRecord, hparams_text, read_records
+
+
+def record(dataset: str, variant: str, delta: float, **values) -> UnitRecord:
+    """A unit's record with made-up numbers: ΔRMSE `delta` %, coverage moved by `delta` points."""
+    base = dict.fromkeys(
+        ["rmse", "baseline_rmse", "nll", "baseline_nll", "crps", "baseline_crps", "predict_seconds"], 1.0
+    )
+    row = {
+        **base,
+        **dict(dataset=dataset, seed=0, variant=variant, host="h", device="cpu", hparams=""),
+        **dict(n_train=10, n_test=5, n_features=2, n_categorical=0, n_missing_target=0, n_estimators=1),
+        **dict(delta_rmse_pct=delta, delta_nll=0.0, delta_crps_pct=0.0, delta_coverage_90=delta / 100),
+        **dict(coverage_90=0.9, baseline_coverage_90=0.9, baseline_predict_seconds=1.0, fit_seconds=0.1),
+        **dict(predict_time_ratio=1.5, predict_time_ratio_min=1.0, predict_time_ratio_max=2.0),
+        **dict(tau=math.nan, tau_c=math.nan, eps_den=math.nan, eps_mode=""),
+    }
+    return UnitRecord.from_row({**row, **values})
+
+
+def test_single_runs_into_one_results_dir_accumulate(tmp_path):
+    aggregate(tmp_path, accumulated(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)]))
+    aggregate(tmp_path, accumulated(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 3.0)]))
+    rerun = [record("a", "baseline", 0.0), record("a", "oa_only", 2.0)]  # the same units again: replaced
+    frame = aggregate(tmp_path, accumulated(tmp_path, rerun))
+    assert len(frame) == 4 and frame.set_index(["dataset", "variant"]).loc[("a", "oa_only"), "delta_rmse_pct"] == 2.0
+    assert "2 host × dataset × seed cases" in (tmp_path / "retrofit_table.md").read_text()
+    assert [r.dataset for r in read_records(tmp_path / "retrofit_rmse.csv")] == ["a", "a", "b", "b"]
+    assert list(pd.read_csv(tmp_path / "retrofit_rmse.csv").columns) == COLUMNS
+
+
+def test_the_headline_gives_each_host_mean_ci_signed_largest_and_time():
+    frame = pd.DataFrame(
+        [vars(r) for r in [record(d, v, x) for d, v, x in [("a", "oa_only", -3.0), ("b", "oa_only", 1.0)]]]
+    )
+    line = headline(frame).splitlines()[2]
+    assert "| oa_only " in line and "-1.000 [" in line and "(-3.000)" in line and "1.50×" in line
+    assert "not run" in headline(pd.concat([frame, frame.assign(host="g", variant="o_closed")]))
+
+
+def test_coverage_is_shown_in_points_and_every_file_is_listed(tmp_path):
+    frame = aggregate(
+        tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 2.0), record("b", "oa_only", 4.0)]
+    )
+    table = (tmp_path / "retrofit_table.md").read_text()
+    assert "Δcoverage of the 90% interval (points)" in table and "+3.0000" in table  # 0.03 as a fraction
+    assert outputs(frame) == [
+        "retrofit_rmse.csv",
+        "retrofit_table.md",
+        "retrofit_deltas.png",
+        "retrofit_distribution_deltas.png",
+    ]
+    assert all((tmp_path / name).is_file() for name in outputs(frame))
+
+
+def test_results_are_written_with_the_usual_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "x" / "file.txt", "text")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644 and path.read_text() == "text"
+    assert [p.name for p in path.parent.iterdir()] == ["file.txt"]  # no temporary file left
+
+
+def test_hparams_are_flattened_and_sorted():
+    assert hparams_text({"tau": {"mode": "calibrated", "c": 0.01}, "eps_mode": "relative"}) == (
+        "eps_mode=relative,tau.c=0.01,tau.mode=calibrated"
+    )
+    assert hparams_text(None) == "" and hparams_text("a=1") == "a=1"
