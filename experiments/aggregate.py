@@ -38,7 +38,7 @@ def main(cfg: DictConfig) -> None:
             case = case_from_hydra(cfg, hydra_cfg)
         frame = aggregate(results_dir, accumulated(results_dir, sweep_records([case])))
         written = [results_dir / name for name in outputs(frame)]
-        console.summary(headline(frame), written, str(Path(hydra_cfg.runtime.output_dir)), notices)
+        console.report(headline(frame), written, str(Path(hydra_cfg.runtime.output_dir)), notices)
         if reference is not None:
             verify(results_dir, reference)
 

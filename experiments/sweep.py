@@ -50,7 +50,7 @@ def main(cfg: DictConfig) -> None:
         results_dir = results_dir_of(cfg, hydra_cfg)
         frame = aggregate(results_dir, accumulated(results_dir, case_records(case, rows)))
         written = [results_dir / name for name in outputs(frame)]
-        console.summary(headline(frame), written, str(output_dir / f"{hydra_cfg.job.name}.log"), notices)
+        console.report(headline(frame), written, str(output_dir / f"{hydra_cfg.job.name}.log"), notices)
 
 
 if __name__ == "__main__":

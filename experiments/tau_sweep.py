@@ -41,7 +41,7 @@ def main(cfg: DictConfig) -> None:
         written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
         shown = table.assign(c=table["c"].map("{:g}".format)).round(4)
         log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
-        console.summary(shown.to_markdown(index=False), written, log_file, notices)
+        console.report(shown.to_markdown(index=False), written, log_file, notices)
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ def say(text: str = "") -> None:
     tqdm.write(text)
 
 
-def summary(headline: str, written: Sequence[Path], log_files: str, notices: Sequence[str]) -> None:
+def report(headline: str, written: Sequence[Path], log_files: str, notices: Sequence[str]) -> None:
     """The end of a run: the notices (once), the headline table, the files written and where the
     per-unit detail is."""
     for notice in notices:

@@ -71,7 +71,7 @@ def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | N
     frame = aggregate(results_dir, sweep_records(cases))
     written = [results_dir / name for name in outputs(frame)]
     sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
-    console.summary(headline(frame), written, f"{sweep_dir}/<job>/{config.hydra.job.name}.log", [])
+    console.report(headline(frame), written, f"{sweep_dir}/<job>/{config.hydra.job.name}.log", [])
     if reference is not None:
         verify(results_dir, reference)
     return frame
