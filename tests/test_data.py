@@ -8,11 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from retrofit.data import MIN_ROWS, DatasetError, DatasetSpec, clean, load_table, split
-
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 # name -> (usable rows, features, categorical columns) of the shipped dataset configs.
 SHIPPED = {
@@ -32,10 +29,6 @@ SHIPPED = {
 }
 
 
-def shipped_spec(name: str) -> DatasetSpec:
-    return DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{name}.yaml").read_text()))
-
-
 def csv_spec(path, **extra) -> DatasetSpec:
     return DatasetSpec.from_mapping({"name": "toy", "source": "csv", "path": str(path), "target": "y", **extra})
 
@@ -53,27 +46,27 @@ def toy_frame(n: int = 40, seed: int = 0) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_shipped_datasets_load_offline(name):
+def test_shipped_datasets_load_offline(name, dataset_spec):
     rows, features, categorical = SHIPPED[name]
-    table = load_table(shipped_spec(name), Path("."))
+    table = load_table(dataset_spec(name), Path("."))
     assert table.X.shape == (rows, features)
     assert table.categorical == categorical
     assert np.isfinite(table.y).all()
 
 
-def test_hitters_rows_without_salary_are_dropped_counted_and_logged(caplog):
+def test_hitters_rows_without_salary_are_dropped_counted_and_logged(caplog, dataset_spec):
     with caplog.at_level(logging.INFO, logger="retrofit.data.prepare"):
-        table = load_table(shipped_spec("hitters"), Path("."))
+        table = load_table(dataset_spec("hitters"), Path("."))
     assert table.n_missing_target == 59
     assert "dropped 59 of 322 rows without target 'Salary'" in caplog.text
 
 
-def test_wage_drops_the_leaky_logwage_column():
-    assert "logwage" not in load_table(shipped_spec("wage"), Path(".")).X.columns
+def test_wage_drops_the_leaky_logwage_column(dataset_spec):
+    assert "logwage" not in load_table(dataset_spec("wage"), Path(".")).X.columns
 
 
-def test_split_is_70_30_and_seeded():
-    table = load_table(shipped_spec("diabetes"), Path("."))
+def test_split_is_70_30_and_seeded(dataset_spec):
+    table = load_table(dataset_spec("diabetes"), Path("."))
     a, b, c = split(table, 0), split(table, 0), split(table, 1)
     assert (len(a.y_train), len(a.y_test)) == (309, 133)
     np.testing.assert_array_equal(a.X_test, b.X_test)
