@@ -84,6 +84,7 @@ class ExplainBenchConfig:
     budget: int = 128
     random_state: int = 0
     repeats: int = 1
+    feature_shift_method: str | None = "shuffle"
     threads: int = 1
     output: str = "results/removal_bench.csv"
     plot: str = "results/removal_bench.png"
@@ -146,7 +147,12 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
     budget = None if d <= cfg.exact_max_features else cfg.budget
 
     def fresh() -> TabPFNRegressor:
-        return make_regressor(host_path, n_estimators=cfg.n_estimators, random_state=cfg.seed)
+        return make_regressor(
+            host_path,
+            n_estimators=cfg.n_estimators,
+            random_state=cfg.seed,
+            inference_config={"FEATURE_SHIFT_METHOD": cfg.feature_shift_method},
+        )
 
     stock = fresh().fit(X_train, y_train)
     closed = retrofit(stock, "o_closed")
