@@ -3,10 +3,13 @@
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
+from retrofit.errors import exit_on_user_error
 from retrofit.measure.ablation import ablation_markdown, ablation_table
+from retrofit.runner.guard import check_record_outputs
 
 NOTE = (
     "OA-only is exact in block 1 (OAttention ignores the null token) but its FFN and LayerNorm bias\n"
@@ -17,6 +20,9 @@ NOTE = (
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="ablation")
 def main(cfg: DictConfig) -> None:
+    csv_path, md_path = Path(to_absolute_path(cfg.output_csv)), Path(to_absolute_path(cfg.output_md))
+    with exit_on_user_error():
+        check_record_outputs([csv_path, md_path], HydraConfig.get().overrides.task)
     table = ablation_table(
         d_model=cfg.d_model,
         n_heads=cfg.n_heads,
@@ -30,7 +36,6 @@ def main(cfg: DictConfig) -> None:
         eps_den=cfg.eps_den,
         seed=cfg.seed,
     )
-    csv_path, md_path = Path(to_absolute_path(cfg.output_csv)), Path(to_absolute_path(cfg.output_md))
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(csv_path, index=False, float_format="%.6g")
     md_path.write_text(

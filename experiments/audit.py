@@ -14,10 +14,12 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.audit import Insertion, audit_table
+from retrofit.audit.run import audit_summary
 from retrofit.errors import RunnerError, exit_on_user_error
 from retrofit.hosts import get_path
 from retrofit.hosts.random_host import TINY_ARCHS, random_host
 from retrofit.runner.config import dataset_specs, host_path, resolve
+from retrofit.runner.guard import check_record_outputs
 
 
 def audited_hosts(cfg: DictConfig, base_dir: Path, folder: Path) -> dict[str, Path]:
@@ -47,6 +49,9 @@ def audited_hosts(cfg: DictConfig, base_dir: Path, folder: Path) -> dict[str, Pa
 def main(cfg: DictConfig) -> None:
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     base_dir = Path(HydraConfig.get().runtime.cwd)
+    output = resolve(base_dir, cfg.output)
+    with exit_on_user_error():
+        check_record_outputs([output], HydraConfig.get().overrides.task)
     with exit_on_user_error(), tempfile.TemporaryDirectory() as folder:
         table = audit_table(
             audited_hosts(cfg, base_dir, Path(folder)),
@@ -59,10 +64,10 @@ def main(cfg: DictConfig) -> None:
             seed=cfg.seed,
             insertions=tuple(Insertion(**entry) for entry in cfg.insertions),
         )
-    output = resolve(base_dir, cfg.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
-    print(table.to_string(index=False))
+    print("largest relative prediction change (linf_pred / max_abs_pred), over null counts:")
+    print(audit_summary(table).to_string())
     print(f"wrote {output}")
 
 

@@ -9,16 +9,22 @@ from pathlib import Path
 
 import hydra
 import pandas as pd
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from retrofit.errors import exit_on_user_error
 from retrofit.io import write_atomic
 from retrofit.measure.exactness import Shape, exactness_table
+from retrofit.runner.guard import check_record_outputs
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="exactness")
 def main(cfg: DictConfig) -> None:
+    path = Path(to_absolute_path(cfg.output_csv))
+    with exit_on_user_error():
+        check_record_outputs([path], HydraConfig.get().overrides.task)
     grid = list(itertools.product([Shape(**shape) for shape in cfg.shapes], cfg.score_stds, cfg.dtypes))
     parts = []
     with tqdm(grid, desc="exactness", unit="input") as bar:
@@ -37,7 +43,6 @@ def main(cfg: DictConfig) -> None:
                 )
             )
     table = pd.concat(parts, ignore_index=True)
-    path = Path(to_absolute_path(cfg.output_csv))
     write_atomic(path, lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
     print(table.to_string(index=False, float_format="%.3g"))
     print(f"wrote {path}")

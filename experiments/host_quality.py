@@ -10,11 +10,13 @@ import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from retrofit.errors import exit_on_user_error
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path
 from retrofit.hosts.card import render_card
 from retrofit.measure.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
 from retrofit.runner.config import dataset_specs
+from retrofit.runner.guard import check_record_outputs
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +25,9 @@ log = logging.getLogger(__name__)
 def main(cfg: DictConfig) -> None:
     hosts = {name: get_path(name) for name in cfg.hosts}
     hydra_cfg = HydraConfig.get()
+    out = Path(cfg.results_dir) / "host_quality.csv"
+    with exit_on_user_error():
+        check_record_outputs([out], hydra_cfg.overrides.task)
     rows = []
     for spec in dataset_specs(hydra_cfg, cfg.datasets):
         for seed in cfg.seeds:
@@ -30,7 +35,6 @@ def main(cfg: DictConfig) -> None:
             rows += score_case(spec.name, seed, data, hosts, list(cfg.presets), cfg.n_estimators)
             log.info("%s seed %d done", spec.name, seed)
     scores = pd.DataFrame(rows)
-    out = Path(cfg.results_dir) / "host_quality.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     scores.to_csv(out, index=False, float_format="%.6g")
     summary = summarise(scores)

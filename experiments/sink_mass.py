@@ -15,6 +15,7 @@ from retrofit.audit.sink import sink_mass_table
 from retrofit.errors import exit_on_user_error
 from retrofit.hosts import SHIPPED_HOSTS, get_path
 from retrofit.runner.config import dataset_specs, host_path, resolve
+from retrofit.runner.guard import check_record_outputs
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="sink_mass")
@@ -22,7 +23,9 @@ def main(cfg: DictConfig) -> None:
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     hydra_cfg = HydraConfig.get()
     base_dir = Path(hydra_cfg.runtime.cwd)
+    output = resolve(base_dir, cfg.output)
     with exit_on_user_error():
+        check_record_outputs([output], hydra_cfg.overrides.task)
         if cfg.get("host") is None:
             hosts = {name: get_path(name) for name in SHIPPED_HOSTS}
         else:
@@ -37,7 +40,6 @@ def main(cfg: DictConfig) -> None:
             tau=OmegaConf.to_container(cfg.tau) if cfg.tau is not None else None,
             eps_den=cfg.eps_den,
         )
-    output = resolve(base_dir, cfg.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
     print(

@@ -18,6 +18,7 @@ from retrofit.errors import exit_on_user_error
 from retrofit.runner import console
 from retrofit.runner.case import run_case
 from retrofit.runner.config import resolve
+from retrofit.runner.guard import check_record_outputs
 from retrofit.runner.tau_sweep import default_c, plot_tau, tau_cases, write_tau_results
 
 
@@ -26,6 +27,7 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     results_dir = resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
     with exit_on_user_error():
+        check_record_outputs([results_dir / "tau_sweep.csv"], hydra_cfg.overrides.task)
         if cfg.plot_only:
             table = pd.read_csv(results_dir / "tau_sweep.csv")
             console.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(cfg.variants)))}")

@@ -168,3 +168,16 @@ def audit_table(
             regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators)
             rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed, insertions, bar)
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def audit_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """The largest relative prediction change (`linf_pred / max_abs_pred`) per host × variant and
+    insertion (place × null kind), over null counts; refused variants read "refused"."""
+    change = (table["linf_pred"] / table["max_abs_pred"]).where(table["status"] == "measured")
+    summary = (
+        table.assign(rel_pred=change)
+        .groupby(["host", "variant", "inserted_at", "null_kind"], sort=False)["rel_pred"]
+        .max()
+        .map(lambda v: "refused" if pd.isna(v) else f"{v:.2g}")
+    )
+    return summary.unstack(["inserted_at", "null_kind"])

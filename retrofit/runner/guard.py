@@ -6,10 +6,12 @@ retrofit`, which passes `record=true` to a whole sweep (`-m`) checked against a 
 Any other command aiming at it (a single run, `experiments/aggregate.py`, a sweep without
 `record=true`) is refused with the place to write instead. Output and cache directories must be
 (or be creatable as) writable directories, tried by creating and removing a file, not by
-permission bits (which root ignores).
+permission bits (which root ignores). The other experiments' files in `results/` are written only
+by their own targets' default runs (`check_record_outputs`).
 """
 
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from retrofit.errors import RunnerError
@@ -71,3 +73,24 @@ def check_results_dir(
             f"write elsewhere, e.g. results_dir={ELSEWHERE}"
         )
     return path
+
+
+INERT_KEYS = ("log_level", "plot_only")
+"""Overrides that change what a run prints or redraws, not the numbers it writes."""
+
+
+def check_record_outputs(paths: Iterable[Path | str], overrides: Sequence[str], record_dir: Path = RECORD_DIR) -> None:
+    """Refuse an experiment run that would write into the committed `results/` from another config
+    than its `make` target's. Each experiment target runs its entry point on the packaged config
+    with no overrides, so a run with any override (other than `INERT_KEYS`) aiming at a file in
+    `record_dir` would replace the record with a partial or different result: RunnerError naming
+    the file, the overrides and where to write instead. Checked before any work."""
+    changed = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in INERT_KEYS]
+    record = Path(record_dir).resolve()
+    inside = [Path(p) for p in paths if record in Path(p).resolve().parents]
+    if changed and inside:
+        raise RunnerError(
+            f"{inside[0]} is the committed record, written only by its make target from the packaged config; "
+            f"this run overrides {changed[:5]}: write it elsewhere (e.g. an output under outputs/) "
+            "or drop the overrides"
+        )
