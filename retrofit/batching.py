@@ -206,6 +206,28 @@ def decode_members(regressor: TabPFNRegressor, outputs: list[torch.Tensor]) -> n
     )
 
 
+def closed_regressor(regressor: Any, what: str) -> TabPFNRegressor:
+    """The fitted o_closed TabPFNRegressor in `regressor` (a `RetrofitRegressor` counts as its
+    `regressor_`), for `what` (the caller, named in the message). RetrofitError naming the fix for a
+    stock or non-closed regressor, and for one fitted with several models or without tabpfn's
+    preprocessing cache (`fit_mode='fit_preprocessors'`), whose member inputs cannot be re-run."""
+    regressor = getattr(regressor, "regressor_", regressor)
+    report = getattr(regressor, "retrofit_report_", None)
+    if report is None or not report.variant.closed:
+        name = f"a stock {type(regressor).__name__}" if report is None else f"variant {report.variant.name!r}"
+        raise RetrofitError(
+            f"{what} holds {name}, not an o_closed one: only a model O-closed from its input treats declared-absent "
+            "rows, columns or padding as absent. Use retrofit.retrofit(fitted, 'o_closed')."
+        )
+    engine_ok = isinstance(getattr(regressor, "executor_", None), InferenceEngineCachePreprocessing)
+    if not getattr(regressor, "is_constant_target_", False) and not (engine_ok and len(regressor.models_) == 1):
+        raise RetrofitError(
+            f"{what}: the regressor was fitted with fit_mode={regressor.fit_mode!r} or several models; fit one "
+            "model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
+        )
+    return regressor
+
+
 def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNRegressor]:
     """The regressors of `pairs` (a `RetrofitRegressor` stands for its `regressor_`); RetrofitError
     unless every item is a (regressor, X_test) pair and all regressors can share one model."""
@@ -224,19 +246,7 @@ def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNReg
                 f"predict_many: pair {index} starts with a {type(regressor).__name__}, not a fitted regressor; "
                 "each pair is (regressor, X_test), the regressor first"
             )
-        report = getattr(regressor, "retrofit_report_", None)
-        if report is None or not report.variant.closed:
-            name = "a stock regressor" if report is None else f"variant {report.variant.name!r}"
-            raise RetrofitError(
-                f"predict_many: pair {index} holds {name}, not an o_closed one; padding is only exact for a model "
-                "O-closed from its input. Use retrofit.retrofit(fitted, 'o_closed')."
-            )
-        engine_ok = isinstance(getattr(regressor, "executor_", None), InferenceEngineCachePreprocessing)
-        if not getattr(regressor, "is_constant_target_", False) and not (engine_ok and len(regressor.models_) == 1):
-            raise RetrofitError(
-                f"predict_many: pair {index} was fitted with fit_mode={regressor.fit_mode!r} or several models; "
-                "fit one model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
-            )
+        closed_regressor(regressor, f"predict_many: pair {index}")
     for label, key in (
         ("checkpoints", lambda r: str(r.model_path)),
         ("variants", lambda r: r.retrofit_report_.variant),

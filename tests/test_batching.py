@@ -52,7 +52,7 @@ def test_predict_many_refuses_a_regressor_that_is_not_o_closed(random_v3_path):
     with pytest.raises(RetrofitError, match="pair 1 holds variant 'full_o', not an o_closed one"):
         retrofit.predict_many([pairs[0], (full_o, pairs[1][1])])
     stock = retrofit.unpatch(copy.deepcopy(pairs[1][0]))
-    with pytest.raises(RetrofitError, match="pair 1 holds a stock regressor"):
+    with pytest.raises(RetrofitError, match="pair 1 holds a stock TabPFNRegressor"):
         retrofit.predict_many([pairs[0], (stock, pairs[1][1])])
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
-from tabpfn.inference import InferenceEngineCachePreprocessing
 from tabpfn.utils import get_autocast_context
 
 from retrofit.batching import MemberInput, decode_members, member_inputs
@@ -29,26 +28,6 @@ activation tensor at the bound)."""
 PresenceFn = Callable[[int, MemberInput, slice], tuple[torch.Tensor | None, torch.Tensor | None]]
 """(member index, member input, coalition slice) -> (row presence (k, N) of the train rows or
 None for all present, column presence (k, C) or None), k the slice's length."""
-
-
-def closed_regressor(regressor: Any, what: str) -> TabPFNRegressor:
-    """The fitted o_closed TabPFNRegressor in `regressor` (a `RetrofitRegressor` counts as its
-    `regressor_`); RetrofitError naming the fix for anything else."""
-    regressor = getattr(regressor, "regressor_", regressor)
-    report = getattr(regressor, "retrofit_report_", None)
-    if report is None or not report.variant.closed:
-        name = type(regressor).__name__ if report is None else f"variant {report.variant.name!r}"
-        raise RetrofitError(
-            f"{what} needs an o_closed retrofit of a fitted TabPFNRegressor, got {name}: only a model O-closed from "
-            "its input treats a declared-absent feature or row as removed. Use retrofit.retrofit(fitted, 'o_closed')."
-        )
-    engine_ok = isinstance(getattr(regressor, "executor_", None), InferenceEngineCachePreprocessing)
-    if not getattr(regressor, "is_constant_target_", False) and not (engine_ok and len(regressor.models_) == 1):
-        raise RetrofitError(
-            f"{what}: the regressor was fitted with fit_mode={regressor.fit_mode!r} or several models; fit one "
-            "model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
-        )
-    return regressor
 
 
 def check_coalitions(coalitions: Any, n_players: int, players: str) -> np.ndarray:

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from retrofit.batching import closed_regressor
 from retrofit.removal.columns import member_feature_columns
-from retrofit.removal.context import MAX_CELLS, check_coalitions, closed_regressor, evaluate
+from retrofit.removal.context import MAX_CELLS, check_coalitions, evaluate
 
 
 def values(regressor: Any, X: Any, coalitions: Any, *, max_cells: int = MAX_CELLS) -> np.ndarray:

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import shapiq
 
+from retrofit.batching import closed_regressor
 from retrofit.errors import RetrofitError
-from retrofit.removal.context import MAX_CELLS, closed_regressor
+from retrofit.removal.context import MAX_CELLS
 from retrofit.removal.features import values
 
 INDICES = {"SV": (shapiq.KernelSHAP, (1,)), "k-SII": (shapiq.KernelSHAPIQ, (1, 2))}

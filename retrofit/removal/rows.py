@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from retrofit.batching import closed_regressor
 from retrofit.errors import RetrofitError
-from retrofit.removal.context import MAX_CELLS, check_coalitions, closed_regressor, evaluate
+from retrofit.removal.context import MAX_CELLS, check_coalitions, evaluate
 
 
 def row_values(regressor: Any, X: Any, rows: Any, *, max_cells: int = MAX_CELLS) -> np.ndarray:
