@@ -3,9 +3,13 @@
 Rows are matched on `KEY`. Every numeric column of the two files except the timings
 (`NOT_COMPARED`: they measure the machine, not the method) is compared — rmse, nll, crps,
 coverage, their baselines and deltas, the counts and settings — and a value reproduces when
-`|new - ref| <= ATOL + RTOL * |ref|` (NaN matches NaN only). The CPU path is deterministic (same
-code, versions, host file, settings and thread count give the same bits), so the tolerances only
-absorb the decimal round trip of the CSV. A row reproduces when every compared column does. A
+`|new - ref| <= atol + RTOL * |ref|` (NaN matches NaN only), atol `DELTA_ATOL` on the matched
+deltas (`delta_*`) and `ATOL` elsewhere. On one machine the CPU path is deterministic (same code,
+versions, host file, settings and thread count give the same bits: max rel |Δ| 0); across CPUs
+float32 kernels round differently in the last bits (measured between an AMD EPYC machine and the
+reference: rmse, nll, crps within 6e-7 relative, deltas within 4e-5 points, coverage equal), which
+the tolerances absorb with margin while any change of the method's numbers stands out.
+A row reproduces when every compared column does. A
 numeric column in one file only fails the check, by name. A row only in the new file (extra)
 fails; rows only in the reference are a subset the sweep did not run: compared as such and said
 so, unless the reference requires every row (`Reference.require_all`, as `make retrofit`'s
@@ -30,10 +34,13 @@ from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
 
 KEY = ["host", "dataset", "seed", "variant", "hparams"]
-RTOL = 1e-9
-"""Relative tolerance on every compared value."""
+RTOL = 1e-5
+"""Relative tolerance on every compared value (cross-CPU float32 rounding is below 1e-6)."""
 ATOL = 1e-12
-"""Absolute tolerance (for values that are zero, like the baseline's own deltas)."""
+"""Absolute tolerance of the levels and counts (for values that are zero)."""
+DELTA_ATOL = 1e-4
+"""Absolute tolerance of the matched deltas (`delta_*`: % points, nats, coverage fraction), which are
+differences of nearly equal levels, so their relative rounding is large."""
 NOT_COMPARED = frozenset(
     {
         "predict_seconds",
@@ -139,7 +146,8 @@ def compare(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Reproduct
     a = new.loc[both, columns].to_numpy(dtype="float64")
     b = ref.loc[both, columns].to_numpy(dtype="float64")
     diff = np.abs(a - b)
-    same = (diff <= ATOL + RTOL * np.abs(b)) | (np.isnan(a) & np.isnan(b))
+    atol = np.array([DELTA_ATOL if c.startswith("delta_") else ATOL for c in columns])
+    same = (diff <= atol + RTOL * np.abs(b)) | (np.isnan(a) & np.isnan(b))
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(diff == 0, 0.0, diff / np.abs(b))
     rel = np.where(np.isnan(a) & np.isnan(b), 0.0, np.where(np.isnan(diff), np.inf, rel))
