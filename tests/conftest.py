@@ -12,19 +12,21 @@ from pathlib import Path
 
 import pytest
 
+RANDOM_HOSTS: dict[tuple[str, int], Path] = {}
+"""(arch_name, seed) -> the random host checkpoint written for this pytest run."""
 
-@pytest.fixture(scope="session")
+
+@pytest.fixture(scope="module")
 def make_random_host(tmp_path_factory):
     """Factory `make_random_host(arch_name, seed=0) -> Path` of a tiny random host checkpoint
-    (`retrofit.hosts.random_host`; cached for the test run; loads in `TabPFNRegressor`)."""
+    (`retrofit.hosts.random_host`; each written once per pytest run; loads in `TabPFNRegressor`)."""
     from retrofit.hosts.random_host import random_host
 
-    cache: dict[tuple[str, int], Path] = {}
-
     def make(arch_name: str, seed: int = 0) -> Path:
-        if (arch_name, seed) not in cache:
-            cache[(arch_name, seed)] = random_host(arch_name, tmp_path_factory.mktemp(f"host_{arch_name}"), seed)
-        return cache[(arch_name, seed)]
+        if (arch_name, seed) not in RANDOM_HOSTS:
+            folder = tmp_path_factory.mktemp(f"host_{arch_name}")
+            RANDOM_HOSTS[(arch_name, seed)] = random_host(arch_name, folder, seed)
+        return RANDOM_HOSTS[(arch_name, seed)]
 
     return make
 
@@ -42,7 +44,7 @@ def hydra_compose():
     GlobalHydra.instance().clear()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dataset_spec():
     """`dataset_spec(name) -> DatasetSpec` of the repository's `configs/dataset/<name>.yaml`."""
     import yaml
@@ -53,7 +55,7 @@ def dataset_spec():
     return lambda name: DatasetSpec.from_mapping(yaml.safe_load((folder / f"{name}.yaml").read_text()))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def make_case(dataset_spec):
     """`make_case(host_path, runs_dir, dataset="diabetes", seed=0, *, host="random_v3", units=(), **fields)`:
     a runner `Case` on a repository dataset config, files relative to the working directory; `fields`
