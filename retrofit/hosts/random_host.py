@@ -14,46 +14,36 @@ import torch
 
 from retrofit.hosts.checkpoint import build_host, inference_config, save_as_published, save_host, set_borders
 
+TINY_V3: dict[str, Any] = dict(
+    embed_dim=32,
+    nlayers=2,
+    icl_num_heads=4,
+    icl_num_kv_heads=2,
+    icl_num_kv_heads_test=1,
+    dist_embed_num_blocks=1,
+    dist_embed_num_heads=2,
+    dist_embed_num_inducing_points=8,
+    feat_agg_num_blocks=1,
+    feat_agg_num_heads=2,
+    decoder_num_heads=2,
+    decoder_head_dim=8,
+    max_num_classes=0,
+    num_buckets=32,
+)
+"""v3 with grouped KV heads (4 query heads, 2 KV heads for train rows, 1 for test rows), so the
+GQA/MQA paths are exercised."""
+
 TINY_ARCHS: dict[str, dict[str, Any]] = {
-    # v3 with grouped KV heads (4 query heads, 2 KV heads for train rows, 1 for test rows), so
-    # the GQA/MQA paths are exercised.
-    "tabpfn_v3": dict(
-        embed_dim=32,
-        nlayers=2,
-        icl_num_heads=4,
-        icl_num_kv_heads=2,
-        icl_num_kv_heads_test=1,
-        dist_embed_num_blocks=1,
-        dist_embed_num_heads=2,
-        dist_embed_num_inducing_points=8,
-        feat_agg_num_blocks=1,
-        feat_agg_num_heads=2,
-        decoder_num_heads=2,
-        decoder_head_dim=8,
-        max_num_classes=0,
-        num_buckets=32,
-    ),
+    "tabpfn_v3": TINY_V3,
     # v3.5 with the same grouped KV heads, 4 CLS tokens (in-context width 4 x 16) and narrow
     # Fourier / softmax-scaling MLPs.
-    "tabpfn_v3_5": dict(
-        embed_dim=16,
-        nlayers=2,
-        icl_num_heads=4,
-        icl_num_kv_heads=2,
-        icl_num_kv_heads_test=1,
-        dist_embed_num_blocks=1,
-        dist_embed_num_heads=2,
-        dist_embed_num_inducing_points=8,
-        feat_agg_num_blocks=1,
-        feat_agg_num_heads=2,
-        feat_agg_num_cls_tokens=4,
-        decoder_num_heads=2,
-        decoder_head_dim=8,
-        softmax_scaling_mlp_hidden_dim=16,
-        fourier_encoding_num_frequencies=8,
-        max_num_classes=0,
-        num_buckets=32,
-    ),
+    "tabpfn_v3_5": {
+        **TINY_V3,
+        "embed_dim": 16,
+        "feat_agg_num_cls_tokens": 4,
+        "softmax_scaling_mlp_hidden_dim": 16,
+        "fourier_encoding_num_frequencies": 8,
+    },
     "tabpfn_v2": dict(emsize=32, nlayers=2, nhead=2, max_num_classes=0, num_buckets=32),
     "tabpfn_v2_5": dict(emsize=32, nlayers=2, nhead=2, num_thinking_rows=4, max_num_classes=0, num_buckets=32),
     "tabpfn_v2_6": dict(emsize=32, nlayers=2, nhead=2, num_thinking_rows=4, max_num_classes=0, num_buckets=32),
