@@ -4,6 +4,10 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Every experiment target runs under TIMED: its wall and CPU time go to results/command_times.csv
+# and the README's table (retrofit.runtimes), on success only. Pretraining runs for its configured
+# max_minutes per call, so it is not timed.
+TIMED = $(PY) -m retrofit.runtimes record $@ --
 # Offline by contract: nothing here may reach a model hub.
 export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
@@ -16,9 +20,11 @@ help: ## list targets
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11" >&2; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	@start=$$(date +%s.%N); set -e; \
+	$(PYTHON) -m venv $(VENV); \
+	$(PY) -m pip install -q --upgrade pip; \
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"; \
+	$(PY) -m retrofit.runtimes add install --since $$start
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
@@ -27,23 +33,23 @@ install: $(STAMP) ## create .venv and install the pinned harness (first use only
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
 # results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.reproduce).
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
-	$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib hydra.launcher.n_jobs=2 \
-		results_dir=results record=true reference=results/retrofit_rmse.csv reference_commit=HEAD
-	$(PY) experiments/sink_mass.py
+	$(TIMED) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
+		hydra.launcher.n_jobs=2 results_dir=results record=true reference=results/retrofit_rmse.csv \
+		reference_commit=HEAD && $(PY) experiments/sink_mass.py'
 
 compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per column, mean ΔRMSE per variant (A=<csv> B=<csv>)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv> B=<csv>" >&2; exit 2; }
-	$(PY) experiments/compare.py "$(A)" "$(B)"
+	$(TIMED) $(PY) experiments/compare.py "$(A)" "$(B)"
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (both hosts) -> results/sink_mass.csv
-	$(PY) experiments/sink_mass.py
+	$(TIMED) $(PY) experiments/sink_mass.py
 
 sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local mode; SLURM: hydra/launcher=slurm)
-	$(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \
+	$(TIMED) $(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \
 		results_dir=outputs/sweep_submitit cache_dir=outputs/sweep_submitit/.cache
 
 test: $(STAMP) ## the whole test suite (what CI runs)
-	$(PY) -m pytest -q
+	$(TIMED) $(PY) -m pytest -q
 
 lint: $(STAMP) ## ruff (lint, formatting) and the import layers (import-linter): what CI runs
 	$(VENV)/bin/ruff check .
@@ -51,40 +57,40 @@ lint: $(STAMP) ## ruff (lint, formatting) and the import layers (import-linter):
 	$(VENV)/bin/lint-imports
 
 test-fast: $(STAMP) ## unit tests only (skips the slow real-host and sweep tests)
-	$(PY) -m pytest -q -m "not slow"
+	$(TIMED) $(PY) -m pytest -q -m "not slow"
 
 exactness: $(STAMP) ## OAttention accuracy vs the float64 reference -> results/exactness.csv
-	$(PY) experiments/exactness.py
+	$(TIMED) $(PY) experiments/exactness.py
 
 ablation: $(STAMP) ## standard vs OA-only vs OTransformer null insertion -> results/ablation.{csv,md}
-	$(PY) experiments/ablation.py
+	$(TIMED) $(PY) experiments/ablation.py
 
 bench: $(STAMP) ## OAttention vs plain SDPA vs naive: time ratios and peak memory (prints)
-	$(PY) experiments/bench_attention.py
+	$(TIMED) $(PY) experiments/bench_attention.py
 
 audit: $(STAMP) ## O-closure audit (null rows/columns at the input and at the in-context entry) -> results/audit.csv
-	$(PY) experiments/audit.py
+	$(TIMED) $(PY) experiments/audit.py
 
 padding-demo: $(STAMP) ## the stock host fed predict_many's padding vs o_closed -> results/padding_demo.csv
-	$(PY) experiments/padding_demo.py
+	$(TIMED) $(PY) experiments/padding_demo.py
 
 bench-batch: $(STAMP) ## predict_many vs one predict after another, 18 cases, interleaved -> results/bench_batch.csv
-	$(PY) experiments/bench_batch.py
+	$(TIMED) $(PY) experiments/bench_batch.py
 
 explain-bench: $(STAMP) ## Shapley values: batched closed removal vs shapiq refit per coalition vs zeroing -> results/removal_bench.{csv,png}
-	$(PY) experiments/explain_bench.py
+	$(TIMED) $(PY) experiments/explain_bench.py
 
 tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_sweep.{csv,png}
-	$(PY) experiments/tau_sweep.py
+	$(TIMED) $(PY) experiments/tau_sweep.py
 
 host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_quality.csv
-	$(PY) experiments/host_quality.py
+	$(TIMED) $(PY) experiments/host_quality.py
 
 preset-selection: $(STAMP) ## hosts' inference presets on datasets disjoint from the bar -> results/preset_selection/
-	$(PY) experiments/host_quality.py --config-name preset_selection
+	$(TIMED) $(PY) experiments/host_quality.py --config-name preset_selection
 
 scale-check: $(STAMP) ## every architecture at tabpfn's default size: retrofit time / memory ratios, audit, predict_many -> results/scale.csv
-	$(PY) experiments/scale_check.py
+	$(TIMED) $(PY) experiments/scale_check.py
 
 pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v2

@@ -26,6 +26,7 @@ def results(rows: int = 4) -> pd.DataFrame:
             "rmse": [1.0, 1.01, 2.0, 1.98],
             "delta_rmse_pct": [0.0, 1.0, 0.0, -1.0],
             "tau_rule": ["", "c=0.001 (calibrated)"] * 2,
+            "arm_extra": False,
         }
     )
     return frame.iloc[:rows]
@@ -40,6 +41,7 @@ def test_the_largest_difference_per_column_is_found_with_its_unit():
     assert columns.loc["rmse", "relative"] == pytest.approx(0.02 / 1.96)
     assert columns.loc["delta_rmse_pct", "where"] == "host=h/dataset=b/seed=0/variant=oa_only"
     assert "tau_rule" not in columns.index  # text columns are not differenced
+    assert columns.loc["arm_extra", "max |A − B|"] == 0.0  # a flag is differenced as 0 / 1
     variants = comparison.variants.set_index("variant")
     assert variants.loc["oa_only", ["A", "B", "A − B"]].tolist() == pytest.approx([0.0, -0.5, 0.5])
     assert variants.loc["oa_only", "units"] == 2 and comparison.matched == 4
@@ -71,3 +73,18 @@ def test_the_command_prints_the_tables(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "## Largest difference per column" in out.stdout and "| rmse " in out.stdout
     assert "## Mean ΔRMSE % per host × variant" in out.stdout
+
+
+def test_the_committed_record_compares_with_a_changed_copy_of_itself():
+    """Every column type of the real record (flags, text, NaN timings) goes through; one changed
+    value is found where it was made."""
+    record = pd.read_csv(ROOT / "results" / "retrofit_rmse.csv")
+    changed = record.copy()
+    row = changed.index[(changed["variant"] == "full_o") & (changed["dataset"] == "wage")][0]
+    changed.loc[row, "nll"] += 0.5
+    comparison = compare(changed, record)
+    columns = comparison.columns.set_index("column")
+    assert comparison.matched == len(record) and not comparison.only_a and not comparison.only_b
+    assert columns.loc["nll", "max |A − B|"] == pytest.approx(0.5)
+    assert "dataset=wage" in columns.loc["nll", "where"] and "variant=full_o" in columns.loc["nll", "where"]
+    assert columns.loc["rmse", "max |A − B|"] == 0.0 and columns.loc["arm_extra", "max |A − B|"] == 0.0

@@ -72,9 +72,10 @@ def compare(a: pd.DataFrame | Path | str, b: pd.DataFrame | Path | str) -> Compa
         c for c in numeric if c in TIMES or c.startswith("predict_time")
     ]
     rows = []
-    for column in numeric:
-        diff = (a_.loc[both, column] - b_.loc[both, column]).abs()
-        both_nan = a_.loc[both, column].isna() & b_.loc[both, column].isna()
+    for column in numeric:  # flags (bool columns) are differenced as 0 / 1
+        a_col, b_col = (f.loc[both, column].astype(float) for f in (a_, b_))
+        diff = (a_col - b_col).abs()
+        both_nan = a_col.isna() & b_col.isna()
         diff = diff.where(~both_nan, 0.0)
         if diff.isna().all() or not len(diff):
             rows.append({"column": column, "max |A − B|": np.nan, "relative": np.nan, "where": "(not in both)"})
