@@ -13,6 +13,7 @@ from retrofit.adapters import OClosedModel
 from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, ordered_sum
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
+from retrofit.ops.insertion import insert_rows, random_keep_mask
 
 REL_BOUND = 1e-5
 """Without compaction, present outputs move by at most this fraction of the logit scale."""
@@ -37,20 +38,10 @@ def _insert_absent(x_RBC, y_NB, k, seed=0, fill=0.0):
     g = torch.Generator().manual_seed(seed)
     R, B, C = x_RBC.shape
     N = y_NB.shape[0]
-
-    def old(n):
-        keep = torch.ones(n + k, dtype=torch.bool)
-        keep[torch.randperm(n + k, generator=g)[:k]] = False
-        return keep
-
-    old_train, old_test, old_col = old(N), old(R - N), old(C)
+    old_train, old_test, old_col = (random_keep_mask(n, k, g) for n in (N, R - N, C))
     old_R = torch.cat([old_train, old_test])
-    x = torch.full((R + 2 * k, B, C + k), fill)
-    rows = x[old_R]
-    rows[:, :, old_col] = x_RBC
-    x[old_R] = rows
-    y = torch.full((N + k, B), fill)
-    y[old_train] = y_NB
+    x = insert_rows(insert_rows(x_RBC, old_col, dim=2, fill=fill), old_R, dim=0, fill=fill)
+    y = insert_rows(y_NB, old_train, dim=0, fill=fill)
     presence = {"row_presence": old_R.float().expand(B, -1), "column_presence": old_col.float().expand(B, -1)}
     return x, y, presence, old_test
 

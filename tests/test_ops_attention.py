@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from retrofit.errors import RetrofitError
 from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
-from retrofit.measure.insertion import insert_rows, keep_mask
 from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
+from retrofit.ops.insertion import insert_rows, keep_mask
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # Null-source insertion without compact: tolerance in units of eps(dtype) * rowmax|out|.

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from retrofit.measure.ablation import randomise_
-from retrofit.measure.insertion import insert_rows, keep_mask
 from retrofit.ops import OFFN, OInject, ONorm, OStandardize, o_linear, presence
+from retrofit.ops.insertion import insert_rows, keep_mask
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 FAST = settings(max_examples=20, deadline=None)

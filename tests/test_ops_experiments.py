@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retrofit.measure.insertion import keep_mask
+from retrofit.ops.insertion import keep_mask
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

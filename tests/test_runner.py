@@ -22,9 +22,11 @@ from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
 from retrofit.runner import aggregate as agg
 from retrofit.runner import case as case_module
+from retrofit.runner import predictions
 from retrofit.runner import units as units_module
 from retrofit.runner.bootstrap import cluster_bootstrap_ci
-from retrofit.runner.case import UnitSpec, predict_all, run_case, timing_columns
+from retrofit.runner.case import UnitSpec, run_case
+from retrofit.runner.predictions import predict_all, timing_columns
 from retrofit.runner.reproduce import RTOL, compare, read_reference, verify
 from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
@@ -156,7 +158,7 @@ class CountingModel:
 
 
 def test_predict_all_warms_up_then_interleaves_rotated_rounds(monkeypatch):
-    monkeypatch.setattr(case_module, "_predict", lambda model, X: model.predict(X))
+    monkeypatch.setattr(predictions, "predict", lambda model, X: model.predict(X))
     order: list[str] = []
     models = {name: CountingModel(name, v, order) for name, v in (("baseline", 1.0), ("a", 2.0), ("b", 3.0))}
     preds, times = predict_all(models, np.zeros((4, 2)), rounds=3)

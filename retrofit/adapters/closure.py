@@ -52,8 +52,8 @@ def close_model(model: nn.Module, variant: Any) -> OClosedModel:
     variant leaves an in-context part stock (a closed model needs every part of `PARTS`).
     """
     arch = architecture_of(model)
-    if arch.closed_wrapper is None:
-        raise RetrofitError(f"variant {variant.name!r} closes the whole model, but {arch.closed_refusal}")
+    if arch.refusal(variant):
+        raise RetrofitError(f"variant {variant.name!r} closes the whole model, but {arch.refusal(variant)}")
     missing = sorted(set(PARTS) - set(variant.parts))
     if missing:
         raise RetrofitError(

@@ -8,6 +8,7 @@ O part (the `part` it replaces and the operator it uses). Both registries are fi
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from torch import nn
 
@@ -35,6 +36,13 @@ class ArchitectureSpec:
     wrapper: type[nn.Module]
     closed_wrapper: type[nn.Module] | None = None
     closed_refusal: str = ""
+
+    def refusal(self, variant: Any) -> str:
+        """Why this architecture cannot run `variant` (anything with a `closed` flag, e.g. a
+        `retrofit.variants.Variant`), "" when it can: a closed variant needs a `closed_wrapper`;
+        without one the reason is `closed_refusal`. Every caller that refuses or skips a variant
+        on a host asks here."""
+        return self.closed_refusal if variant.closed and self.closed_wrapper is None else ""
 
 
 @dataclass(frozen=True)

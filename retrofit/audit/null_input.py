@@ -17,19 +17,22 @@ from collections import defaultdict
 import torch
 from tabpfn import TabPFNRegressor
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters import OClosedModel, architecture_of, in_context_blocks
+from retrofit.adapters import OClosedModel
+from retrofit.audit.hooks import ModelHooks, carriers, in_context_blocks_of
+from retrofit.ops.insertion import insert_rows, random_keep_mask
 
 KINDS = ("rows", "columns")
 
 
-class NullInput:
+class NullInput(ModelHooks):
     """Insert `k` absent train rows or feature columns (positions drawn with `seed`) and record."""
 
     def __init__(self, regressor: TabPFNRegressor, k: int, kind: str, seed: int = 0):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        self.models = list(regressor.models_)
+        super().__init__(regressor)
         self.k, self.kind = k, kind
         self.generator = torch.Generator().manual_seed(seed)
         self.entry: list[torch.Tensor] = []
@@ -39,21 +42,14 @@ class NullInput:
         self.states: dict[str, list[torch.Tensor]] = defaultdict(list)
         """block path -> old rows' states after it, one tensor per forward call."""
         self._old_R: torch.Tensor | None = None
-        self._handles: list[torch.utils.hooks.RemovableHandle] = []
 
-    def __enter__(self) -> "NullInput":
-        for model in self.models:
-            self._handles.append(model.register_forward_pre_hook(self._insert, with_kwargs=True))
-            spec = architecture_of(model)
-            blocks = in_context_blocks(model)
-            self._handles.append(blocks[0].register_forward_pre_hook(self._record_entry))
-            for i, block in enumerate(blocks):
-                self._handles.append(block.register_forward_hook(self._record_state(f"{spec.blocks}.{i}")))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for handle in self._handles:
-            handle.remove()
+    def _hooks(self, model: nn.Module) -> list[RemovableHandle]:
+        handles = [model.register_forward_pre_hook(self._insert, with_kwargs=True)]
+        for i, path, block in in_context_blocks_of(model):
+            if i == 0:
+                handles.append(block.register_forward_pre_hook(self._record_entry))
+            handles.append(block.register_forward_hook(self._record_state(path)))
+        return handles
 
     def _insert(self, model: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """The model's (x (R, B, C), y (N,) or (N, B), ...) with the absent rows or columns inserted."""
@@ -62,14 +58,14 @@ class NullInput:
         N = y.shape[0]
         p_BR, p_BC = x_RBC.new_ones(B, R), x_RBC.new_ones(B, C)
         if self.kind == "rows":
-            old_L = self._old_positions(N)
-            x_RBC = torch.cat([_spread(x_RBC[:N], old_L, 0), x_RBC[N:]])
-            y = _spread(y, old_L, 0)
+            old_L = random_keep_mask(N, self.k, self.generator)
+            x_RBC = torch.cat([insert_rows(x_RBC[:N], old_L, 0), x_RBC[N:]])
+            y = insert_rows(y, old_L, 0)
             p_BR = torch.cat([old_L.to(x_RBC.dtype)[None].expand(B, -1), p_BR[:, N:]], dim=1)
             self._old_R = torch.cat([old_L, old_L.new_ones(R - N)])
         else:
-            old_L = self._old_positions(C)
-            x_RBC = _spread(x_RBC, old_L, 2)
+            old_L = random_keep_mask(C, self.k, self.generator)
+            x_RBC = insert_rows(x_RBC, old_L, 2)
             p_BC = old_L.to(x_RBC.dtype)[None].expand(B, -1)
             if kwargs.get("categorical_inds"):
                 new_index = old_L.nonzero()[:, 0].tolist()
@@ -79,14 +75,8 @@ class NullInput:
             kwargs = {**kwargs, "row_presence": p_BR, "column_presence": p_BC}
         return (x_RBC, y, *rest), kwargs
 
-    def _old_positions(self, n: int) -> torch.Tensor:
-        """(n + k,) bool: True at the n old positions, False at k random ones."""
-        old_L = torch.ones(n + self.k, dtype=torch.bool)
-        old_L[torch.randperm(n + self.k, generator=self.generator)[: self.k]] = False
-        return old_L
-
     def _record_entry(self, module: nn.Module, args: tuple) -> None:
-        x = args[0][0] if isinstance(args[0], list) else args[0]
+        x = carriers(args[0])
         old_R = self._old_rows(x)
         self.entry.append(x[:, old_R].detach().clone())
         self.null_entry_nonzero |= bool((x[:, ~old_R] != 0).any())
@@ -102,17 +92,6 @@ class NullInput:
         table before its in-context blocks (v2.5/v2.6 thinking rows) count as old rows."""
         extra = x_BRx.shape[1] - self._old_R.shape[0]
         return torch.cat([self._old_R.new_ones(extra), self._old_R])
-
-
-def _spread(x: torch.Tensor, old_L: torch.Tensor, dim: int) -> torch.Tensor:
-    """x with zeros inserted along `dim` where `old_L` is False (x's entries where it is True)."""
-    shape = list(x.shape)
-    shape[dim] = old_L.shape[0]
-    out = x.new_zeros(shape)
-    index = [slice(None)] * x.dim()
-    index[dim] = old_L
-    out[tuple(index)] = x
-    return out
 
 
 def leaking_stage(

@@ -17,15 +17,17 @@ from collections import defaultdict
 import torch
 from tabpfn import TabPFNRegressor
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters import architecture_of, in_context_blocks
+from retrofit.audit.hooks import ModelHooks, carriers, in_context_blocks_of
+from retrofit.ops.insertion import insert_rows, random_keep_mask
 
 
-class NullRows:
+class NullRows(ModelHooks):
     """Insert `k` null rows (positions drawn with `seed`) and record, for one regressor."""
 
     def __init__(self, regressor: TabPFNRegressor, k: int, seed: int = 0):
-        self.models = list(regressor.models_)
+        super().__init__(regressor)
         self.k = k
         self.generator = torch.Generator().manual_seed(seed)
         self.states: dict[str, list[torch.Tensor]] = defaultdict(list)
@@ -35,31 +37,24 @@ class NullRows:
         self.first_seen: dict[str, int] = {}
         """module path -> order of its first re-activation."""
         self._old_R: torch.Tensor | None = None
-        self._handles: list[torch.utils.hooks.RemovableHandle] = []
 
-    def __enter__(self) -> "NullRows":
-        for model in self.models:
-            spec = architecture_of(model)
-            blocks = in_context_blocks(model)
-            for i, block in enumerate(blocks):
-                path = f"{spec.blocks}.{i}"
-                first, last = i == 0, i == len(blocks) - 1
-                self._handles.append(block.register_forward_pre_hook(self._pre_hook(first), with_kwargs=True))
-                self._handles.append(block.register_forward_hook(self._post_hook(path, last)))
-                for name, module in block.named_modules(prefix=path):
-                    if "." not in name[len(path) + 1 :].removeprefix("base_layer."):
-                        self._handles.append(module.register_forward_hook(self._watch(name)))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for handle in self._handles:
-            handle.remove()
+    def _hooks(self, model: nn.Module) -> list[RemovableHandle]:
+        blocks = list(in_context_blocks_of(model))
+        handles = []
+        for i, path, block in blocks:
+            first, last = i == 0, i == len(blocks) - 1
+            handles.append(block.register_forward_pre_hook(self._pre_hook(first), with_kwargs=True))
+            handles.append(block.register_forward_hook(self._post_hook(path, last)))
+            for name, module in block.named_modules(prefix=path):
+                if "." not in name[len(path) + 1 :].removeprefix("base_layer."):
+                    handles.append(module.register_forward_hook(self._watch(name)))
+        return handles
 
     def _pre_hook(self, first: bool):
         def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
             x, single_eval_pos, *rest = args
             in_list = isinstance(x, list)
-            x = x[0] if in_list else x
+            x = carriers(x)
             if first:
                 x = self._insert(x, single_eval_pos)
             return (([x] if in_list else x), single_eval_pos + self.k, *rest), kwargs
@@ -68,14 +63,9 @@ class NullRows:
 
     def _insert(self, x_BRxE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
         """x with k zero rows at random positions among the first single_eval_pos + k rows."""
-        R = x_BRxE.shape[1]
-        null_positions = torch.randperm(single_eval_pos + self.k, generator=self.generator)[: self.k]
-        old_R = torch.ones(R + self.k, dtype=torch.bool)
-        old_R[null_positions] = False
-        self._old_R = old_R
-        out = x_BRxE.new_zeros(x_BRxE.shape[0], R + self.k, *x_BRxE.shape[2:])
-        out[:, old_R] = x_BRxE
-        return out
+        context_L = random_keep_mask(single_eval_pos, self.k, self.generator)
+        self._old_R = torch.cat([context_L, context_L.new_ones(x_BRxE.shape[1] - single_eval_pos)])
+        return insert_rows(x_BRxE, self._old_R, dim=1)
 
     def _post_hook(self, path: str, last: bool):
         def hook(module: nn.Module, args: tuple, output: tuple) -> tuple:

@@ -95,8 +95,9 @@ def audit_host(
             progress.set_description_str(f"audit {host} {label}")
         setting = dict(setting)
         variant = setting.pop("variant")
-        if resolve_variant(variant, **setting).closed and arch.closed_wrapper is None:
-            reason = arch.closed_refusal.split(":")[0]  # the first clause; the spec holds the whole reason
+        refusal = arch.refusal(resolve_variant(variant, **setting))
+        if refusal:
+            reason = refusal.split(":")[0]  # the first clause; the spec holds the whole reason
             rows += [
                 _row(host, label, insertion, k, "", np.nan, np.nan, np.nan, np.nan, reason, "refused")
                 for insertion in insertions

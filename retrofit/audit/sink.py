@@ -23,9 +23,12 @@ import numpy as np
 import pandas as pd
 import torch
 from tabpfn import TabPFNRegressor
+from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters import architecture_of, in_context_blocks
+from retrofit.adapters import architecture_of
 from retrofit.adapters.tau import TauRule
+from retrofit.audit.hooks import ModelHooks, in_context_blocks_of
 from retrofit.data import DatasetSpec
 from retrofit.fitting import CaseSpec, fit_case
 from retrofit.patching import retrofit
@@ -60,31 +63,25 @@ def sink_stats(logit_xK: torch.Tensor, eps_den: float) -> tuple[torch.Tensor, to
     return torch.sigmoid(math.log(eps_den) - lse_x), max_x
 
 
-class SinkProbe:
+class SinkProbe(ModelHooks):
     """Context manager recording sink shares and max logits of every in-context attention call
     of `regressor`'s models (use it on a frozen, unpatched clone); `table()` summarises them."""
 
     def __init__(self, regressor: TabPFNRegressor, tau: TauRule, eps_den: float):
-        self.models = list(regressor.models_)
+        super().__init__(regressor)
         self.tau = tau
         self.eps_den = eps_den
         self.shares: dict[int, list[torch.Tensor]] = defaultdict(list)
         """block index -> (H, n) sink shares of the present receivers, one tensor per call."""
         self.max_logits: dict[int, list[torch.Tensor]] = defaultdict(list)
-        self._handles: list[torch.utils.hooks.RemovableHandle] = []
 
-    def __enter__(self) -> "SinkProbe":
-        for model in self.models:
-            wrapper = architecture_of(model).wrapper
-            for i, block in enumerate(in_context_blocks(model)):
-                probe = wrapper(block, frozenset({"attention"}), self.tau, self.eps_den, False)
-                self._handles += probe.probe_attention(partial(self._record, i))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+    def _hooks(self, model: nn.Module) -> list[RemovableHandle]:
+        wrapper = architecture_of(model).wrapper
+        handles = []
+        for i, _, block in in_context_blocks_of(model):
+            probe = wrapper(block, frozenset({"attention"}), self.tau, self.eps_den, False)
+            handles += probe.probe_attention(partial(self._record, i))
+        return handles
 
     @torch.no_grad()
     def _record(

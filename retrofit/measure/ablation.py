@@ -9,8 +9,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from retrofit.measure.insertion import insert_rows, keep_mask
 from retrofit.ops import OAOnlyBlock, OTransformerBlock, StandardBlock
+from retrofit.ops.insertion import insert_rows, keep_mask
 
 HOSTS = {"standard": StandardBlock, "oa_only": OAOnlyBlock, "otransformer": OTransformerBlock}
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from retrofit.measure.insertion import insert_rows, keep_mask
+from retrofit.ops.insertion import insert_rows, keep_mask
 
 
 @dataclass(frozen=True)

@@ -168,9 +168,7 @@ def arch_rows(arch: str, cfg: ScaleConfig, folder: Path) -> list[dict[str, Any]]
     except RetrofitError as err:  # the message names the file; its temporary folder says nothing
         return [refused(arch, label, str(err).replace(f"{written.parent}/", "")) for label in labels]
     spec = ARCHITECTURES[architecture_name(path)]
-    reasons = {
-        v: spec.closed_refusal for v in cfg.variants if resolve_variant(v).closed and spec.closed_wrapper is None
-    }
+    reasons = {v: spec.refusal(resolve_variant(v)) for v in cfg.variants if spec.refusal(resolve_variant(v))}
     runnable = [v for v in cfg.variants if v not in reasons]
     with torch_threads(cfg.threads):
         timing, reasons = _timing(path, cfg, runnable, reasons)

@@ -7,18 +7,15 @@ computed once per case; each variant is `retrofit.retrofit(fitted, variant, **hp
 same fitted regressor, and a variant that patches nothing reuses the baseline prediction.
 Inference runs in `Case.precision` (float32 by default, see `retrofit.fitting`) on `Case.device`.
 
-Timing (`Case.timing_rounds` > 0): after one warm-up call each, the baseline and every patched
-variant predict `timing_rounds` times, interleaved in rotating order
-(`retrofit.measure.timing.interleaved_times`); a unit's `predict_seconds` is its median, and
-`predict_time_ratio` (min, max) the median (min, max) of its per-round ratios to the baseline's
-time in the same round. Untimed cases record NaN there. Finished units (see
-`retrofit.runner.units`) are skipped unless `overwrite`; a case whose units are all finished loads
-no data and fits nothing.
+`run_case` orders the jobs, each done elsewhere: the units' fingerprints (`Case.fingerprints`)
+decide which are finished (see `retrofit.runner.units`; skipped unless `overwrite`, and a case
+whose units are all finished loads no data and fits nothing); the predictions and their
+interleaved timing (`Case.timing_rounds` rounds, 0 for none) are `retrofit.runner.predictions`;
+each unit's row is assembled by `retrofit.runner.rows` and written to the unit store.
 """
 
 import functools
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -28,14 +25,14 @@ import numpy as np
 from tabpfn import TabPFNRegressor
 
 import retrofit
-from retrofit.adapters.tau import taus_taken
 from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case
 from retrofit.hosts import check_checkpoint
-from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
-from retrofit.metrics import BarPredictive, DistributionScores, rmse
-from retrofit.runner.record import stamp
+from retrofit.measure.timing import torch_threads
+from retrofit.metrics import DistributionScores
+from retrofit.runner.predictions import BASELINE, predict, predict_all, timing_columns
+from retrofit.runner.rows import case_columns, unit_row
 from retrofit.runner.units import (
     UnitKey,
     UnitStore,
@@ -47,11 +44,9 @@ from retrofit.runner.units import (
 )
 from retrofit.variants import Variant, resolve_variant
 
-log = logging.getLogger(__name__)
+__all__ = ["BASELINE", "Case", "UnitSpec", "check_cases", "run_case", "stored_rows"]
 
-BASELINE = "baseline"
-"""The variant that patches nothing; its prediction is every unit's reference."""
-TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -150,6 +145,13 @@ class Case:
             self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams), self.settings_digest
         )
 
+    def fingerprints(self) -> dict[UnitKey, str]:
+        """Per unit key, the digest of everything its number depends on: `settings()`, the
+        environment (tabpfn and torch versions, the package's code digest; `retrofit.runner.units`)
+        and the resolved variant. A stored unit with another fingerprint is stale."""
+        shared = {**self.settings(), **environment()}
+        return {self.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in self.units}
+
     @property
     def fit_spec(self) -> CaseSpec:
         """The fitted case every unit of this case shares (`retrofit.fitting`): the `CaseSpec` fields,
@@ -163,23 +165,6 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-
-
-def effective_hparams(patched: Any) -> dict[str, Any]:
-    """The tau rule, `eps_den` and `eps_mode` the patched model uses, read off its `retrofit_report_`.
-
-    `tau_rule` is the rule as applied: `c=<c> (calibrated)` (tau = c · median ||h||² of the context
-    carriers, computed per layer and ensemble member at predict time) or `<value> (absolute)`;
-    empty for the baseline, which patches nothing. `tau_c`: that c (None unless calibrated). The
-    tau values themselves are taken at predict time (`_predict`).
-    """
-    variant = patched.retrofit_report_.variant
-    rule = variant.tau
-    tau_rule = ""
-    if rule is not None:
-        tau_rule = f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
-    tau_c = rule.c if rule is not None and rule.mode == "calibrated" else None
-    return {"tau_rule": tau_rule, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}
 
 
 def check_cases(cases: list[Case]) -> None:
@@ -198,55 +183,11 @@ def check_cases(cases: list[Case]) -> None:
         case_data(case.fit_spec)
 
 
-def _fingerprints(case: Case) -> dict[UnitKey, str]:
-    """Per unit, a digest of everything its number depends on (see `retrofit.runner.units`)."""
-    shared = {**case.settings(), **environment()}
-    return {case.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in case.units}
-
-
-def _predict(model: TabPFNRegressor, X: np.ndarray) -> tuple[np.ndarray, BarPredictive, float]:
-    """One `model.predict(X, output_type="full")` call: the mean prediction (float64, bit-identical
-    to `model.predict(X)`), the predictive distribution of every row, and the tau the call used
-    (the median over every block, O part, ensemble member and forward pass; NaN when nothing
-    computes a tau)."""
-    with taus_taken() as taus:
-        full = model.predict(X, output_type="full")
-    tau = float(np.median(np.concatenate([t.double().cpu().numpy().ravel() for t in taus]))) if taus else math.nan
-    return np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full), tau
-
-
-def predict_all(
-    models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int
-) -> tuple[dict[str, tuple[np.ndarray, BarPredictive, float]], dict[str, list[float]]]:
-    """Every model's prediction (mean, distribution; see `_predict`) on `X`, and its seconds per
-    timed round (empty lists when `rounds` is 0). Timed: one warm-up call each (its output is the
-    prediction; every call of a model returns the same), then `rounds` rotated rounds
-    (`interleaved_times`)."""
-    preds: dict[str, tuple[np.ndarray, BarPredictive, float]] = {}
-    if rounds == 0:
-        return {name: _predict(model, X) for name, model in models.items()}, {name: [] for name in models}
-
-    def call(name: str):
-        return lambda: preds.__setitem__(name, _predict(models[name], X))
-
-    times = interleaved_times({name: call(name) for name in models}, rounds)
-    return preds, times
-
-
-def timing_columns(times: Mapping[str, list[float]], name: str) -> dict[str, float]:
-    """`predict_seconds` (median) and `predict_time_ratio` (median, min, max of the per-round ratios
-    to `BASELINE`) of `name`; NaN when untimed."""
-    if not times.get(name):
-        return dict.fromkeys(TIMING_COLUMNS, math.nan)
-    ratio, low, high = spread(paired_ratios(times, BASELINE)[name])
-    return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high), strict=True))
-
-
 def stored_rows(case: Case, stamps: dict[UnitKey, str] | None = None) -> dict[UnitKey, dict[str, Any] | None]:
     """Per unit of `case`, its stored row if finished with the current fingerprint (`stamps`, computed
     when not given), else None."""
     store = UnitStore(case.runs_dir)
-    stamps = _fingerprints(case) if stamps is None else stamps
+    stamps = case.fingerprints() if stamps is None else stamps
     return {key: store.finished(key, stamp) for key, stamp in stamps.items()}
 
 
@@ -263,8 +204,7 @@ def run_case(case: Case) -> list[dict[str, Any]]:
 def _run_case(case: Case) -> list[dict[str, Any]]:
     keys = [case.key(u) for u in case.units]
     reject_duplicates(keys)
-    store = UnitStore(case.runs_dir)
-    stamps = _fingerprints(case)
+    stamps = case.fingerprints()
     done = dict.fromkeys(keys) if case.overwrite else stored_rows(case, stamps)
     todo = [(u, k) for u, k in zip(case.units, keys, strict=True) if done[k] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
@@ -273,59 +213,30 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
         return [done[k] for k in keys]
 
     fitted = fit_case(case.fit_spec)
-    table, data, regressor, fit_seconds = fitted.table, fitted.data, fitted.regressor, fitted.fit_seconds
-    log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fit_seconds)
+    data = fitted.data
+    log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fitted.fit_seconds)
     # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
-    models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
-    patched = {key: unit.patch(regressor) for unit, key in todo}
+    models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
+    patched = {key: unit.patch(fitted.regressor) for unit, key in todo}
     models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
     untimed = {str(key.relpath()) for unit, key in todo if not unit.timed} & set(models)
     timed = {name: model for name, model in models.items() if name not in untimed}
     log.info("%s: predicting %d models (%d timed rounds each)", label, len(timed), case.timing_rounds)
     preds, times = predict_all(timed, data.X_test, case.timing_rounds)
-    preds |= {name: _predict(models[name], data.X_test) for name in untimed}
-    baseline_rmse = rmse(data.y_test, preds[BASELINE][0])
-    baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE][1])
-    log.info("%s: baseline RMSE %.4g (%d test rows)", label, baseline_rmse, len(data.y_test))
+    preds |= {name: predict(models[name], data.X_test) for name in untimed}
+    common = case_columns(case, fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"])
+    baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
+    log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
 
-    common = {
-        "dataset": case.dataset.name,
-        "seed": case.seed,
-        "host": case.host,
-        "device": case.device,
-        "n_train": len(data.y_train),
-        "n_test": len(data.y_test),
-        "n_features": data.X_train.shape[1],
-        "n_categorical": len(data.categorical_indices),
-        "n_missing_target": table.n_missing_target,
-        "n_estimators": case.n_estimators,
-        "baseline_rmse": baseline_rmse,
-        "baseline_predict_seconds": timing_columns(times, BASELINE)["predict_seconds"],
-        "fit_seconds": fit_seconds,
-    }
+    store = UnitStore(case.runs_dir)
     for unit, key in todo:
         # Nothing patched: the baseline prediction and timing, bit-identical by contract.
         name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
-        pred, dist, tau = preds[name]
-        if not np.isfinite(pred).all():
+        if not np.isfinite(preds[name].mean).all():
             raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
-        variant_rmse = rmse(data.y_test, pred)
-        row = {
-            **common,
-            "variant": unit.variant,
-            "hparams": dict(key.hparams),
-            "rmse": variant_rmse,
-            "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
-            **DistributionScores.of(data.y_test, dist).matched(baseline_scores),
-            **timing_columns(times, name),
-            **effective_hparams(patched[key]),
-            "tau": tau,
-            "arm": unit.arm,  # as this sweep labels the unit; `retrofit.runner.collect` relabels stored rows
-            "arm_extra": unit.arm_extra,
-            **stamp(),
-            "fingerprint": stamps[key],
-        }
+        timing = timing_columns(times, name)
+        row = unit_row(common, unit, key, preds[name], baseline_scores, data.y_test, timing, patched[key], stamps[key])
         store.write(key, row)
         done[key] = row
-        log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, variant_rmse, row["delta_rmse_pct"])
+        log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
     return [done[k] for k in keys]

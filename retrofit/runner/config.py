@@ -233,9 +233,7 @@ def unit_spec(option: str, node: DictConfig | dict, hparams: dict[str, Any]) -> 
 def applicable(units: tuple[UnitSpec, ...], host_path: Path, host: str) -> tuple[UnitSpec, ...]:
     """`units` less the closed variants `host`'s architecture cannot close (logged, not run)."""
     arch = ARCHITECTURES[architecture_name(host_path)]
-    if arch.closed_wrapper is not None:
-        return units
-    skipped = [u.variant for u in units if u.resolved().closed]
+    skipped = [u.variant for u in units if arch.refusal(u.resolved())]
     if skipped:
         log.info("host %s (%s): closed variants %s not run: %s", host, arch.name, skipped, arch.closed_refusal)
     return tuple(u for u in units if u.variant not in skipped)

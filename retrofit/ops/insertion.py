@@ -1,4 +1,10 @@
-"""Null-token insertion: spread an old sequence into a longer one with inserted slots."""
+"""Null-token insertion: spread an old sequence into a longer one with inserted slots.
+
+The one implementation of "insert null tokens" that the operator tests, the measurements and the
+audit use. A keep mask (bool, True at the old tokens, False at the inserted slots) says where the
+slots go: `keep_mask` at given positions, `random_keep_mask` at positions drawn from a generator;
+`insert_rows` spreads a tensor's axis over the mask's True slots.
+"""
 
 from collections.abc import Sequence
 
@@ -15,6 +21,14 @@ def keep_mask(n_old: int, positions: Sequence[int]) -> torch.Tensor:
         raise ValueError(f"insertion positions must lie in [0, {n_old}], got {list(positions)}")
     keep_L = torch.ones(n_old + len(positions), dtype=torch.bool)
     keep_L[[pos + i for i, pos in enumerate(sorted(positions))]] = False
+    return keep_L
+
+
+def random_keep_mask(n_old: int, k: int, generator: torch.Generator) -> torch.Tensor:
+    """Bool (n_old + k,), False at k slots drawn uniformly without replacement from `generator`
+    (the first k entries of one `torch.randperm(n_old + k)`)."""
+    keep_L = torch.ones(n_old + k, dtype=torch.bool)
+    keep_L[torch.randperm(n_old + k, generator=generator)[:k]] = False
     return keep_L
 
 
