@@ -100,6 +100,19 @@ def test_value_is_the_forward_on_the_reduced_table(host, compact):
         assert _close(got[k], reduced, np.abs(reduced).max(), compact=False), coalition
 
 
+@pytest.mark.parametrize("compact", [False, True])
+def test_shared_column_stage_equals_the_whole_forward_per_coalition(host, compact):
+    X_train, y_train, X_test, _ = _table()
+    regressor = _closed(host, X_train, y_train, compact)
+    coalitions = np.random.default_rng(2).random((24, N_FEATURES)) < 0.5
+    coalitions = np.concatenate([COALITIONS, coalitions])
+    shared = values(regressor, X_test, coalitions)
+    whole = values(regressor, X_test, coalitions, share_columns=False)
+    # a column token computed once per distinct group and gathered: the same arithmetic per token
+    assert _close(shared, whole, np.abs(whole).max(), compact)
+    assert np.abs(shared - whole).max() <= REL_BOUND * np.abs(whole).max()
+
+
 def test_empty_coalition_is_one_value_for_every_query(case):
     regressor, _, y_train, X_test, _ = case
     empty = values(regressor, X_test, np.zeros((1, N_FEATURES), dtype=bool))[0]

@@ -33,7 +33,13 @@ from torch import nn
 from retrofit.adapters.block import KV_CACHE_REFUSAL
 from retrofit.adapters.closure import OClosedModel
 from retrofit.adapters.tabpfn_v3_columns import o_column_aggregator, o_distribution_embedder
-from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, o_targets, present_cells
+from retrofit.adapters.tabpfn_v3_input import (
+    gathered_groups,
+    o_column_groups,
+    o_standardised_cells,
+    o_targets,
+    present_cells,
+)
 from retrofit.errors import RetrofitError
 from retrofit.ops import o_inject
 from retrofit.tabpfn_internals import embed_col_y, embed_icl_y, nan_safe_output
@@ -125,33 +131,70 @@ class OClosedTabPFNV3(OClosedModel):
             raise RetrofitError(f"o_closed needs 1..{R - 1} train rows before the test rows; got {N} train of {R} rows")
         p_BR = _structural(row_presence, (B, R), "row_presence", x_RBC)
         p_BC = _structural(column_presence, (B, C), "column_presence", x_RBC)
-        x_BRD = self._row_carriers(x_RBC, o_targets(y, p_BR[:, :N]), p_BR, p_BC, N)
-        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
-        for block in self.base_layer.icl_blocks:
-            x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
-        return self._readout(self.base_layer.output_norm(x_BRD), p_BR, N, only_return_standard_out)
+        y_BN = o_targets(y, p_BR[:, :N])
+        x_BRCE = self.column_tokens(x_RBC, y_BN, p_BR, p_BC)
+        return self.forward_tokens(x_BRCE, y_BN, p_BR, p_BC, performance_options, only_return_standard_out)
 
-    def _row_carriers(
-        self, x_RBC: torch.Tensor, y_BN: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, N: int
+    def column_tokens(
+        self,
+        x_RBC: torch.Tensor,
+        y_BN: torch.Tensor,
+        p_BR: torch.Tensor,
+        p_BC: torch.Tensor,
+        groups_BUG: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The column stage, O-closed: the cells standardised, grouped and embedded, the train
-        labels injected, the per-column distribution embedding and the column aggregation; then the
-        in-context label embedding on the train rows. One carrier per row (B, R, D)."""
+        """The per-column stage, O-closed: tokens (B, R, U, E) before the column aggregator.
+
+        The cells are standardised over their column's present train rows, token u groups the
+        cells of the columns `groups_BUG[:, u]` (default: `o_column_groups(p_BC)`, U = C, each
+        column with the present columns 2^i places to its right), is embedded with the train
+        labels injected, then runs the distribution embedder, which attends within the token's
+        rows only. So a token depends on nothing but its group's columns' cells, the row presence
+        and `y_BN` (the train targets, `o_targets`): given its group it is the same for every
+        column presence. Explicit `groups_BUG` (all of whose columns must be present) give
+        tokens that are all present; by default an absent column's token is 0."""
         base = self.base_layer
+        N = y_BN.shape[1]
         p_BRC = present_cells(p_BR, p_BC)
         cells_BRC, indicator_BRC = o_standardised_cells(x_RBC.transpose(0, 1), p_BRC, N)
-        grouped_BRCG = o_grouped_cells(cells_BRC, p_BC, base.feature_group_size)
+        if groups_BUG is None:
+            groups_BUG, p_BRU = o_column_groups(p_BC, base.feature_group_size), p_BRC
+        else:
+            p_BRU = p_BR[:, :, None].expand(*p_BR.shape, groups_BUG.shape[1])
+        grouped_BRUG = gathered_groups(cells_BRC, groups_BUG)
         if base.use_nan_indicators:
-            grouped_BRCG = torch.cat([grouped_BRCG, o_grouped_cells(indicator_BRC, p_BC, base.feature_group_size)], -1)
-        x_BRCE = o_inject(base.x_embed(grouped_BRCG), p_BRC)
+            grouped_BRUG = torch.cat([grouped_BRUG, gathered_groups(indicator_BRC, groups_BUG)], -1)
+        x_BRUE = o_inject(base.x_embed(grouped_BRUG), p_BRU)
         label_BN1E = embed_col_y(base, y_BN)[:, :, None, :]
-        x_BRCE = torch.cat([x_BRCE[:, :N] + o_inject(label_BN1E, p_BRC[:, :N]), x_BRCE[:, N:]], dim=1)
+        x_BRUE = torch.cat([x_BRUE[:, :N] + o_inject(label_BN1E, p_BRU[:, :N]), x_BRUE[:, N:]], dim=1)
+        return o_distribution_embedder(base.feature_distribution_embedder, x_BRUE, p_BRU, N, self.attention)
 
-        x_BRCE = o_distribution_embedder(base.feature_distribution_embedder, x_BRCE, p_BRC, N, self.attention)
+    def column_groups(self, p_BC: torch.Tensor) -> torch.Tensor:
+        """(B, C, G) the columns whose cells form each column's token under column presence `p_BC`
+        (`o_column_groups`; an absent column's entries are arbitrary)."""
+        return o_column_groups(p_BC, self.base_layer.feature_group_size)
+
+    def forward_tokens(
+        self,
+        x_BRCE: torch.Tensor,
+        y_BN: torch.Tensor,
+        p_BR: torch.Tensor,
+        p_BC: torch.Tensor,
+        performance_options: Any = None,
+        only_return_standard_out: bool = True,
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The rest of `forward` from the column tokens (`column_tokens`, U = C): the column
+        aggregation, the in-context label embedding on the train rows, the in-context blocks and
+        the readout; logits (T, B, buckets)."""
+        base = self.base_layer
+        N = y_BN.shape[1]
         x_BRD = o_column_aggregator(base.column_aggregator, x_BRCE, p_BR, p_BC, self.attention).flatten(-2)
-
         label_BND = o_inject(embed_icl_y(base, y_BN), p_BR[:, :N])
-        return torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
+        x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
+        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
+        for block in base.icl_blocks:
+            x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
+        return self._readout(base.output_norm(x_BRD), p_BR, N, only_return_standard_out)
 
     def _readout(
         self, x_BRD: torch.Tensor, p_BR: torch.Tensor, N: int, only_return_standard_out: bool

@@ -73,16 +73,26 @@ def o_grouped_cells(cells_BRC: torch.Tensor, p_BC: torch.Tensor, group_size: int
 
     Entries of absent columns are arbitrary (their cells are gated to 0 by the embedding).
     """
-    B, R, C = cells_BRC.shape
+    return gathered_groups(cells_BRC, o_column_groups(p_BC, group_size))
+
+
+def o_column_groups(p_BC: torch.Tensor, group_size: int) -> torch.Tensor:
+    """(B, C, G) column indices: column c's group is the present columns 2^i places to its right
+    among the present ones (i < G), circularly (`o_grouped_cells`). A present column's group
+    depends on nothing but which columns are present; an absent column's entries are arbitrary."""
     present_BC = p_BC > 0
     count_B1 = present_BC.sum(1, keepdim=True).clamp(min=1)
     rank_BC = (present_BC.cumsum(1) - 1).clamp(min=0)
     order_BC = torch.argsort((~present_BC).to(torch.uint8), dim=1, stable=True)
-    groups = []
-    for i in range(group_size):
-        column_BC = order_BC.gather(1, (rank_BC + 2**i) % count_B1)
-        groups.append(cells_BRC.gather(2, column_BC[:, None, :].expand(B, R, C)))
-    return torch.stack(groups, dim=-1)
+    return torch.stack([order_BC.gather(1, (rank_BC + 2**i) % count_B1) for i in range(group_size)], dim=-1)
+
+
+def gathered_groups(cells_BRC: torch.Tensor, groups_BUG: torch.Tensor) -> torch.Tensor:
+    """(B, R, U, G): the cells of the columns `groups_BUG` (B, U, G) names, per row."""
+    B, R, _ = cells_BRC.shape
+    _, U, G = groups_BUG.shape
+    index_BRX = groups_BUG.reshape(B, 1, U * G).expand(B, R, U * G)
+    return cells_BRC.gather(2, index_BRX).view(B, R, U, G)
 
 
 def o_targets(y: torch.Tensor, p_BN: torch.Tensor) -> torch.Tensor:

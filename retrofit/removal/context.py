@@ -6,6 +6,13 @@ context and the query rows, as tabpfn's own pipeline prepares them once — with
 through `row_presence` / `column_presence` of `OClosedTabPFNV3.forward`. Nothing is refitted,
 nothing padded: the table keeps its shape. Each coalition's logits are then decoded exactly as
 `predict` decodes them (`retrofit.batching.decode_members`).
+
+Where only columns are removed (every row present), the per-column stage is shared: a column's
+token before the column aggregator depends on nothing but the cells of its group's columns
+(`OClosedTabPFNV3.column_tokens`), so it is computed once per distinct group over all the
+coalitions of a forward and gathered into each; only the stages that mix columns (the column
+aggregator) and rows (the in-context blocks, the readout) run per coalition. The values equal
+the unshared forward's up to rounding (the batch layout differs).
 """
 
 from collections.abc import Callable
@@ -16,6 +23,7 @@ import torch
 from tabpfn import TabPFNRegressor
 from tabpfn.utils import get_autocast_context
 
+from retrofit.adapters.tabpfn_v3_input import o_targets
 from retrofit.batching import MemberInput, decode_members, member_inputs
 from retrofit.errors import RetrofitError
 
@@ -53,13 +61,16 @@ def evaluate(
     max_cells: int = MAX_CELLS,
     *,
     declare: bool = True,
+    share_columns: bool = True,
 ) -> np.ndarray:
     """Mean predictions (n_coalitions, n_rows) of `regressor` on query rows `X`, coalition k with
     the presences `presence` gives it, in forwards of at most `max_cells` cells (see `MAX_CELLS`).
 
     `declare=True` passes the presences to the (o_closed) model; `declare=False` instead sets the
     absent cells (and absent rows' targets) to 0 and passes nothing — what a stock model can be
-    given, used to measure what masking by value leaks."""
+    given, used to measure what masking by value leaks. `share_columns`: where every row is
+    present, run the per-column stage once per distinct column group (see the module docstring);
+    False runs the whole forward per coalition."""
     if max_cells < 1:
         raise RetrofitError(f"max_cells must be a positive number of cells per forward, got {max_cells}")
     members = member_inputs(0, regressor, X)
@@ -71,7 +82,11 @@ def evaluate(
         for start in range(0, n_coalitions, per_forward):
             window = slice(start, min(start + per_forward, n_coalitions))
             p_train, p_col = presence(index, member, window)
-            chunks.append(_forward(regressor, member, window.stop - window.start, p_train, p_col, declare))
+            k = window.stop - window.start
+            if declare and share_columns and p_train is None and p_col is not None and bool(p_col.any()):
+                chunks.append(_forward_shared_columns(regressor, member, p_col))
+            else:
+                chunks.append(_forward(regressor, member, k, p_train, p_col, declare))
         outputs.append(torch.cat(chunks, dim=1).transpose(0, 1).reshape(n_coalitions * T, -1))
     predictions = decode_members(regressor, outputs)
     return np.asarray(predictions, dtype=np.float64).reshape(n_coalitions, -1)
@@ -102,3 +117,24 @@ def _forward(
         y_Nk = torch.where(p_kR[:, :N].T > 0, y_Nk, 0)
     with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
         return regressor.models_[0](x_RkC, y_Nk, **presences).float()
+
+
+def _forward_shared_columns(regressor: TabPFNRegressor, member: MemberInput, p_kC: torch.Tensor) -> torch.Tensor:
+    """Logits (T, k, buckets) of `member`'s table under the k column presences `p_kC`, every row
+    present: the column tokens once per distinct column group (`OClosedTabPFNV3.column_tokens`),
+    gathered into each coalition's present columns, then `forward_tokens` per coalition (some
+    coalition has a present column)."""
+    model = regressor.models_[0]
+    N, T, C = member.shape
+    k = p_kC.shape[0]
+    x_R1C = member.x_RC[:, None]
+    p_kC = p_kC.to(x_R1C)
+    ones_1R = x_R1C.new_ones(1, N + T)
+    y_1N = o_targets(member.y_N, ones_1R[:, :N])
+    present_kC = p_kC > 0
+    with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
+        groups_UG, token_of_P = torch.unique(model.column_groups(p_kC)[present_kC], dim=0, return_inverse=True)
+        tokens_1RUE = model.column_tokens(x_R1C, y_1N, ones_1R, x_R1C.new_ones(1, C), groups_UG[None])
+        x_kCRE = tokens_1RUE.new_zeros(k, C, N + T, tokens_1RUE.shape[-1])
+        x_kCRE[present_kC] = tokens_1RUE[0].transpose(0, 1)[token_of_P]
+        return model.forward_tokens(x_kCRE.transpose(1, 2), y_1N.expand(k, N), ones_1R.expand(k, -1), p_kC).float()

@@ -18,7 +18,9 @@ from retrofit.removal.columns import member_feature_columns
 from retrofit.removal.context import MAX_CELLS, check_coalitions, evaluate
 
 
-def values(regressor: Any, X: Any, coalitions: Any, *, max_cells: int = MAX_CELLS) -> np.ndarray:
+def values(
+    regressor: Any, X: Any, coalitions: Any, *, max_cells: int = MAX_CELLS, share_columns: bool = True
+) -> np.ndarray:
     """Predictions (K, n_rows) of the o_closed `regressor` on query rows `X`, row k with only the
     features of `coalitions[k]` present (in the context and in the queries).
 
@@ -29,7 +31,9 @@ def values(regressor: Any, X: Any, coalitions: Any, *, max_cells: int = MAX_CELL
     model given the targets alone). All coalitions run over the one fitted context as batch
     elements of batched forwards, no refit, no padding; one forward holds at most `max_cells`
     cells (coalitions x (train + query rows) x member columns) — the memory bound, see
-    `retrofit.removal.context.MAX_CELLS`.
+    `retrofit.removal.context.MAX_CELLS`. `share_columns=True` computes the per-column stage
+    once per distinct column group for all coalitions of a forward (`retrofit.removal.context`);
+    False runs the whole forward per coalition (the same values up to rounding).
     Contract: the full coalition equals `regressor.predict(X)` (to 1e-5 of the prediction scale);
     v(S) does not depend on the values of the features outside S (see docs/removal.md for the
     precise scope; bitwise with `compact`).
@@ -45,4 +49,4 @@ def values(regressor: Any, X: Any, coalitions: Any, *, max_cells: int = MAX_CELL
     def presence(member: int, _input, window: slice) -> tuple[None, torch.Tensor]:
         return None, torch.as_tensor(coalitions[window][:, columns[member]])
 
-    return evaluate(regressor, X, len(coalitions), presence, max_cells)
+    return evaluate(regressor, X, len(coalitions), presence, max_cells, share_columns=share_columns)
