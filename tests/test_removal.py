@@ -256,7 +256,7 @@ def test_explain_bench_small(tmp_path):
     from omegaconf import OmegaConf
 
     from retrofit.data import DatasetSpec
-    from retrofit.removal.bench import COLUMNS, METHODS, run
+    from retrofit.removal.bench import COLUMNS, LOO_METHODS, METHODS, run
 
     root = Path(__file__).resolve().parents[1]
     auto = DatasetSpec.from_mapping(OmegaConf.to_container(OmegaConf.load(root / "configs" / "dataset" / "auto.yaml")))
@@ -264,9 +264,11 @@ def test_explain_bench_small(tmp_path):
     cfg = OmegaConf.create(
         dict(
             datasets=["auto"],
-            max_train_rows=40,
+            max_train_rows=30,
             exact_max_features=0,
             budget=8,
+            repeats=1,
+            n_loo_queries=4,
             output=str(tmp_path / "bench.csv"),
             plot=str(tmp_path / "bench.png"),
             example_plot=str(tmp_path / "example.png"),
@@ -275,10 +277,22 @@ def test_explain_bench_small(tmp_path):
         )
     )
     table, (explained,) = run(cfg, [auto], root)
-    assert tuple(table.columns) == COLUMNS and tuple(table.method) == METHODS
-    refit = table[table.method == "refit_shapiq"].iloc[0]
-    assert refit.speedup_vs_refit == 1 and refit.max_abs_diff_vs_refit == 0 and table.n_coalitions.eq(8).all()
+    assert tuple(table.columns) == COLUMNS
+    assert list(zip(table["index"], table.method, strict=True)) == [
+        *[("SV", m) for m in METHODS],
+        *[("k-SII", m) for m in METHODS],
+        *[("LOO", m) for m in LOO_METHODS],
+    ]
+    for reference in ("refit_shapiq", "refit_tabpfn"):
+        refit = table[table.method == reference]
+        assert (refit.speedup_vs_refit == 1).all() and (refit.max_abs_diff_vs_refit == 0).all()
+    assert table[table["index"] != "LOO"].n_coalitions.eq(8).all()
+    assert table[table["index"] == "LOO"].n_coalitions.eq(31).all()
     # both sides share v(∅), and v(all) is the prediction of the closed vs the stock host (equal to rounding)
-    phi = explained.phi
-    assert abs(phi["closed_batched"].sum() - phi["refit_shapiq"].sum()) <= 1e-4 * np.abs(phi["refit_shapiq"]).sum()
+    phi = explained.attributions
+    reference = phi["SV", "refit_shapiq"]
+    assert abs(phi["SV", "closed_batched"].sum() - reference.sum()) <= 1e-4 * np.abs(reference).sum()
+    d = len(explained.feature_names)
+    assert phi["k-SII", "closed_batched"].shape == (1, d + d * (d - 1) // 2)
+    assert phi["LOO", "closed_batched"].shape == phi["LOO", "refit_tabpfn"].shape == (1, 30)
     assert all((tmp_path / name).is_file() for name in ("bench.csv", "bench.png", "example.png"))

@@ -18,14 +18,18 @@ def interleaved_times(
     fns: Mapping[str, Callable[[], object]],
     rounds: int | Callable[[float], int],
     clock: Callable[[], float] = time.perf_counter,
+    *,
+    warmup: bool = True,
 ) -> dict[str, list[float]]:
     """Seconds per call of each of `fns`, `rounds` rotated rounds after one warm-up call each.
 
     `rounds` may be a function of the first round's total time (to fit a time budget).
     `clock`: `time.perf_counter` (wall) or `time.thread_time` (this thread's CPU time).
+    `warmup=False` skips the warm-up calls (callables that are warm already, or so long that
+    their first-call overhead is noise).
     """
     names = list(fns)
-    for fn in fns.values():
+    for fn in fns.values() if warmup else ():
         fn()
     times: dict[str, list[float]] = {name: [] for name in names}
     n_rounds, r = (rounds if isinstance(rounds, int) else 1), 0

@@ -1,31 +1,44 @@
-"""`make explain-bench`: Shapley values three ways on the shipped tiny_v3 host, per dataset.
+"""`make explain-bench`: Shapley values, interactions and data values on the shipped tiny_v3
+host, ours against a refit per coalition, per dataset.
 
 Methods (the `method` column of results/removal_bench.csv):
-  closed_batched   ours: `retrofit.removal.shapley` on the o_closed retrofit — every coalition a
-                   batch element over the one fitted context, absence declared, no refit;
+  closed_batched   ours: the removal game of the o_closed retrofit (`retrofit.removal`) — every
+                   coalition a batch element over the one fitted context, absence declared,
+                   the column tokens once per distinct column group, no refit;
   refit_shapiq     shapiq's TabPFNImputer (remove-and-recontextualize): the stock regressor
                    refitted on each coalition's columns, one row and one coalition at a time;
   stock_zeroed     the stock host, the removed features' cells set to 0 after tabpfn's
                    preprocessing (context and query) — masking by value, batched like ours;
   closed_batched_rows  ours on `n_explain_batched` query rows at once (the first ones include
                    the `n_explain` rows the others explain): every row shares the context, so a
-                   coalition costs one batch element for all of them, where a refit is per row.
-All three use the same shapiq computation (exact over all 2^d coalitions where d <=
-`exact_max_features`, else KernelSHAP with `budget` coalitions and the same `random_state`, so
-the same coalitions), the same v(∅) (the closed model's value of the empty table, which a refit
-cannot compute: shapiq takes it as `empty_prediction`), the same explained rows and the same
-fitted settings. Features constant on the context rows are left out (a refit on them alone fails
-in tabpfn). Categorical columns are left to tabpfn's per-column type inference (explicit
-indices would not survive a refit on a reduced table). `seconds` is the process's CPU time per
-explained row (`time.process_time`: on a shared machine wall time mostly measures the other
-jobs); `speedup_vs_refit` = refit_shapiq's seconds / the method's; agreement with refit_shapiq:
-Spearman rank correlation of the attributions per row (median over rows) and the largest
-absolute difference.
+                   coalition costs one batch element for all of them, where a refit is per row;
+  refit_tabpfn     (index LOO only) the stock regressor refitted without each training row.
+Indices (the `index` column): SV (Shapley values), k-SII (pairwise interactions, max_order 2;
+the values of orders 1 and 2 are compared) and LOO (leave-one-out data values of the training
+rows for the first `n_loo_queries` test rows: the mean squared error without the row minus with
+all rows; ours `retrofit.removal.leave_one_out`, which keeps tabpfn's preprocessing fitted on all
+rows, see docs/removal.md).
+SV and k-SII use the same shapiq computation on every side: exact over all 2^d coalitions where
+d <= `exact_max_features` (shapiq.ExactComputer evaluates the game once and both indices come
+from those values, so one timed run gives both rows the same seconds), else KernelSHAP (SV) and
+KernelSHAP-IQ (k-SII) with `budget` coalitions and the same `random_state` (the same
+coalitions on every side, one timed run per index). All sides share v(∅) (the closed model's
+value of the empty table, which a refit cannot compute: shapiq takes it as `empty_prediction`),
+the explained rows and the fitted settings. Features constant on the context rows are left out
+(a refit on them alone fails in tabpfn). Categorical columns are left to tabpfn's per-column type
+inference (explicit indices would not survive a refit on a reduced table).
+Timing: every run of a dataset in `repeats` interleaved rounds (`interleaved_times`, rotated
+order, no warm-up call: ours is warm from the v(∅) evaluation, a refit run is hundreds of fits),
+the process's CPU time (`time.process_time`: on a shared machine wall time mostly measures the
+other jobs). `seconds`: the median per explained row (LOO: per valuation), with `seconds_min`,
+`seconds_max`; `speedup_vs_refit`: the median over rounds of the refit's seconds / the method's in
+the same round (`speedup_min`, `speedup_max`). Agreement with the refit: Spearman rank
+correlation of the attributions per row (median over rows) and the largest absolute difference.
 """
 
 import logging
-import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,18 +55,16 @@ from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path, make_regressor
-from retrofit.measure.timing import torch_threads
+from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.patching import retrofit
 from retrofit.removal.columns import member_feature_columns
 from retrofit.removal.context import evaluate
 from retrofit.removal.features import values
-from retrofit.removal.game import explain
+from retrofit.removal.game import SharedValues, explain
+from retrofit.removal.rows import leave_one_out
 from retrofit.runner.config import typed
 
 log = logging.getLogger(__name__)
-
-DATASET_DIR = Path(__file__).resolve().parents[2] / "configs" / "dataset"
-"""The repository's dataset configs, read by name."""
 
 COLUMNS = (
     "dataset",
@@ -64,8 +75,19 @@ COLUMNS = (
     "speedup_vs_refit",
     "rank_corr_median",
     "max_abs_diff_vs_refit",
+    "index",
+    "rounds",
+    "seconds_min",
+    "seconds_max",
+    "speedup_min",
+    "speedup_max",
 )
 METHODS = ("closed_batched", "closed_batched_rows", "refit_shapiq", "stock_zeroed")
+"""The methods of the SV and k-SII rows (refit_shapiq the reference)."""
+LOO_METHODS = ("closed_batched", "refit_tabpfn")
+"""The methods of the LOO rows (refit_tabpfn the reference)."""
+INDICES = {"SV": 1, "k-SII": 2}
+"""Explanation index -> the max_order it runs with."""
 EXAMPLE_METHODS = ("closed_batched", "refit_shapiq", "stock_zeroed")
 
 
@@ -80,10 +102,12 @@ class ExplainBenchConfig:
     max_train_rows: int = 100
     n_explain: int = 1
     n_explain_batched: int = 32
-    exact_max_features: int = 7
+    exact_max_features: int = 12
     budget: int = 128
+    indices: list[str] = field(default_factory=lambda: ["SV", "k-SII"])
+    n_loo_queries: int = 32
     random_state: int = 0
-    repeats: int = 1
+    repeats: int = 3
     feature_shift_method: str | None = "shuffle"
     threads: int = 1
     output: str = "results/removal_bench.csv"
@@ -94,25 +118,35 @@ class ExplainBenchConfig:
 
 @dataclass(frozen=True)
 class Explained:
-    """One dataset's attributions (n_explain, d) per method, the settings they share and timings."""
+    """One dataset's results: per (index, method) the attributions (rows, values) and the CPU
+    seconds of each timed round per explained row (LOO: per valuation)."""
 
     dataset: str
     feature_names: tuple[str, ...]
-    n_coalitions: int
-    phi: dict[str, np.ndarray]
-    seconds: dict[str, float]
+    n_coalitions: dict[str, int]
+    attributions: dict[tuple[str, str], np.ndarray]
+    seconds: dict[tuple[str, str], list[float]]
+
+
+Run = Callable[[], dict[str, np.ndarray]]
+"""A timed run: index -> attributions (rows, values)."""
 
 
 def run(cfg: ExplainBenchConfig, datasets: list[DatasetSpec], base_dir: Path) -> tuple[pd.DataFrame, list[Explained]]:
     """Every dataset (`cfg.datasets`, resolved to `datasets`, files relative to `base_dir`)
-    explained by every method; the table (`COLUMNS`) and the attributions. Writes `cfg.output`,
+    explained by every method; the table (`COLUMNS`) and the results. Writes `cfg.output`,
     `cfg.plot` and `cfg.example_plot` (relative to `base_dir`)."""
     cfg = OmegaConf.to_object(typed(ExplainBenchConfig, cfg, "explain_bench"))
     if [spec.name for spec in datasets] != list(cfg.datasets):
         raise RetrofitError(f"explain-bench: datasets {[s.name for s in datasets]} do not match cfg {cfg.datasets}")
-    if not datasets or cfg.n_explain < 1 or cfg.repeats < 1 or cfg.budget < 2 or cfg.n_explain_batched < 1:
+    if not datasets or min(cfg.n_explain, cfg.repeats, cfg.n_explain_batched, cfg.n_loo_queries) < 1 or cfg.budget < 2:
         raise RetrofitError(
-            "explain-bench needs datasets, n_explain >= 1, n_explain_batched >= 1, repeats >= 1 and budget >= 2"
+            "explain-bench needs datasets, n_explain, n_explain_batched, n_loo_queries and repeats >= 1 and budget >= 2"
+        )
+    unknown = sorted(set(cfg.indices) - set(INDICES))
+    if unknown or "SV" not in cfg.indices:
+        raise RetrofitError(
+            f"explain-bench: indices must include 'SV' and be among {sorted(INDICES)}, got {cfg.indices}"
         )
     with torch_threads(cfg.threads):
         explained = [explain_dataset(cfg, spec, base_dir) for spec in datasets]
@@ -127,7 +161,7 @@ def run(cfg: ExplainBenchConfig, datasets: list[DatasetSpec], base_dir: Path) ->
 
 
 def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) -> Explained:
-    """Every method on dataset `spec` (see the module docstring)."""
+    """Every method and index on dataset `spec`, timed interleaved (see the module docstring)."""
     name = spec.name
     host_path = get_path(cfg.host)
     _, data = load_split(spec, cfg.seed, base_dir=base_dir)
@@ -142,6 +176,7 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
     X_train = X_train[:, varying]
     X_explain = data.X_test[: cfg.n_explain, varying]
     X_batched = data.X_test[: max(cfg.n_explain, cfg.n_explain_batched), varying]
+    X_loo, y_loo = data.X_test[: cfg.n_loo_queries, varying], data.y_test[: cfg.n_loo_queries]
     feature_names = tuple(np.asarray(data.feature_names)[varying])
     d = X_train.shape[1]
     budget = None if d <= cfg.exact_max_features else cfg.budget
@@ -157,7 +192,6 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
     stock = fresh().fit(X_train, y_train)
     closed = retrofit(stock, "o_closed")
     empty = float(values(closed, X_explain[:1], np.zeros((1, d), dtype=bool))[0, 0])
-    shared = dict(n_features=d, budget=budget, index="SV", max_order=1, random_state=cfg.random_state)
     columns = member_feature_columns(stock)
 
     def zeroed(coalitions: np.ndarray) -> np.ndarray:
@@ -166,25 +200,74 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
 
         return evaluate(stock, X_explain, len(coalitions), presence, declare=False)
 
-    methods = {
-        "closed_batched": (X_explain, lambda: explain(lambda c: values(closed, X_explain, c), **shared)),
-        "closed_batched_rows": (X_batched, lambda: explain(lambda c: values(closed, X_batched, c), **shared)),
-        "stock_zeroed": (X_explain, lambda: explain(zeroed, **shared)),
+    games = {
+        "closed_batched": (lambda c: values(closed, X_explain, c), len(X_explain)),
+        "closed_batched_rows": (lambda c: values(closed, X_batched, c), len(X_batched)),
+        "stock_zeroed": (zeroed, len(X_explain)),
     }
-    phi, seconds = {}, {}
-    for method, (rows, fn) in methods.items():
-        times = []
-        for _ in range(cfg.repeats):
-            start = time.process_time()
-            phi[method] = fn()
-            times.append(time.process_time() - start)
-        seconds[method] = statistics.median(times) / len(rows)
-    start = time.process_time()
-    phi["refit_shapiq"] = refit_shapiq(fresh(), X_train, y_train, X_explain, empty, budget, cfg.random_state)
-    seconds["refit_shapiq"] = (time.process_time() - start) / len(X_explain)
-    n_coalitions = 2**d if budget is None else budget
-    log.info("%s: d=%d, %d coalitions, seconds per row %s", name, d, n_coalitions, seconds)
-    return Explained(name, feature_names, n_coalitions, phi, seconds)
+    runs: dict[str, tuple[Run, int]] = {}
+    groups = [tuple(cfg.indices)] if budget is None else [(index,) for index in cfg.indices]
+    for indices in groups:
+        suffix = "+".join(indices)
+        for method, (game, n_rows) in games.items():
+            runs[f"{method}/{suffix}"] = (_game_run(game, d, budget, indices, empty, cfg.random_state), n_rows)
+        runs[f"refit_shapiq/{suffix}"] = (
+            lambda indices=indices: refit_shapiq(
+                fresh(), X_train, y_train, X_explain, empty, budget, cfg.random_state, indices
+            ),
+            len(X_explain),
+        )
+    runs["closed_batched/LOO"] = (lambda: {"LOO": leave_one_out(closed, X_loo, y_loo)[None]}, 1)
+    runs["refit_tabpfn/LOO"] = (lambda: {"LOO": refit_leave_one_out(fresh, X_train, y_train, X_loo, y_loo)[None]}, 1)
+
+    results: dict[str, dict[str, np.ndarray]] = {}
+
+    def timed(key: str) -> Callable[[], None]:
+        def call() -> None:
+            results[key] = runs[key][0]()
+
+        return call
+
+    times = interleaved_times({key: timed(key) for key in runs}, cfg.repeats, time.process_time, warmup=False)
+    attributions, seconds = {}, {}
+    for key, (_, n_rows) in runs.items():
+        method = key.split("/")[0]
+        for index, array in results[key].items():
+            attributions[index, method] = array
+            seconds[index, method] = [t / n_rows for t in times[key]]
+    n_game = 2**d if budget is None else budget
+    n_coalitions = {**dict.fromkeys(cfg.indices, n_game), "LOO": len(X_train) + 1}
+    log.info(
+        "%s: d=%d, coalitions %s, median seconds %s",
+        name,
+        d,
+        n_coalitions,
+        {k: spread(v)[0] for k, v in seconds.items()},
+    )
+    return Explained(name, feature_names, n_coalitions, attributions, seconds)
+
+
+def _game_run(
+    game: Callable[[np.ndarray], np.ndarray],
+    d: int,
+    budget: int | None,
+    indices: tuple[str, ...],
+    empty: float,
+    random_state: int,
+) -> Run:
+    """A run of `explain` for each index of `indices` on one memoised game (exact: one evaluation
+    of all coalitions serves every index)."""
+
+    def call() -> dict[str, np.ndarray]:
+        shared = SharedValues(game)
+        return {
+            index: _as_array(
+                explain(shared, d, budget, index, INDICES[index], random_state=random_state, empty_prediction=empty), d
+            )
+            for index in indices
+        }
+
+    return call
 
 
 def refit_shapiq(
@@ -195,9 +278,11 @@ def refit_shapiq(
     empty_prediction: float,
     budget: int | None,
     random_state: int,
-) -> np.ndarray:
-    """(n_explain, d) Shapley values from shapiq's own TabPFN imputer: a refit of `model` on the
-    coalition's columns for every coalition of every row (exact or KernelSHAP as `explain`)."""
+    indices: tuple[str, ...] = ("SV",),
+) -> dict[str, np.ndarray]:
+    """index -> (n_explain, values) from shapiq's own TabPFN imputer: a refit of `model` on the
+    coalition's columns for every coalition of every row (exact: one ExactComputer per row serves
+    every index; else KernelSHAP / KernelSHAP-IQ as `explain`)."""
     d = X_train.shape[1]
     imputer = shapiq.TabPFNImputer(
         model,
@@ -206,71 +291,132 @@ def refit_shapiq(
         empty_prediction=empty_prediction,
         predict_function=lambda fitted, x: fitted.predict(x)[0],  # one row: the imputer takes a scalar
     )
-    rows = []
+    rows: dict[str, list[np.ndarray]] = {index: [] for index in indices}
     for x in X_explain:
         imputer.fit(x[None])
-        if budget is None:
-            result = shapiq.ExactComputer(imputer, d)("SV", 1)
-        else:
-            result = shapiq.KernelSHAP(d, random_state=random_state).approximate(budget, imputer)
-        rows.append(result.get_n_order_values(1))
-    return np.stack(rows)
+        computer = shapiq.ExactComputer(imputer, d) if budget is None else None
+        for index in indices:
+            if computer is not None:
+                result = computer(index, INDICES[index])
+            elif index == "SV":
+                result = shapiq.KernelSHAP(d, random_state=random_state).approximate(budget, imputer)
+            else:
+                approximator = shapiq.KernelSHAPIQ(d, max_order=INDICES[index], index=index, random_state=random_state)
+                result = approximator.approximate(budget, imputer)
+            rows[index].append(_as_array([result], d)[0])
+    return {index: np.stack(found) for index, found in rows.items()}
+
+
+def refit_leave_one_out(
+    fresh: Callable[[], TabPFNRegressor],
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_query: np.ndarray,
+    y_query: np.ndarray,
+) -> np.ndarray:
+    """(n_train,) leave-one-out values by refitting: the mean squared error on (X_query, y_query)
+    of a regressor fitted without each training row minus that of one fitted on all rows."""
+
+    def loss(keep: np.ndarray) -> float:
+        prediction = fresh().fit(X_train[keep], y_train[keep]).predict(X_query)
+        return float(((prediction - y_query) ** 2).mean())
+
+    without_NN = ~np.eye(len(X_train), dtype=bool)  # row i: every training row but i
+    full = loss(np.ones(len(X_train), dtype=bool))
+    return np.array([loss(keep) - full for keep in without_NN])
+
+
+def _as_array(result: np.ndarray | list[shapiq.InteractionValues], d: int) -> np.ndarray:
+    """Attributions (rows, values): Shapley values as they are, interactions as the values of
+    order 1 (d) followed by order 2 (the d(d-1)/2 pairs i < j)."""
+    if isinstance(result, np.ndarray):
+        return result
+    upper = np.triu_indices(d, 1)
+    orders = [
+        [item.get_n_order_values(1)] + ([item.get_n_order_values(2)[upper]] if item.max_order > 1 else [])
+        for item in result
+    ]
+    return np.stack([np.concatenate(values_of_row) for values_of_row in orders])
 
 
 def _rows(item: Explained) -> list[dict]:
-    reference = item.phi["refit_shapiq"]
     rows = []
-    for method in METHODS:
-        phi = item.phi[method][: len(reference)]  # the rows the refit explained
-        correlations = [spearmanr(a, b).statistic for a, b in zip(phi, reference, strict=True)]
-        rows.append(
-            dict(
-                dataset=item.dataset,
-                n_features=phi.shape[1],
-                n_coalitions=item.n_coalitions,
-                method=method,
-                seconds=item.seconds[method],
-                speedup_vs_refit=item.seconds["refit_shapiq"] / item.seconds[method],
-                rank_corr_median=float(np.median(correlations)),
-                max_abs_diff_vs_refit=float(np.abs(phi - reference).max()),
+    for index in dict.fromkeys(index for index, _ in item.attributions):
+        methods, reference = (LOO_METHODS, "refit_tabpfn") if index == "LOO" else (METHODS, "refit_shapiq")
+        target = item.attributions[index, reference]
+        ratios = paired_ratios({m: item.seconds[index, m] for m in methods}, reference)
+        for method in methods:
+            found = item.attributions[index, method][: len(target)]  # the rows the refit explained
+            correlations = [spearmanr(a, b).statistic for a, b in zip(found, target, strict=True)]
+            seconds, speedups = spread(item.seconds[index, method]), spread([1 / r for r in ratios[method]])
+            rows.append(
+                dict(
+                    dataset=item.dataset,
+                    n_features=len(item.feature_names),
+                    n_coalitions=item.n_coalitions[index],
+                    method=method,
+                    seconds=seconds[0],
+                    speedup_vs_refit=speedups[0],
+                    rank_corr_median=float(np.median(correlations)),
+                    max_abs_diff_vs_refit=float(np.abs(found - target).max()),
+                    index=index,
+                    rounds=len(item.seconds[index, method]),
+                    seconds_min=seconds[1],
+                    seconds_max=seconds[2],
+                    speedup_min=speedups[1],
+                    speedup_max=speedups[2],
+                )
             )
-        )
     return rows
 
 
+PLOTTED = (
+    ("SV", "closed_batched"),
+    ("SV", "closed_batched_rows"),
+    ("SV", "stock_zeroed"),
+    ("k-SII", "closed_batched"),
+    ("LOO", "closed_batched"),
+)
+"""The (index, method) bars of the bench plot."""
+
+
 def plot_bench(table: pd.DataFrame) -> Figure:
-    """Speed-up over the refit (log scale) and rank agreement with it, per dataset and method."""
-    figure = Figure(figsize=(10, 3.8))
+    """Speed-up over the refit (log scale, min-max over rounds) and rank agreement with it, per
+    dataset, for the `PLOTTED` (index, method) pairs present in `table`."""
+    figure = Figure(figsize=(12, 4))
     speed, agreement = figure.subplots(1, 2)
     datasets = list(dict.fromkeys(table.dataset))
     x = np.arange(len(datasets))
-    others = [method for method in METHODS if method != "refit_shapiq"]
-    for offset, method in zip((-0.27, 0, 0.27), others, strict=True):
-        rows = table[table.method == method].set_index("dataset").loc[datasets]
-        speed.bar(x + offset, rows.speedup_vs_refit, width=0.27, label=method)
-        agreement.bar(x + offset, rows.rank_corr_median, width=0.27, label=method)
+    bars = [pair for pair in PLOTTED if ((table["index"] == pair[0]) & (table.method == pair[1])).any()]
+    width = 0.8 / len(bars)
+    for i, (index, method) in enumerate(bars):
+        rows = table[(table["index"] == index) & (table.method == method)].set_index("dataset").loc[datasets]
+        offset, label = x + (i - (len(bars) - 1) / 2) * width, f"{method} ({index})"
+        errors = [rows.speedup_vs_refit - rows.speedup_min, rows.speedup_max - rows.speedup_vs_refit]
+        speed.bar(offset, rows.speedup_vs_refit, width=width, yerr=errors, capsize=2, label=label)
+        agreement.bar(offset, rows.rank_corr_median, width=width, label=label)
     speed.set_yscale("log")
     speed.axhline(1, color="k", lw=0.8)
-    speed.set_ylabel("speed-up over refit_shapiq (per row)")
-    agreement.set_ylabel("median Spearman ρ vs refit_shapiq")
+    speed.set_ylabel("speed-up over the refit per coalition (CPU time)")
+    agreement.set_ylabel("median Spearman ρ vs the refit")
     agreement.set_ylim(-1, 1.05)
     for axis in (speed, agreement):
         axis.set_xticks(x, datasets, rotation=30)
-        axis.legend(fontsize=8)
-    figure.suptitle("Shapley values on tiny_v3: batched closed removal vs refit per coalition vs zeroing")
+        axis.legend(fontsize=7)
+    figure.suptitle("Removal on tiny_v3: batched closed removal vs a refit per coalition vs zeroing")
     return figure
 
 
 def plot_example(item: Explained) -> Figure:
-    """The first explained row's attributions on `item`'s dataset, per method."""
+    """The first explained row's Shapley values on `item`'s dataset, per method."""
     figure = Figure(figsize=(7, 3.6))
     axis = figure.subplots()
     y = np.arange(len(item.feature_names))
     for offset, method in zip((-0.27, 0, 0.27), EXAMPLE_METHODS, strict=True):
-        axis.barh(y + offset, item.phi[method][0], height=0.27, label=method)
+        axis.barh(y + offset, item.attributions["SV", method][0], height=0.27, label=method)
     axis.set_yticks(y, item.feature_names)
     axis.axvline(0, color="k", lw=0.8)
     axis.set_xlabel("Shapley value (prediction units)")
-    axis.set_title(f"{item.dataset}: one test row, {item.n_coalitions} coalitions")
+    axis.set_title(f"{item.dataset}: one test row, {item.n_coalitions['SV']} coalitions")
     axis.legend(fontsize=8)
     return figure

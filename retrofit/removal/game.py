@@ -4,7 +4,7 @@ The game of query row x has the features as players and v(S) = `values(regressor
 o_closed model's prediction given the table with only S's features (context and query). shapiq
 does the game theory (exact computation, KernelSHAP, KernelSHAP-IQ); here only the value
 function is supplied. All explained rows share one context, so a coalition is evaluated once for
-all rows (`_SharedValues`) and every row's game reads it from there.
+all rows (`SharedValues`) and every row's game reads it from there.
 
 Baseline: shapiq's own TabPFN imputer cannot fit a table with no features, so it stands in the
 mean prediction on held-out rows for v(∅). The closed model can take the empty table: v(∅) is
@@ -33,7 +33,7 @@ ValueFunction = Callable[[np.ndarray], np.ndarray]
 """(K, n_features) bool coalitions -> (K, n_rows) values of every explained row."""
 
 
-class _SharedValues:
+class SharedValues:
     """v(S) for every explained row, each distinct coalition evaluated once (batched)."""
 
     def __init__(self, value_function: ValueFunction):
@@ -54,7 +54,7 @@ class RemovalGame(shapiq.Game):
     """The removal game of one query row (`row` of the rows `shared` evaluates), for shapiq;
     v(∅) is `empty_value` (centred to 0 by shapiq's normalisation)."""
 
-    def __init__(self, shared: _SharedValues, row: int, n_features: int, empty_value: float):
+    def __init__(self, shared: SharedValues, row: int, n_features: int, empty_value: float):
         self.shared, self.row, self.empty_value = shared, row, float(empty_value)
         super().__init__(n_features, normalize=True, normalization_value=self.empty_value)
 
@@ -125,7 +125,7 @@ def explain(
         )
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
         raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
-    shared = _SharedValues(value_function)
+    shared = SharedValues(value_function)
     if budget is None:  # every row needs every coalition: one batched evaluation up front
         shared(_all_coalitions(n_features))
     n_rows = shared(np.ones((1, n_features), dtype=bool)).shape[1]
