@@ -58,12 +58,13 @@ def dataset_spec():
 @pytest.fixture(scope="module")
 def make_case(dataset_spec):
     """`make_case(host_path, runs_dir, dataset="diabetes", seed=0, *, host="random_v3", units=(), **fields)`:
-    a runner `Case` on a repository dataset config, files relative to the working directory; `fields`
-    are the other `Case` fields (`n_estimators`, `timing_rounds`, ...)."""
+    a runner `Case` on a repository dataset config (`dataset` names it, or is a `DatasetSpec`), files
+    relative to the working directory; `fields` are the other `Case` fields (`n_estimators`, ...)."""
+    from retrofit.data import DatasetSpec
     from retrofit.runner.case import Case
 
     def make(host_path, runs_dir, dataset="diabetes", seed=0, *, host="random_v3", units=(), **fields):
-        spec = dataset_spec(dataset)
+        spec = dataset if isinstance(dataset, DatasetSpec) else dataset_spec(dataset)
         return Case(spec, seed, host, Path(host_path), tuple(units), Path(runs_dir), Path("."), **fields)
 
     return make

@@ -1,5 +1,8 @@
 """Synthetic tables the tests share (imported by the test modules; pytest puts tests/ on the path)."""
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 
@@ -10,3 +13,24 @@ def regression_data(seed: int = 0, n: int = 90, f: int = 4, *, curved: bool = Tr
     X = rng.normal(size=(n, f))
     signal = X[:, 0] + np.sin(2 * X[:, 1]) if curved else X[:, 0] - 0.5 * X[:, 1]
     return X, signal + 0.1 * rng.normal(size=n)
+
+
+def fit_synthetic(
+    path: Path,
+    *,
+    n: int = 90,
+    n_train: int = 60,
+    f: int = 4,
+    seed: int = 0,
+    n_estimators: int = 1,
+    curved: bool = True,
+    **overrides: Any,
+) -> tuple[Any, np.ndarray]:
+    """A `retrofit.hosts.make_regressor(path, n_estimators=..., random_state=seed, **overrides)`
+    fitted on the first `n_train` rows of `regression_data(seed, n, f, curved=curved)`, and the
+    features of the other rows (the test rows)."""
+    from retrofit.hosts import make_regressor
+
+    X, y = regression_data(seed, n, f, curved=curved)
+    regressor = make_regressor(path, n_estimators=n_estimators, random_state=seed, **overrides)
+    return regressor.fit(X[:n_train], y[:n_train]), X[n_train:]

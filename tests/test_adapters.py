@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
-from synthetic import regression_data
+from synthetic import fit_synthetic, regression_data
 from tabpfn import TabPFNRegressor
 from torch import nn
 
@@ -17,7 +17,6 @@ from retrofit.adapters.block import unaccounted
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
-from retrofit.hosts.random_host import random_host
 from retrofit.patching import retrofit, unpatch
 from retrofit.variants import available_variants, load_variant, resolve_variant
 
@@ -43,17 +42,14 @@ _data = partial(regression_data, n=80)
 
 
 @pytest.fixture(scope="module")
-def fitted(tmp_path_factory):
+def fitted(make_random_host):
     """arch -> (fitted float32 regressor on a tiny random host, X_test)."""
     cache = {}
 
     def make(arch: str, **overrides) -> tuple[TabPFNRegressor, np.ndarray]:
         key = (arch, tuple(sorted(overrides.items())))
         if key not in cache:
-            path = random_host(arch, tmp_path_factory.mktemp(arch))
-            regressor = make_regressor(path, n_estimators=1, random_state=0, **overrides)
-            X, y = _data()
-            cache[key] = (regressor.fit(X[:60], y[:60]), X[60:])
+            cache[key] = fit_synthetic(make_random_host(arch), n=80, **overrides)
         return cache[key]
 
     return make

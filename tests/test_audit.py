@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
+from synthetic import fit_synthetic
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.audit import INSERTIONS, REL_BOUND, Insertion, audit_host
 from retrofit.errors import RetrofitError
-from retrofit.hosts import get_path, make_regressor
+from retrofit.hosts import get_path
 
 VARIANTS = {
     "baseline": {"variant": "baseline"},
@@ -36,17 +36,10 @@ def first_attention(arch: str) -> str:
     return f"{spec.blocks}.0.{spec.wrapper.part_modules['attention'][0]}"
 
 
-def _fitted(path, n_estimators=1):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(70, 4))
-    regressor = make_regressor(path, n_estimators=n_estimators, random_state=0)
-    return regressor.fit(X[:50], X[:50, 0] + 0.1 * rng.normal(size=50)), X[50:]
-
-
 @pytest.fixture(scope="module", params=AUDITED)
 def audit(request, make_random_host):
     arch = request.param
-    regressor, X_test = _fitted(make_random_host(arch))
+    regressor, X_test = fit_synthetic(make_random_host(arch), n=70, n_train=50)
     return arch, audit_host(arch, regressor, X_test, VARIANTS, N_NULL)
 
 
@@ -119,7 +112,7 @@ def test_columns_cannot_be_inserted_at_the_in_context_entry():
 
 @pytest.mark.slow
 def test_tiny_v3_input_audit_separates_full_o_from_o_closed():
-    regressor, X_test = _fitted(get_path("tiny_v3"), n_estimators=2)
+    regressor, X_test = fit_synthetic(get_path("tiny_v3"), n=70, n_train=50, n_estimators=2)
     variants = {name: VARIANTS[name] for name in ("full_o", "o_closed", "o_closed_compact")}
     insertions = (Insertion("input", "rows"), Insertion("input", "columns"))
     rows = audit_host("tiny_v3", regressor, X_test, variants, [8], insertions=insertions)

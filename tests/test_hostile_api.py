@@ -252,7 +252,8 @@ def test_variant_file_calling_itself_a_built_in_is_refused(fitted, tmp_path):
 
 @pytest.mark.parametrize("eps_den", [math.inf, -math.inf, math.nan, 0.0, -1e-6])
 def test_eps_den_must_be_finite_and_positive_wherever_it_enters(fitted, eps_den):
-    """eps_den=inf was accepted and recorded as a result (+23.8 %): retrofit, the estimator, a spec, a Variant."""
+    """A non-finite or non-positive eps_den is refused where it enters: retrofit, the estimator, a spec, a Variant
+    (an infinite one once ran and was recorded as a result)."""
     message = r"eps_den must be a finite number > 0"
     with pytest.raises(RetrofitError, match=message):
         retrofit.retrofit(fitted[0], "full_o", eps_den=eps_den)

@@ -9,20 +9,18 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import open_dict
 
-from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.runner import aggregate as agg
-from retrofit.runner.case import Case, UnitSpec, run_case, stored_rows
+from retrofit.runner.case import UnitSpec, run_case, stored_rows
 from retrofit.runner.config import case_from_hydra, reference_of, results_dir_of
 from retrofit.runner.guard import RECORD_DIR, check_results_dir
 from retrofit.runner.hydra_callbacks import sweep_cases
@@ -38,18 +36,10 @@ def host(make_random_host):
     return make_random_host("tabpfn_v3")
 
 
-def make_case(host: Path, runs_dir: Path, seed: int = 0, **kwargs) -> Case:
-    spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / "diabetes.yaml").read_text()))
-    settings = dict(units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1) | kwargs
-    return Case(spec, seed, "random_v3", host, runs_dir=runs_dir, base_dir=Path("."), **settings)
-
-
-@pytest.fixture
-def hydra_compose():
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        yield lambda overrides=(), name="config": compose(name, list(overrides), return_hydra_config=True)
-    GlobalHydra.instance().clear()
+@pytest.fixture(scope="module")
+def case_on(make_case):
+    """`make_case` with this file's defaults: diabetes, baseline and oa_only, one member."""
+    return partial(make_case, units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1)
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -95,7 +85,7 @@ BAD_SETTINGS = {
 @pytest.mark.parametrize("name", sorted(BAD_SETTINGS))
 def test_bad_settings_are_refused_naming_the_fix(hydra_compose, name):
     overrides, message = BAD_SETTINGS[name]
-    cfg = hydra_compose(overrides)
+    cfg = hydra_compose(overrides=overrides)
     with pytest.raises(RunnerError, match=message):
         case_from_hydra(cfg, cfg.hydra)
 
@@ -103,7 +93,7 @@ def test_bad_settings_are_refused_naming_the_fix(hydra_compose, name):
 def test_seeds_of_the_tau_sweep_are_integers_too(hydra_compose):
     from retrofit.runner.tau_sweep import tau_cases
 
-    cfg = hydra_compose(["seeds=[1.5]"], name="tau_sweep")
+    cfg = hydra_compose("tau_sweep", ["seeds=[1.5]"])
     with pytest.raises(RunnerError, match=r"seed=1\.5: must be an integer >= 0"):
         tau_cases(cfg, cfg.hydra)
 
@@ -123,7 +113,7 @@ def test_output_dirs_that_are_files_or_unwritable_fail_before_the_case(hydra_com
     (tmp_path / "a_file").write_text("not a directory")
     key, path = make_bad(tmp_path)
     others = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"} | {key: path}
-    cfg = hydra_compose([f"{k}={v}" for k, v in others.items()])
+    cfg = hydra_compose(overrides=[f"{k}={v}" for k, v in others.items()])
     with pytest.raises(RunnerError, match=rf"{key}={path} is not (a directory|writable).*choose another {key}"):
         case_from_hydra(cfg, cfg.hydra)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing created
@@ -154,7 +144,7 @@ def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(h
     line = makefile.split("\nretrofit:")[1].split("\n\n")[0].replace("\\\n", " ").splitlines()[1]
     overrides = [arg for arg in shlex.split(line)[2:] if arg != "-m" and not arg.startswith("hydra")]
     assert "record=true" in overrides and "results_dir=results" in overrides
-    cfg = hydra_compose(overrides)
+    cfg = hydra_compose(overrides=overrides)
     with open_dict(cfg):
         cfg.hydra.runtime.cwd = str(ROOT)
         cfg.hydra.mode = RunMode.MULTIRUN
@@ -263,18 +253,19 @@ def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_h
     [{"n_estimators": 2}, {"test_size": 0.4}, {"precision": "float64"}, {"threads": 2}, {"device": "cuda"}],
     ids=["n_estimators", "test_size", "precision", "threads", "device"],
 )
-def test_every_setting_that_changes_a_number_is_part_of_the_unit_path(host, tmp_path, change):
+def test_every_setting_that_changes_a_number_is_part_of_the_unit_path(host, tmp_path, change, case_on):
     unit = UnitSpec("oa_only")
-    first, other = make_case(host, tmp_path).key(unit), make_case(host, tmp_path, **change).key(unit)
+    first, other = case_on(host, tmp_path).key(unit), case_on(host, tmp_path, **change).key(unit)
     assert first.relpath().parent != other.relpath().parent and first.relpath().name == other.relpath().name
 
 
-def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(make_random_host, host, tmp_path):
+def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(
+    make_random_host, host, tmp_path, case_on, dataset_spec
+):
     unit = UnitSpec("oa_only")
-    base = make_case(host, tmp_path)
-    other_host = make_case(make_random_host("tabpfn_v3", seed=1), tmp_path)
-    spec = yaml.safe_load((CONFIGS / "dataset" / "diabetes.yaml").read_text()) | {"max_rows": 50}
-    other_spec = Case(DatasetSpec.from_mapping(spec), 0, "random_v3", host, (unit,), tmp_path, Path(), n_estimators=1)
+    base = case_on(host, tmp_path)
+    other_host = case_on(make_random_host("tabpfn_v3", seed=1), tmp_path)
+    other_spec = case_on(host, tmp_path, dataset=replace(dataset_spec("diabetes"), max_rows=50))
     paths = {case.key(unit).relpath() for case in (base, other_host, other_spec)}
     assert len(paths) == 3
 
@@ -294,7 +285,7 @@ SETTINGS = [{"n_estimators": 1}, {"n_estimators": 2}]
 
 
 @pytest.mark.slow
-def test_two_concurrent_sweeps_differing_in_one_setting_keep_their_own_rows(host, tmp_path):
+def test_two_concurrent_sweeps_differing_in_one_setting_keep_their_own_rows(host, tmp_path, case_on):
     runs = tmp_path / "shared"
     scripts = [SWEEP.format(configs=str(CONFIGS), host=str(host), runs=str(runs), settings=s) for s in SETTINGS]
     procs = [subprocess.Popen([sys.executable, "-c", s], stderr=subprocess.PIPE) for s in scripts]
@@ -302,9 +293,9 @@ def test_two_concurrent_sweeps_differing_in_one_setting_keep_their_own_rows(host
     assert [p.returncode for p in procs] == [0, 0], errors
     for settings in SETTINGS:
         for seed in (0, 1):
-            shared = stored_rows(make_case(host, runs, seed, **settings))
+            shared = stored_rows(case_on(host, runs, seed=seed, **settings))
             assert None not in shared.values()  # every unit of each sweep is still there, current
-            alone = run_case(make_case(host, tmp_path / f"alone_{settings['n_estimators']}", seed, **settings))
+            alone = run_case(case_on(host, tmp_path / f"alone_{settings['n_estimators']}", seed=seed, **settings))
             assert [r["rmse"] for r in shared.values()] == [r["rmse"] for r in alone]
             assert {r["n_estimators"] for r in shared.values()} == {settings["n_estimators"]}
     assert len(list(runs.rglob("*.json"))) == 2 * 2 * 2
@@ -314,10 +305,10 @@ def test_two_concurrent_sweeps_differing_in_one_setting_keep_their_own_rows(host
 
 
 @pytest.fixture(scope="module")
-def finished(host, tmp_path_factory):
+def finished(host, tmp_path_factory, case_on):
     """A finished case's unit store and its rows."""
     runs = tmp_path_factory.mktemp("finished")
-    return runs, run_case(make_case(host, runs))
+    return runs, run_case(case_on(host, runs))
 
 
 def oa_only_file(runs: Path) -> Path:
@@ -353,7 +344,7 @@ EDITS = {
 
 
 @pytest.mark.parametrize("name", sorted(EDITS))
-def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tmp_path, caplog, name):
+def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tmp_path, caplog, name, case_on):
     source, rows = finished
     runs = tmp_path / "runs"
     subprocess.run(["cp", "-r", str(source), str(runs)], check=True)
@@ -362,7 +353,7 @@ def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tm
     with pytest.raises(RunnerError, match=rf"unit file {path} .*; delete it and rerun"):
         UnitStore(runs).rows()
     with caplog.at_level(logging.WARNING, logger="retrofit.runner.units"):
-        again = run_case(make_case(host, runs))
+        again = run_case(case_on(host, runs))
     assert f"unit file {path}" in caplog.text and "recomputing that unit" in caplog.text
     assert [r["rmse"] for r in again] == [r["rmse"] for r in rows]
     assert [r["nll"] for r in again] == [r["nll"] for r in rows]
@@ -426,8 +417,8 @@ def test_the_named_reference_is_read_from_the_working_tree_or_the_commit_named(h
     for args in (["init", "-q"], ["add", csv.name], ["commit", "-q", "-m", "reference"]):
         subprocess.run([*git, *args], check=True)
     frame.assign(nll=frame["nll"] + 1).to_csv(csv, index=False)  # uncommitted edit
-    tree = reference_of(hydra_compose([f"reference={csv}"]), ROOT)
-    head = reference_of(hydra_compose([f"reference={csv}", "reference_commit=HEAD"]), ROOT)
+    tree = reference_of(hydra_compose(overrides=[f"reference={csv}"]), ROOT)
+    head = reference_of(hydra_compose(overrides=[f"reference={csv}", "reference_commit=HEAD"]), ROOT)
     assert tree.frame["nll"].tolist() == (frame["nll"] + 1).tolist() and tree.source.endswith("(working tree)")
     assert head.frame["nll"].tolist() == frame["nll"].tolist() and " at HEAD (" in head.source
     assert not compare(frame, tree).ok and compare(frame, head).ok
@@ -449,4 +440,4 @@ def test_a_reference_that_is_not_a_results_table_is_refused_when_read(hydra_comp
     with pytest.raises(RunnerError, match="is not a readable CSV"):
         read_reference(tmp_path / "empty.csv")
     with pytest.raises(RunnerError, match="reference_commit=HEAD needs reference="):
-        reference_of(hydra_compose(["reference_commit=HEAD"]), ROOT)
+        reference_of(hydra_compose(overrides=["reference_commit=HEAD"]), ROOT)

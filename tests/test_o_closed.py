@@ -6,7 +6,7 @@ import pytest
 import torch
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
-from synthetic import regression_data
+from synthetic import fit_synthetic
 
 import retrofit
 from retrofit.adapters import OClosedModel
@@ -17,11 +17,6 @@ from retrofit.ops.insertion import insert_rows, random_keep_mask
 
 REL_BOUND = 1e-5
 """Without compaction, present outputs move by at most this fraction of the logit scale."""
-
-
-def _fit(path, n_estimators=2, seed=0, n=90, n_train=60, columns=5):
-    X, y = regression_data(seed, n, columns)
-    return make_regressor(path, n_estimators=n_estimators, random_state=seed).fit(X[:n_train], y[:n_train]), X[n_train:]
 
 
 def _model_inputs(patched, X_test):
@@ -48,7 +43,7 @@ def _insert_absent(x_RBC, y_NB, k, seed=0, fill=0.0):
 
 @pytest.fixture(scope="module")
 def random_v3(make_random_host):
-    return _fit(make_random_host("tabpfn_v3"))
+    return fit_synthetic(make_random_host("tabpfn_v3"), n_estimators=2, f=5)
 
 
 @pytest.mark.parametrize("compact", [False, True])
@@ -110,7 +105,7 @@ def test_unpatch_restores_the_stock_models_and_predictions(random_v3):
 
 
 def test_v2_family_is_refused_with_the_reason(make_random_host):
-    regressor, _ = _fit(make_random_host("tabpfn_v2"))
+    regressor, _ = fit_synthetic(make_random_host("tabpfn_v2"), n_estimators=2, f=5)
     with pytest.raises(RetrofitError, match=r"standardise every feature over the train rows.*between features"):
         retrofit.retrofit(regressor, "o_closed")
 
@@ -119,7 +114,7 @@ def test_v3_5_is_refused_naming_every_stage_it_would_have_to_close(make_random_h
     """v3.5 has no whole-model closure: o_closed, RetrofitRegressor("o_closed") and so predict_many
     are refused naming the ECDF features, the Fourier embedder, the column stage and the readout."""
     path = make_random_host("tabpfn_v3_5")
-    regressor, X_test = _fit(path)
+    regressor, X_test = fit_synthetic(path, n_estimators=2, f=5)
     stages = r"ECDF feature.*present rows.*Fourier feature-group embedder.*aggregator \(8 CLS.*regression readout"
     with pytest.raises(RetrofitError, match=stages):
         retrofit.retrofit(regressor, "o_closed")
