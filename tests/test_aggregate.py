@@ -1,15 +1,21 @@
 """The aggregation as a pure step over records: single runs accumulate in a results_dir, the headline
-table, the columns' units, files written 0644."""
+table, the columns' units, files written 0644; aggregating a finished unit store loads neither torch
+nor tabpfn."""
 
 import math
 import os
 import stat
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
 
 import pandas as pd
 
 from retrofit.io import write_text_atomic
 from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.record import COLUMNS, UnitRecord, hparams_text, read_records
+from retrofit.runner.units import UnitKey, UnitStore
 
 
 def record(dataset: str, variant: str, delta: float, **values) -> UnitRecord:
@@ -79,3 +85,30 @@ def test_hparams_are_flattened_and_sorted():
         "eps_mode=relative,tau.c=0.01,tau.mode=calibrated"
     )
     assert hparams_text(None) == "" and hparams_text("a=1") == "a=1"
+
+
+AGGREGATE_A_STORE = """
+import sys
+from pathlib import Path
+from retrofit.runner.aggregate import aggregate
+from retrofit.runner.record import UnitRecord
+from retrofit.runner.units import UnitStore
+rows = UnitStore(Path(sys.argv[1])).rows()
+aggregate(Path(sys.argv[2]), [UnitRecord.from_row(row) for row in rows])
+print(len(rows), sorted(name for name in ("torch", "tabpfn") if name in sys.modules))
+"""
+
+
+def test_aggregating_a_finished_unit_store_imports_neither_torch_nor_tabpfn(tmp_path):
+    store = UnitStore(tmp_path / "runs")
+    for i, (variant, delta) in enumerate([("baseline", 0.0), ("oa_only", 1.0)]):
+        row = asdict(record("a", variant, delta))
+        store.write(UnitKey("h", "a", 0, variant), {**row, "fingerprint": str(i)})
+    out = subprocess.run(
+        [sys.executable, "-c", AGGREGATE_A_STORE, str(tmp_path / "runs"), str(tmp_path / "results")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "[]"] and (tmp_path / "results" / "retrofit_rmse.csv").is_file()

@@ -29,11 +29,9 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
-
-import tabpfn
-import torch
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
@@ -102,8 +100,9 @@ def code_digest(root: Path = PACKAGE) -> str:
 
 
 def environment() -> dict[str, str]:
-    """The library versions and code digest every fingerprint includes."""
-    return {"tabpfn": tabpfn.__version__, "torch": torch.__version__, "code": code_digest()}
+    """The library versions and code digest every fingerprint includes (the versions as installed,
+    read without importing tabpfn or torch: reading a finished store stays light)."""
+    return {"tabpfn": version("tabpfn"), "torch": version("torch"), "code": code_digest()}
 
 
 def file_digest(path: Path) -> str:
