@@ -21,6 +21,13 @@ ACCURACY_TOL = {torch.float32: 8.0, torch.bfloat16: 1.0, torch.float16: 1.0}
 FAST = settings(max_examples=15, deadline=None)
 
 
+def every_setting(test):
+    """`test` parametrized over every dtype, compaction and `eps_mode` (the stack of three)."""
+    for name, values in (("dtype", DTYPES), ("compact", [False, True]), ("eps_mode", EPS_MODES)):
+        test = pytest.mark.parametrize(name, values)(test)
+    return test
+
+
 @st.composite
 def inputs(draw, dtype=torch.float32, score_std=1.0, null_fraction=0.3) -> AttentionInputs:
     """Random OAttention inputs (GQA included); scores q.k/sqrt(D) have std `score_std`."""
@@ -46,9 +53,7 @@ def assert_unchanged(after: torch.Tensor, before: torch.Tensor, bitwise: bool) -
         assert ((after.float() - before.float()).abs() <= tol).all()
 
 
-@pytest.mark.parametrize("eps_mode", EPS_MODES)
-@pytest.mark.parametrize("compact", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
+@every_setting
 @FAST
 @given(data=st.data())
 def test_null_receiver_output_is_exactly_zero(data, dtype, compact, eps_mode):
@@ -59,9 +64,7 @@ def test_null_receiver_output_is_exactly_zero(data, dtype, compact, eps_mode):
     assert (out.permute(0, 2, 1, 3)[x.p_q == 0] == 0).all()
 
 
-@pytest.mark.parametrize("eps_mode", EPS_MODES)
-@pytest.mark.parametrize("compact", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
+@every_setting
 @FAST
 @given(data=st.data())
 def test_null_source_insertion_leaves_outputs_unchanged(data, dtype, compact, eps_mode):
@@ -74,9 +77,7 @@ def test_null_source_insertion_leaves_outputs_unchanged(data, dtype, compact, ep
     assert_unchanged(o_attention(*x_ins.args(), compact=compact, eps_mode=eps_mode), out, bitwise=compact)
 
 
-@pytest.mark.parametrize("eps_mode", EPS_MODES)
-@pytest.mark.parametrize("compact", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
+@every_setting
 @FAST
 @given(seed=st.integers(0, 2**31 - 1), L=st.integers(1, 20), pos=st.integers(0, 20))
 def test_self_attention_null_insertion(seed, L, pos, dtype, compact, eps_mode):
@@ -106,9 +107,7 @@ def test_self_attention_null_insertion(seed, L, pos, dtype, compact, eps_mode):
     assert_unchanged(out_ins[:, :, keep_L], out, bitwise=compact)
 
 
-@pytest.mark.parametrize("eps_mode", EPS_MODES)
-@pytest.mark.parametrize("compact", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
+@every_setting
 @pytest.mark.parametrize("score_std", [1.0, 40.0])
 @pytest.mark.parametrize("K", [7, 1500])
 def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K, eps_mode):
@@ -132,9 +131,7 @@ def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K, e
     assert (ref[0] == 0).all() and (ref[1, :, 2] == 0).all()
 
 
-@pytest.mark.parametrize("eps_mode", EPS_MODES)
-@pytest.mark.parametrize("compact", [False, True])
-@pytest.mark.parametrize("dtype", DTYPES)
+@every_setting
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), mask_kind=st.sampled_from([None, "QK", "B1QK", "B11K"]))
 def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind, eps_mode):
