@@ -1,4 +1,5 @@
-"""Synthetic tables the tests share (imported by the test modules; pytest puts tests/ on the path)."""
+"""The tables the tests share: synthetic ones, fits on them, and one real split (imported by the test
+modules; pytest puts tests/ on the path)."""
 
 from pathlib import Path
 from typing import Any
@@ -34,3 +35,13 @@ def fit_synthetic(
     X, y = regression_data(seed, n, f, curved=curved)
     regressor = make_regressor(path, n_estimators=n_estimators, random_state=seed, **overrides)
     return regressor.fit(X[:n_train], y[:n_train]), X[n_train:]
+
+
+def diabetes_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X_train, X_test, y_train, y_test): scikit-learn's diabetes table (it ships with the package)
+    split 70/30 by `train_test_split(random_state=0)`, the real table the trained-host tests share."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    return tuple(train_test_split(X, y, test_size=0.3, random_state=0))

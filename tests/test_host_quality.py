@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
+from synthetic import regression_data
 
 from retrofit.hosts.checkpoint import INFERENCE_PRESETS, TABPFN_PRESETS, inference_config
 from retrofit.measure.host_quality import extrapolation_probe, host_regressor, summarise
@@ -53,17 +54,17 @@ def test_extrapolation_probe_is_exact_for_a_linear_learner_and_flat_for_the_mean
 
 def test_host_regressor_applies_a_named_preset_or_keeps_the_stored_config(make_random_host):
     path = make_random_host("tabpfn_v2")
-    X = np.random.default_rng(0).normal(size=(50, 3))
-    raw = host_regressor(path, "raw", n_estimators=1, seed=0).fit(X, X[:, 0])
-    stored = host_regressor(path, "stored", n_estimators=1, seed=0).fit(X, X[:, 0])
+    X, y = regression_data(0, 50, 3)
+    raw = host_regressor(path, "raw", n_estimators=1, seed=0).fit(X, y)
+    stored = host_regressor(path, "stored", n_estimators=1, seed=0).fit(X, y)
     assert [t.name for t in raw.inference_config_.PREPROCESS_TRANSFORMS] == ["none"]
     assert raw.inference_config_ != stored.inference_config_
 
 
 @pytest.mark.parametrize("preset", sorted([*INFERENCE_PRESETS, *TABPFN_PRESETS]))
 def test_every_preset_is_a_config_tabpfn_runs(make_random_host, preset):
-    X = np.random.default_rng(0).normal(size=(50, 3))
-    reg = host_regressor(make_random_host("tabpfn_v3"), preset, n_estimators=2, seed=0).fit(X[:40], X[:40, 0])
+    X, y = regression_data(0, 50, 3)
+    reg = host_regressor(make_random_host("tabpfn_v3"), preset, n_estimators=2, seed=0).fit(X[:40], y[:40])
     assert np.isfinite(reg.predict(X[40:])).all()
 
 

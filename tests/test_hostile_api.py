@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
-from synthetic import regression_data
+from synthetic import fit_synthetic, regression_data
 from tabpfn import TabPFNRegressor
 from tabpfn.architectures import ARCHITECTURES as TABPFN_ARCHITECTURES
 from tabpfn.checkpoint import save_as_safetensors
@@ -38,8 +38,7 @@ _data = partial(regression_data, n=60, f=3, curved=False)
 @pytest.fixture(scope="module")
 def fitted() -> tuple[TabPFNRegressor, np.ndarray]:
     """(stock tiny_v3 regressor fitted on 40 rows, 20 test rows)."""
-    X, y = _data()
-    return make_regressor(get_path("tiny_v3"), n_estimators=1, random_state=0).fit(X[:40], y[:40]), X[40:]
+    return fit_synthetic(get_path("tiny_v3"), n=60, n_train=40, f=3, curved=False)
 
 
 def _rewritten(tmp_path: Path, name: str, **header: str) -> Path:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
-from synthetic import regression_data
+from synthetic import diabetes_split, regression_data
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
@@ -88,12 +88,9 @@ def test_shipped_host_does_in_context_regression(name):
     """Offline, from the package file: on diabetes (seed-0 70/30 split) the shipped host is far
     better than the mean predictor and within 10% of ridge (the bar's per-dataset ratios are in
     results/host_quality.csv)."""
-    from sklearn.datasets import load_diabetes
     from sklearn.linear_model import RidgeCV
-    from sklearn.model_selection import train_test_split
 
-    X, y = load_diabetes(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
+    X_tr, X_te, y_tr, y_te = diabetes_split()
     host = rmse(y_te, make_regressor(get_path(name), n_estimators=4, random_state=0).fit(X_tr, y_tr).predict(X_te))
     assert host < 0.9 * rmse(y_te, np.full_like(y_te, y_tr.mean()))
     assert host < 1.1 * rmse(y_te, RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_tr, y_tr).predict(X_te))

@@ -4,9 +4,7 @@ slow on the shipped tiny_v3 with trained weights)."""
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_diabetes
-from sklearn.model_selection import train_test_split
-from synthetic import fit_synthetic
+from synthetic import diabetes_split, fit_synthetic
 
 import retrofit
 from retrofit.adapters import OClosedModel
@@ -190,8 +188,7 @@ def _o_closed_spec():
 
 @pytest.fixture(scope="module")
 def tiny_v3_diabetes():
-    X, y = load_diabetes(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0)
+    X_train, X_test, y_train, y_test = diabetes_split()
     regressor = make_regressor(get_path("tiny_v3"), n_estimators=8, random_state=0).fit(X_train, y_train)
     return regressor, X_test, y_test
 

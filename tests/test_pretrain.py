@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 import torch
 from safetensors import safe_open
+from synthetic import fit_synthetic, regression_data
 from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
 from retrofit.hosts.card import render_card
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.pretrain.borders import quantile_borders
@@ -94,8 +94,8 @@ def test_export_is_a_loadable_host_with_its_card(tmp_path):
     trainer = Pretrainer(_config(tmp_path, max_steps=2, export_path=str(tmp_path / "out" / "host-v2.safetensors")))
     path = trainer.run()
     assert (tmp_path / "out" / "host-v2.safetensors").is_file()
-    X = np.random.default_rng(0).normal(size=(60, 3))
-    pred = make_regressor(path, n_estimators=1).fit(X[:40], X[:40, 0]).predict(X[40:])
+    regressor, X_test = fit_synthetic(path, n=60, n_train=40, f=3)
+    pred = regressor.predict(X_test)
     assert np.isfinite(pred).all()
 
 
@@ -109,9 +109,9 @@ def test_v3_5_export_is_tabpfns_v3_5_format_with_the_trained_borders(tmp_path):
         tensor_names = fh.keys()  # safe_open is not iterable
         assert not [k for k in tensor_names if k.startswith("criterion.")]
         torch.testing.assert_close(fh.get_tensor("heads.regression_borders"), trainer.borders, rtol=0, atol=0)
-    X = np.random.default_rng(0).normal(size=(60, 3))
+    X, y = regression_data(0, 60, 3)
     reg = TabPFNRegressor(model_path=str(path), n_estimators=1, device="cpu", inference_precision=torch.float32)
-    pred = reg.fit(X[:40], X[:40, 0]).predict(X[40:])
+    pred = reg.fit(X[:40], y[:40]).predict(X[40:])
     assert np.isfinite(pred).all()
     torch.testing.assert_close(reg.models_[0].regression_borders, trainer.borders, rtol=0, atol=0)
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
+from synthetic import fit_synthetic
 
-from retrofit.hosts import check_checkpoint, make_regressor
+from retrofit.hosts import check_checkpoint
 from retrofit.hosts.checkpoint import PUBLISHED_FORMATS
 from retrofit.hosts.random_host import TINY_ARCHS, default_size_host
 
@@ -16,10 +17,8 @@ def test_published_layout_validates_and_predicts_with_its_borders(tmp_path, arch
     path = default_size_host(arch_name, tmp_path, seed=0, overrides=overrides)
     layout = PUBLISHED_FORMATS[arch_name]
     assert path.name == layout.file_name and check_checkpoint(path) == path
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(90, 4))
-    reg = make_regressor(path, n_estimators=1).fit(X[:70], X[:70, 0] + 0.1 * rng.normal(size=70))
-    assert np.isfinite(reg.predict(X[70:])).all()
+    reg, X_test = fit_synthetic(path, n=90, n_train=70)
+    assert np.isfinite(reg.predict(X_test)).all()
     # The borders tabpfn predicts with are the ones written (not an architecture default).
     torch.testing.assert_close(reg.znorm_space_bardist_.borders, torch.linspace(-4.0, 4.0, 33), rtol=0, atol=0)
     if path.suffix == ".safetensors":

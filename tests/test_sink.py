@@ -11,9 +11,7 @@ import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
-from sklearn.datasets import load_diabetes
-from sklearn.model_selection import train_test_split
-from synthetic import fit_synthetic
+from synthetic import diabetes_split, fit_synthetic
 
 import retrofit
 from retrofit.adapters import ARCHITECTURES, OBlock, in_context_blocks
@@ -142,8 +140,7 @@ def test_probe_reads_v3_5_logits_through_its_query_and_key_norms(make_random_hos
 
 def _tables():
     """(name, X_train, X_test, y_train, y_test, categorical indices): sklearn diabetes and ISLR Auto."""
-    X, y = load_diabetes(return_X_y=True)
-    yield ("diabetes", *train_test_split(X, y, test_size=0.3, random_state=0), [])
+    yield ("diabetes", *diabetes_split(), [])
     spec = DatasetSpec.from_mapping(OmegaConf.to_container(OmegaConf.load(REPO / "configs/dataset/auto.yaml")))
     data = split(load_table(spec, REPO), seed=0)
     yield ("auto", data.X_train, data.X_test, data.y_train, data.y_test, list(data.categorical_indices))
@@ -174,8 +171,7 @@ def test_probe_leaves_predictions_bitwise_and_finds_the_dominated_head(host):
     """The probe's hooks change no prediction; one row per (block, head); on tiny_v2 block 0
     head 2 the sink dominates between 10% and 40% of the queries (max logits below -20), on
     tiny_v3 none (the measured shares: results/sink_mass.csv)."""
-    X, y = load_diabetes(return_X_y=True)
-    X_train, X_test, y_train, _ = train_test_split(X, y, test_size=0.3, random_state=0)
+    X_train, X_test, y_train, _ = diabetes_split()
     regressor = make_regressor(get_path(host), n_estimators=2, random_state=0).fit(X_train, y_train)
     _, probe = _probed(regressor, X_test)
     table = probe.table()

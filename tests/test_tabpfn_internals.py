@@ -3,10 +3,9 @@
 import importlib
 import inspect
 
-import numpy as np
 import pytest
+from synthetic import fit_synthetic
 
-from retrofit.hosts import make_regressor
 from retrofit.tabpfn_internals import PRIVATE, Private
 
 
@@ -18,8 +17,7 @@ def owner_of(symbol: Private):
 
 @pytest.fixture(scope="module")
 def v3_model(make_random_host):
-    X = np.random.default_rng(0).normal(size=(20, 3))
-    return make_regressor(make_random_host("tabpfn_v3"), n_estimators=1).fit(X, X[:, 0]).models_[0]
+    return fit_synthetic(make_random_host("tabpfn_v3"), n=20, n_train=20, f=3)[0].models_[0]
 
 
 @pytest.mark.parametrize("symbol", PRIVATE, ids=lambda s: f"{s.owner}.{s.name}")
