@@ -1,6 +1,5 @@
 """Configs through Hydra's compose API, and the entry points end to end on tiny random hosts."""
 
-import inspect
 import json
 import os
 import shutil
@@ -219,8 +218,8 @@ def test_paper_table_is_36_distinct_cases_on_both_hosts_timed_on_seed_0(hydra_co
     assert list(cfg.timing.seeds) == [0]
 
 
-def test_sweep_expansion_uses_only_public_hydra_api(hydra_compose):
-    assert "hydra._internal" not in inspect.getsource(hydra_callbacks).replace('"hydra._internal.core_plugins', "")
+def test_sweep_expansion_follows_hydras_override_rules(hydra_compose):
+    """Hydra's private API is banned by `make lint` (ruff TID251); the expansion is checked here."""
     cfg = hydra_compose("config", [])
     with open_dict(cfg):
         cfg.hydra.overrides.task = ["seed=0,1", "dataset=wage", "seed=2,3,4"]  # a later value of a key wins
