@@ -195,8 +195,8 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
     columns = member_feature_columns(stock)
 
     def zeroed(coalitions: np.ndarray) -> np.ndarray:
-        def presence(member, _input, window):
-            return None, torch.as_tensor(coalitions[window][:, columns[member]])
+        def presence(member, _input):
+            return None, torch.as_tensor(coalitions[:, columns[member]])
 
         return evaluate(stock, X_explain, len(coalitions), presence, declare=False)
 

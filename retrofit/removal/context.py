@@ -10,7 +10,7 @@ nothing padded: the table keeps its shape. Each coalition's logits are then deco
 Where only columns are removed (every row present), the per-column stage is shared: a column's
 token before the column aggregator depends on nothing but the cells of its group's columns
 (`OClosedTabPFNV3.column_tokens`), so it is computed once per distinct group over all the
-coalitions of a forward and gathered into each; only the stages that mix columns (the column
+coalitions of a call and gathered into each; only the stages that mix columns (the column
 aggregator) and rows (the in-context blocks, the readout) run per coalition. The values equal
 the unshared forward's up to rounding (the batch layout differs).
 """
@@ -27,15 +27,17 @@ from retrofit.adapters.tabpfn_v3_input import o_targets
 from retrofit.batching import MemberInput, decode_members, member_inputs
 from retrofit.errors import RetrofitError
 
-MAX_CELLS = 4_000_000
-"""Default memory bound: one forward holds at most this many cells (coalitions x rows x columns
-of one member; a single coalition over it runs alone). The column stage's activations are about
-cells x embedding width x 4 bytes times a small constant (tiny_v3, width 64: 1 GB per
-activation tensor at the bound)."""
+MAX_CELLS = 65_536
+"""Default bound on one forward: at most this many cells (coalitions x rows x columns of one
+member; a single coalition over it runs alone). It bounds memory — the column stage's
+activations are about cells x embedding width x 4 bytes times a small constant (tiny_v3, width
+64: 16 MB per activation tensor at the default) — and is sized for the CPU, where a forward
+whose intermediates stay near the caches runs faster per coalition than one large forward; on
+an accelerator pass a larger bound (millions of cells)."""
 
-PresenceFn = Callable[[int, MemberInput, slice], tuple[torch.Tensor | None, torch.Tensor | None]]
-"""(member index, member input, coalition slice) -> (row presence (k, N) of the train rows or
-None for all present, column presence (k, C) or None), k the slice's length."""
+PresenceFn = Callable[[int, MemberInput], tuple[torch.Tensor | None, torch.Tensor | None]]
+"""(member index, member input) -> (row presence (K, N) of the train rows or None for all
+present, column presence (K, C) or None), one row per coalition."""
 
 
 def check_coalitions(coalitions: Any, n_players: int, players: str) -> np.ndarray:
@@ -78,15 +80,24 @@ def evaluate(
     for index, member in enumerate(members):
         N, T, C = member.shape
         per_forward = max(1, max_cells // ((N + T) * C))
-        chunks = []
-        for start in range(0, n_coalitions, per_forward):
-            window = slice(start, min(start + per_forward, n_coalitions))
-            p_train, p_col = presence(index, member, window)
-            k = window.stop - window.start
-            if declare and share_columns and p_train is None and p_col is not None and bool(p_col.any()):
-                chunks.append(_forward_shared_columns(regressor, member, p_col))
-            else:
-                chunks.append(_forward(regressor, member, k, p_train, p_col, declare))
+        windows = [
+            slice(start, min(start + per_forward, n_coalitions)) for start in range(0, n_coalitions, per_forward)
+        ]
+        p_train_KN, p_col_KC = presence(index, member)
+        if declare and share_columns and p_train_KN is None and p_col_KC is not None and bool(p_col_KC.any()):
+            chunks = _forward_shared_columns(regressor, member, p_col_KC, windows, max_cells)
+        else:
+            chunks = [
+                _forward(
+                    regressor,
+                    member,
+                    window.stop - window.start,
+                    None if p_train_KN is None else p_train_KN[window],
+                    None if p_col_KC is None else p_col_KC[window],
+                    declare,
+                )
+                for window in windows
+            ]
         outputs.append(torch.cat(chunks, dim=1).transpose(0, 1).reshape(n_coalitions * T, -1))
     predictions = decode_members(regressor, outputs)
     return np.asarray(predictions, dtype=np.float64).reshape(n_coalitions, -1)
@@ -119,22 +130,39 @@ def _forward(
         return regressor.models_[0](x_RkC, y_Nk, **presences).float()
 
 
-def _forward_shared_columns(regressor: TabPFNRegressor, member: MemberInput, p_kC: torch.Tensor) -> torch.Tensor:
-    """Logits (T, k, buckets) of `member`'s table under the k column presences `p_kC`, every row
-    present: the column tokens once per distinct column group (`OClosedTabPFNV3.column_tokens`),
-    gathered into each coalition's present columns, then `forward_tokens` per coalition (some
-    coalition has a present column)."""
+def _forward_shared_columns(
+    regressor: TabPFNRegressor, member: MemberInput, p_KC: torch.Tensor, windows: list[slice], max_cells: int
+) -> list[torch.Tensor]:
+    """Logits (T, k, buckets) per coalition window of `member`'s table under the column
+    presences `p_KC` (some column present somewhere), every row present: the column tokens once
+    per distinct column group over all K coalitions (`OClosedTabPFNV3.column_tokens`, in calls of
+    at most `max_cells` cells), gathered into each coalition's present columns, then
+    `forward_tokens` per window. The token table holds distinct groups x rows x width floats."""
     model = regressor.models_[0]
     N, T, C = member.shape
-    k = p_kC.shape[0]
     x_R1C = member.x_RC[:, None]
-    p_kC = p_kC.to(x_R1C)
+    p_KC = p_KC.to(x_R1C)
     ones_1R = x_R1C.new_ones(1, N + T)
     y_1N = o_targets(member.y_N, ones_1R[:, :N])
-    present_kC = p_kC > 0
+    present_KC = p_KC > 0
     with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
-        groups_UG, token_of_P = torch.unique(model.column_groups(p_kC)[present_kC], dim=0, return_inverse=True)
-        tokens_1RUE = model.column_tokens(x_R1C, y_1N, ones_1R, x_R1C.new_ones(1, C), groups_UG[None])
-        x_kCRE = tokens_1RUE.new_zeros(k, C, N + T, tokens_1RUE.shape[-1])
-        x_kCRE[present_kC] = tokens_1RUE[0].transpose(0, 1)[token_of_P]
-        return model.forward_tokens(x_kCRE.transpose(1, 2), y_1N.expand(k, N), ones_1R.expand(k, -1), p_kC).float()
+        groups_UG, token_of_P = torch.unique(model.column_groups(p_KC)[present_KC], dim=0, return_inverse=True)
+        per_call = max(1, max_cells // (N + T))
+        tokens_URE = torch.cat(
+            [
+                model.column_tokens(
+                    x_R1C, y_1N, ones_1R, x_R1C.new_ones(1, C), groups_UG[None, start : start + per_call]
+                )[0].transpose(0, 1)
+                for start in range(0, len(groups_UG), per_call)
+            ]
+        )
+        token_KC = torch.full((len(p_KC), C), -1, dtype=torch.long)
+        token_KC[present_KC] = token_of_P
+        logits = []
+        for window in windows:
+            k, present_kC = window.stop - window.start, present_KC[window]
+            x_kCRE = tokens_URE.new_zeros(k, C, N + T, tokens_URE.shape[-1])
+            x_kCRE[present_kC] = tokens_URE[token_KC[window][present_kC]]
+            p_kR = ones_1R.expand(k, -1)
+            logits.append(model.forward_tokens(x_kCRE.transpose(1, 2), y_1N.expand(k, N), p_kR, p_KC[window]).float())
+        return logits

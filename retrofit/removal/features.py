@@ -32,7 +32,7 @@ def values(
     elements of batched forwards, no refit, no padding; one forward holds at most `max_cells`
     cells (coalitions x (train + query rows) x member columns) — the memory bound, see
     `retrofit.removal.context.MAX_CELLS`. `share_columns=True` computes the per-column stage
-    once per distinct column group for all coalitions of a forward (`retrofit.removal.context`);
+    once per distinct column group for all coalitions of the call (`retrofit.removal.context`);
     False runs the whole forward per coalition (the same values up to rounding).
     Contract: the full coalition equals `regressor.predict(X)` (to 1e-5 of the prediction scale);
     v(S) does not depend on the values of the features outside S (see docs/removal.md for the
@@ -46,7 +46,7 @@ def values(
         return np.tile(np.asarray(regressor.predict(X), dtype=np.float64), (len(coalitions), 1))
     columns = member_feature_columns(regressor)
 
-    def presence(member: int, _input, window: slice) -> tuple[None, torch.Tensor]:
-        return None, torch.as_tensor(coalitions[window][:, columns[member]])
+    def presence(member: int, _input) -> tuple[None, torch.Tensor]:
+        return None, torch.as_tensor(coalitions[:, columns[member]])
 
     return evaluate(regressor, X, len(coalitions), presence, max_cells, share_columns=share_columns)

@@ -38,8 +38,8 @@ def row_values(regressor: Any, X: Any, rows: Any, *, max_cells: int = MAX_CELLS)
     if getattr(regressor, "is_constant_target_", False):
         return np.tile(np.asarray(regressor.predict(X), dtype=np.float64), (len(rows), 1))
 
-    def presence(_member: int, _input, window: slice) -> tuple[torch.Tensor, None]:
-        return torch.as_tensor(rows[window]), None
+    def presence(_member: int, _input) -> tuple[torch.Tensor, None]:
+        return torch.as_tensor(rows), None
 
     return evaluate(regressor, X, len(rows), presence, max_cells)
 
