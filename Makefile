@@ -77,7 +77,7 @@ padding-demo: $(STAMP) ## the stock host fed predict_many's padding vs o_closed 
 bench-batch: $(STAMP) ## predict_many vs one predict after another, 18 cases, interleaved -> results/bench_batch.csv
 	$(TIMED) $(PY) experiments/bench_batch.py
 
-explain-bench: $(STAMP) ## Shapley values: batched closed removal vs shapiq refit per coalition vs zeroing -> results/removal_bench.{csv,png}
+explain-bench: $(STAMP) ## Removal explanations (SV, k-SII, leave-one-out): batched closed removal vs a refit per coalition vs zeroing -> results/removal_bench.{csv,png}, removal_stages.csv
 	$(TIMED) $(PY) experiments/explain_bench.py
 
 tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_sweep.{csv,png}

@@ -1,4 +1,4 @@
-"""Shapley values: batched closed removal vs shapiq's refit per coalition vs zeroing -> results/removal_bench.*"""
+"""Removal explanations: closed removal vs a refit per coalition vs zeroing -> results/removal_{bench,stages}.*"""
 
 import logging
 from pathlib import Path
@@ -21,7 +21,9 @@ def main(cfg: DictConfig) -> None:
         settings.pop("benchmark_datasets")  # the shared list `datasets` was read from
         hydra_cfg = HydraConfig.get()
         base_dir = Path(hydra_cfg.runtime.cwd)
-        outputs = [base_dir / settings[key] for key in ("output", "plot", "example_plot") if settings.get(key)]
+        outputs = [
+            base_dir / settings[key] for key in ("output", "plot", "example_plot", "stages_output") if settings.get(key)
+        ]
         check_record_outputs(outputs, hydra_cfg.overrides.task)
         datasets = dataset_specs(hydra_cfg, settings["datasets"])
         table, _ = run(OmegaConf.create(settings), datasets, base_dir)

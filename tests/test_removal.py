@@ -257,6 +257,7 @@ def test_explain_bench_small(tmp_path):
 
     from retrofit.data import DatasetSpec
     from retrofit.removal.bench import COLUMNS, LOO_METHODS, METHODS, run
+    from retrofit.removal.stages import CLOSED_STAGES, REFIT_STAGES
 
     root = Path(__file__).resolve().parents[1]
     auto = DatasetSpec.from_mapping(OmegaConf.to_container(OmegaConf.load(root / "configs" / "dataset" / "auto.yaml")))
@@ -272,6 +273,8 @@ def test_explain_bench_small(tmp_path):
             output=str(tmp_path / "bench.csv"),
             plot=str(tmp_path / "bench.png"),
             example_plot=str(tmp_path / "example.png"),
+            stages_output=str(tmp_path / "stages.csv"),
+            n_stage_coalitions=4,
             example_dataset="auto",
             n_explain_batched=3,
         )
@@ -295,4 +298,8 @@ def test_explain_bench_small(tmp_path):
     d = len(explained.feature_names)
     assert phi["k-SII", "closed_batched"].shape == (1, d + d * (d - 1) // 2)
     assert phi["LOO", "closed_batched"].shape == phi["LOO", "refit_tabpfn"].shape == (1, 30)
-    assert all((tmp_path / name).is_file() for name in ("bench.csv", "bench.png", "example.png"))
+    assert all((tmp_path / name).is_file() for name in ("bench.csv", "bench.png", "example.png", "stages.csv"))
+    stages = explained.stages
+    for method, parts in (("closed_batched", CLOSED_STAGES[:-1]), ("refit_shapiq", REFIT_STAGES[:-1])):
+        # nested CPU clocks: no stage is negative and every timed one took time
+        assert all(stages[method, part] >= 0 for part in parts) and stages[method, parts[0]] > 0

@@ -62,6 +62,7 @@ from retrofit.removal.context import evaluate
 from retrofit.removal.features import values
 from retrofit.removal.game import SharedValues, explain
 from retrofit.removal.rows import leave_one_out
+from retrofit.removal.stages import closed_stages, refit_stages
 from retrofit.runner.config import typed
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ LOO_METHODS = ("closed_batched", "refit_tabpfn")
 INDICES = {"SV": 1, "k-SII": 2}
 """Explanation index -> the max_order it runs with."""
 EXAMPLE_METHODS = ("closed_batched", "refit_shapiq", "stock_zeroed")
+STAGE_COLUMNS = ("dataset", "n_features", "n_coalitions", "method", "stage", "ms_per_coalition")
+"""The columns of the stage table (`cfg.stages_output`, `retrofit.removal.stages`)."""
 
 
 @dataclass
@@ -106,6 +109,7 @@ class ExplainBenchConfig:
     budget: int = 128
     indices: list[str] = field(default_factory=lambda: ["SV", "k-SII"])
     n_loo_queries: int = 32
+    n_stage_coalitions: int = 64
     random_state: int = 0
     repeats: int = 3
     feature_shift_method: str | None = "shuffle"
@@ -113,6 +117,7 @@ class ExplainBenchConfig:
     output: str = "results/removal_bench.csv"
     plot: str = "results/removal_bench.png"
     example_plot: str = "results/removal_bench_example.png"
+    stages_output: str = "results/removal_stages.csv"
     example_dataset: str = "diabetes"
 
 
@@ -126,6 +131,8 @@ class Explained:
     n_coalitions: dict[str, int]
     attributions: dict[tuple[str, str], np.ndarray]
     seconds: dict[tuple[str, str], list[float]]
+    stages: dict[tuple[str, str], float]
+    """(method, stage) -> CPU ms per coalition (`retrofit.removal.stages`), one explained row."""
 
 
 Run = Callable[[], dict[str, np.ndarray]]
@@ -135,13 +142,15 @@ Run = Callable[[], dict[str, np.ndarray]]
 def run(cfg: ExplainBenchConfig, datasets: list[DatasetSpec], base_dir: Path) -> tuple[pd.DataFrame, list[Explained]]:
     """Every dataset (`cfg.datasets`, resolved to `datasets`, files relative to `base_dir`)
     explained by every method; the table (`COLUMNS`) and the results. Writes `cfg.output`,
-    `cfg.plot` and `cfg.example_plot` (relative to `base_dir`)."""
+    `cfg.plot`, `cfg.example_plot` and `cfg.stages_output` (relative to `base_dir`)."""
     cfg = OmegaConf.to_object(typed(ExplainBenchConfig, cfg, "explain_bench"))
     if [spec.name for spec in datasets] != list(cfg.datasets):
         raise RetrofitError(f"explain-bench: datasets {[s.name for s in datasets]} do not match cfg {cfg.datasets}")
-    if not datasets or min(cfg.n_explain, cfg.repeats, cfg.n_explain_batched, cfg.n_loo_queries) < 1 or cfg.budget < 2:
+    counts = (cfg.n_explain, cfg.repeats, cfg.n_explain_batched, cfg.n_loo_queries, cfg.n_stage_coalitions)
+    if not datasets or min(counts) < 1 or cfg.budget < 2:
         raise RetrofitError(
-            "explain-bench needs datasets, n_explain, n_explain_batched, n_loo_queries and repeats >= 1 and budget >= 2"
+            "explain-bench needs datasets, n_explain, n_explain_batched, n_loo_queries, n_stage_coalitions and "
+            "repeats >= 1 and budget >= 2"
         )
     unknown = sorted(set(cfg.indices) - set(INDICES))
     if unknown or "SV" not in cfg.indices:
@@ -154,6 +163,15 @@ def run(cfg: ExplainBenchConfig, datasets: list[DatasetSpec], base_dir: Path) ->
     output = base_dir / cfg.output
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
+    stages = [
+        dict(dataset=item.dataset, n_features=len(item.feature_names), n_coalitions=cfg.n_stage_coalitions)
+        | dict(method=method, stage=stage, ms_per_coalition=ms)
+        for item in explained
+        for (method, stage), ms in item.stages.items()
+    ]
+    pd.DataFrame(stages, columns=list(STAGE_COLUMNS)).to_csv(
+        base_dir / cfg.stages_output, index=False, float_format="%.4g"
+    )
     plot_bench(table).savefig(base_dir / cfg.plot, dpi=120, bbox_inches="tight")
     example = next((item for item in explained if item.dataset == cfg.example_dataset), explained[0])
     plot_example(example).savefig(base_dir / cfg.example_plot, dpi=120, bbox_inches="tight")
@@ -235,6 +253,11 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
         for index, array in results[key].items():
             attributions[index, method] = array
             seconds[index, method] = [t / n_rows for t in times[key]]
+    # where one row's coalition goes, on random coalitions (each feature present with probability 1/2)
+    sample = np.random.default_rng(cfg.random_state).random((cfg.n_stage_coalitions, d)) < 0.5
+    stages = {("closed_batched", stage): ms for stage, ms in closed_stages(closed, X_explain[:1], sample).items()}
+    refit = refit_stages(fresh, X_train, y_train, X_explain[:1], sample)
+    stages.update({("refit_shapiq", stage): ms for stage, ms in refit.items()})
     n_game = 2**d if budget is None else budget
     n_coalitions = {**dict.fromkeys(cfg.indices, n_game), "LOO": len(X_train) + 1}
     log.info(
@@ -244,7 +267,7 @@ def explain_dataset(cfg: ExplainBenchConfig, spec: DatasetSpec, base_dir: Path) 
         n_coalitions,
         {k: spread(v)[0] for k, v in seconds.items()},
     )
-    return Explained(name, feature_names, n_coalitions, attributions, seconds)
+    return Explained(name, feature_names, n_coalitions, attributions, seconds, stages)
 
 
 def _game_run(
