@@ -58,6 +58,7 @@ PRIVATE = (
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_embed_col_y"),
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_embed_icl_y"),
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_nan_safe_output", instance=True),
+    Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_preprocess_raw", ("x_RiBC", "num_train")),
 )
 """The private tabpfn symbols used, each behind one function below."""
 
@@ -104,3 +105,9 @@ def embed_icl_y(model: nn.Module, y_BN: torch.Tensor) -> torch.Tensor:
 def nan_safe_output(model: nn.Module) -> bool:
     """Whether a tabpfn v3 model replaces NaN in its output by 0."""
     return model._nan_safe_output
+
+
+def preprocess_raw(model: nn.Module, x_RBC: torch.Tensor, num_train: int) -> torch.Tensor:
+    """tabpfn v3's own standardised cells (B, R, C) of a raw input (R, B, C) whose first
+    `num_train` rows are train rows: the stock stage that `o_standardised_cells` O-closes."""
+    return model._preprocess_raw(x_RBC, num_train)[0]

@@ -12,6 +12,7 @@ from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_ce
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.ops.insertion import insert_rows, random_keep_mask
+from retrofit.tabpfn_internals import nan_and_inf_indicator, preprocess_raw
 
 REL_BOUND = 1e-5
 """Without compaction, present outputs move by at most this fraction of the logit scale."""
@@ -159,25 +160,20 @@ def test_grouping_skips_absent_columns():
 
 def test_ordered_sum_is_bitwise_unchanged_by_interleaved_zeros():
     x = torch.randn(3, 301, 4) * 1e3
-    keep = torch.ones(341, dtype=torch.bool)
-    keep[torch.randperm(341, generator=torch.Generator().manual_seed(0))[:40]] = False
-    padded = torch.zeros(3, 341, 4)
-    padded[:, keep] = x
+    padded = insert_rows(x, random_keep_mask(301, 40, torch.Generator().manual_seed(0)), dim=1)
     assert torch.equal(ordered_sum(x, 1), ordered_sum(padded, 1))
     assert not torch.equal(x.sum(1), padded.sum(1))  # why the ordered sum exists
 
 
 def test_standardisation_matches_the_hosts_scaler_when_everything_is_present(random_v3):
-    from tabpfn.architectures.tabpfn_v3 import _generate_nan_and_inf_indicator
-
     regressor, _ = random_v3
     host = regressor.models_[0]
     x_RBC = torch.randn(40, 2, 5) * 3 + 1
     x_RBC[3, 0, 1] = float("nan")
-    expected_BRC, _, _ = host._preprocess_raw(x_RBC, 30)
+    expected_BRC = preprocess_raw(host, x_RBC, 30)
     cells_BRC, indicator_BRC = o_standardised_cells(x_RBC.transpose(0, 1), torch.ones(2, 40, 5), 30)
     torch.testing.assert_close(cells_BRC, expected_BRC, rtol=1e-5, atol=1e-5)
-    assert torch.equal(indicator_BRC, _generate_nan_and_inf_indicator(x_RBC).transpose(0, 1))
+    assert torch.equal(indicator_BRC, nan_and_inf_indicator(x_RBC).transpose(0, 1))
 
 
 def _o_closed_spec():
