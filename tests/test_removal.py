@@ -268,7 +268,7 @@ def test_explain_bench_small(tmp_path):
             max_train_rows=30,
             exact_max_features=0,
             budget=8,
-            repeats=1,
+            repeats=2,
             n_loo_queries=4,
             output=str(tmp_path / "bench.csv"),
             plot=str(tmp_path / "bench.png"),
@@ -290,6 +290,7 @@ def test_explain_bench_small(tmp_path):
         refit = table[table.method == reference]
         assert (refit.speedup_vs_refit == 1).all() and (refit.max_abs_diff_vs_refit == 0).all()
     assert table[table["index"] != "LOO"].n_coalitions.eq(8).all()
+    assert table.rounds.eq(np.where(table.method == "stock_zeroed", 1, 2)).all()  # the zeroed arm runs once
     assert table[table["index"] == "LOO"].n_coalitions.eq(31).all()
     # both sides share v(∅), and v(all) is the prediction of the closed vs the stock host (equal to rounding)
     phi = explained.attributions

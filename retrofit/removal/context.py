@@ -11,8 +11,9 @@ Where only columns are removed (every row present), the per-column stage is shar
 token before the column aggregator depends on nothing but the cells of its group's columns
 (`OClosedTabPFNV3.column_tokens`), so it is computed once per distinct group over all the
 coalitions of a call and gathered into each; only the stages that mix columns (the column
-aggregator) and rows (the in-context blocks, the readout) run per coalition. The values equal
-the unshared forward's up to rounding (the batch layout differs).
+aggregator, on the present columns' tokens alone) and rows (the in-context blocks, the
+readout) run per coalition. The values equal the unshared forward's up to rounding (the batch
+layout differs).
 """
 
 from collections.abc import Callable
@@ -85,7 +86,7 @@ def evaluate(
         ]
         p_train_KN, p_col_KC = presence(index, member)
         if declare and share_columns and p_train_KN is None and p_col_KC is not None and bool(p_col_KC.any()):
-            chunks = _forward_shared_columns(regressor, member, p_col_KC, windows, max_cells)
+            chunks = [_forward_shared_columns(regressor, member, p_col_KC, max_cells)]
         else:
             chunks = [
                 _forward(
@@ -131,13 +132,16 @@ def _forward(
 
 
 def _forward_shared_columns(
-    regressor: TabPFNRegressor, member: MemberInput, p_KC: torch.Tensor, windows: list[slice], max_cells: int
-) -> list[torch.Tensor]:
-    """Logits (T, k, buckets) per coalition window of `member`'s table under the column
-    presences `p_KC` (some column present somewhere), every row present: the column tokens once
-    per distinct column group over all K coalitions (`OClosedTabPFNV3.column_tokens`, in calls of
-    at most `max_cells` cells), gathered into each coalition's present columns, then
-    `forward_tokens` per window. The token table holds distinct groups x rows x width floats."""
+    regressor: TabPFNRegressor, member: MemberInput, p_KC: torch.Tensor, max_cells: int
+) -> torch.Tensor:
+    """Logits (T, K, buckets) of `member`'s table under the column presences `p_KC` (some column
+    present somewhere), every row present. The column tokens are computed once per distinct
+    column group over all K coalitions (`OClosedTabPFNV3.column_tokens`, in calls of at most
+    `max_cells` cells; the table holds distinct groups x rows x width floats). Each coalition of
+    s present columns then runs `forward_tokens` on its s tokens alone, in column order (the
+    absent columns' tokens, null, dropped: the rank positions and every presence-weighted sum
+    are those of the full layout), in forwards of at most `max_cells` cells per size s. The
+    empty coalition runs the ordinary forward with every column absent."""
     model = regressor.models_[0]
     N, T, C = member.shape
     x_R1C = member.x_RC[:, None]
@@ -145,6 +149,8 @@ def _forward_shared_columns(
     ones_1R = x_R1C.new_ones(1, N + T)
     y_1N = o_targets(member.y_N, ones_1R[:, :N])
     present_KC = p_KC > 0
+    sizes_K = present_KC.sum(1)
+    logits_TKO = None
     with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
         groups_UG, token_of_P = torch.unique(model.column_groups(p_KC)[present_KC], dim=0, return_inverse=True)
         per_call = max(1, max_cells // (N + T))
@@ -156,13 +162,23 @@ def _forward_shared_columns(
                 for start in range(0, len(groups_UG), per_call)
             ]
         )
-        token_KC = torch.full((len(p_KC), C), -1, dtype=torch.long)
-        token_KC[present_KC] = token_of_P
-        logits = []
-        for window in windows:
-            k, present_kC = window.stop - window.start, present_KC[window]
-            x_kCRE = tokens_URE.new_zeros(k, C, N + T, tokens_URE.shape[-1])
-            x_kCRE[present_kC] = tokens_URE[token_KC[window][present_kC]]
-            p_kR = ones_1R.expand(k, -1)
-            logits.append(model.forward_tokens(x_kCRE.transpose(1, 2), y_1N.expand(k, N), p_kR, p_KC[window]).float())
-        return logits
+        token_of_KC = torch.full((len(p_KC), C), -1, dtype=torch.long)
+        token_of_KC[present_KC] = token_of_P
+        for size in sizes_K.unique().tolist():
+            chosen_k = (sizes_K == size).nonzero()[:, 0]
+            if size == 0:
+                outputs = [_forward(regressor, member, len(chosen_k), None, p_KC[chosen_k], True)]
+            else:
+                tokens_kS = token_of_KC[chosen_k][present_KC[chosen_k]].view(-1, size)  # present columns, in order
+                per_forward = max(1, max_cells // ((N + T) * size))
+                outputs = []
+                for start in range(0, len(chosen_k), per_forward):
+                    x_kSRE = tokens_URE[tokens_kS[start : start + per_forward]]
+                    k = x_kSRE.shape[0]
+                    p_kR, p_kS = ones_1R.expand(k, -1), x_R1C.new_ones(k, size)
+                    outputs.append(model.forward_tokens(x_kSRE.transpose(1, 2), y_1N.expand(k, N), p_kR, p_kS).float())
+            chunk_TkO = torch.cat(outputs, dim=1)
+            if logits_TKO is None:
+                logits_TKO = chunk_TkO.new_empty(chunk_TkO.shape[0], len(p_KC), chunk_TkO.shape[2])
+            logits_TKO[:, chosen_k] = chunk_TkO
+    return logits_TKO
