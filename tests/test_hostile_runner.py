@@ -28,7 +28,6 @@ from retrofit.runner.reproduce import NOT_COMPARED, compare, read_reference, req
 from retrofit.runner.units import UnitStore
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
 
 
 @pytest.fixture(scope="module")
@@ -270,25 +269,14 @@ def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(
     assert len(paths) == 3
 
 
-SWEEP = """
-from pathlib import Path
-import yaml
-from retrofit.data import DatasetSpec
-from retrofit.runner.case import Case, UnitSpec, run_case
-spec = DatasetSpec.from_mapping(yaml.safe_load(Path({configs!r}, "dataset", "diabetes.yaml").read_text()))
-for seed in (0, 1):
-    units = (UnitSpec("baseline"), UnitSpec("oa_only"))
-    run_case(Case(spec, seed, "random_v3", Path({host!r}), units, Path({runs!r}), Path("."), **{settings!r}))
-"""
-
 SETTINGS = [{"n_estimators": 1}, {"n_estimators": 2}]
 
 
 @pytest.mark.slow
 def test_two_concurrent_sweeps_differing_in_one_setting_keep_their_own_rows(host, tmp_path, case_on):
     runs = tmp_path / "shared"
-    scripts = [SWEEP.format(configs=str(CONFIGS), host=str(host), runs=str(runs), settings=s) for s in SETTINGS]
-    procs = [subprocess.Popen([sys.executable, "-c", s], stderr=subprocess.PIPE) for s in scripts]
+    worker = [sys.executable, str(Path(__file__).with_name("case_worker.py")), str(host), str(runs), "diabetes", "0,1"]
+    procs = [subprocess.Popen([*worker, str(s["n_estimators"])], stderr=subprocess.PIPE) for s in SETTINGS]
     errors = [p.communicate(timeout=900)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     for settings in SETTINGS:

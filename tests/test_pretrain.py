@@ -52,8 +52,9 @@ def test_short_run_lowers_the_held_out_loss(tmp_path, arch_name):
 
 
 def test_tail_share_gives_the_tails_their_own_buckets():
-    """Pure quantile borders leave one bucket for every z above ~2.7 (a host trained on them
-    jumps to z ~ 8 when extrapolating); a 20% uniform share keeps every bucket under 1 sd wide."""
+    """Pure quantile borders leave the tail one bucket more than 4 sd wide (a host trained on them
+    extrapolates in one jump to the last border); a 20% uniform share keeps every bucket under 1 sd
+    wide and the borders at ±8."""
     plain = quantile_borders(100, seed=0, n_values=20_000)
     mixed = quantile_borders(100, seed=0, n_values=20_000, tail_share=0.2)
     assert plain.diff().max() > 4.0 and mixed.diff().max() < 1.0

@@ -6,9 +6,9 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from functools import partial
 from pathlib import Path
+from subprocess import PIPE
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,8 @@ from retrofit.runner.reproduce import RTOL, compare, read_reference, verify
 from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
+WORKER = Path(__file__).with_name("case_worker.py")
+"""Runs cases into one store in a process of its own."""
 VARIANTS = ("baseline", "oa_only", "full_o")
 
 
@@ -285,26 +286,13 @@ def test_unknown_hparam_and_missing_host_are_user_errors(tmp_path, host, case_on
     assert unit_files(tmp_path) == []
 
 
-CONCURRENT_WRITER = """
-from pathlib import Path
-import yaml
-from retrofit.data import DatasetSpec
-from retrofit.runner.case import Case, UnitSpec, run_case
-for name in {datasets!r}:
-    spec = DatasetSpec.from_mapping(yaml.safe_load(Path({configs!r}, "dataset", name + ".yaml").read_text()))
-    units = (UnitSpec("baseline"), UnitSpec("oa_only"))
-    run_case(Case(spec, 0, "random_v3", Path({host!r}), units, Path({runs!r}), Path("."), n_estimators=1))
-"""
-
-
 @pytest.mark.slow
 def test_two_concurrent_sweeps_on_one_store_lose_nothing(host, tmp_path):
     """Two processes run overlapping cases into one store at once: every unit ends up whole, once."""
-    scripts = [
-        CONCURRENT_WRITER.format(configs=str(CONFIGS), datasets=d, host=str(host), runs=str(tmp_path))
-        for d in (["diabetes", "carseats"], ["carseats", "diabetes"])
+    procs = [
+        subprocess.Popen([sys.executable, str(WORKER), str(host), str(tmp_path), datasets, "0", "1"], stderr=PIPE)
+        for datasets in ("diabetes,carseats", "carseats,diabetes")
     ]
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(s)], stderr=subprocess.PIPE) for s in scripts]
     errors = [p.communicate(timeout=600)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     rows = UnitStore(tmp_path).rows()
