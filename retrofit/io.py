@@ -1,7 +1,8 @@
 """Atomic file writes: a reader (or a rerun after a crash) sees the old file or the new one, never half.
 
-Files are created with mode 0666 less the process umask (0644 under the usual umask 022), as
-`open()` creates them; the temporary file is never owner-only as `tempfile.mkstemp` would make it.
+Files get mode 0666 less the process umask (0644 under the usual umask 022), as `open()` creates
+them, even where the writer replaces the temporary file by an owner-only one of its own (as
+`tempfile.mkstemp` and safetensors' `save_file` do).
 """
 
 import os
@@ -9,6 +10,11 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+"""The mode `open()` gives a new file under this process's umask."""
 
 if TYPE_CHECKING:  # pandas is needed by the caller that passes a frame, not to import this module
     import pandas as pd
@@ -31,6 +37,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
             continue
     try:
         write(tmp)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -4,7 +4,6 @@ nor tabpfn."""
 
 import math
 import os
-import stat
 import subprocess
 import sys
 from dataclasses import asdict
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from retrofit.io import write_text_atomic
 from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.record import COLUMNS, UnitRecord, hparams_text, read_records
 from retrofit.runner.units import UnitKey, UnitStore
@@ -68,16 +66,6 @@ def test_coverage_is_shown_in_points_and_every_file_is_listed(tmp_path):
         "retrofit_distribution_deltas.png",
     ]
     assert all((tmp_path / name).is_file() for name in outputs(frame))
-
-
-def test_results_are_written_with_the_usual_permissions(tmp_path):
-    old = os.umask(0o022)
-    try:
-        path = write_text_atomic(tmp_path / "x" / "file.txt", "text")
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o644 and path.read_text() == "text"
-    assert [p.name for p in path.parent.iterdir()] == ["file.txt"]  # no temporary file left
 
 
 def test_hparams_are_flattened_and_sorted():

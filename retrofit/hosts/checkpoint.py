@@ -21,6 +21,8 @@ from tabpfn.constants import ModelVersion
 from tabpfn.inference_config import InferenceConfig
 from tabpfn.preprocessing import PreprocessorConfig
 
+from retrofit.io import write_atomic
+
 
 def build_host(arch_name: str, arch_kwargs: dict[str, Any], seed: int = 0) -> tuple[torch.nn.Module, Any]:
     """A randomly initialised tabpfn regression architecture `arch_name` with `arch_kwargs`.
@@ -126,8 +128,7 @@ def save_host(
         "inference_config": inference,
         "host_card": host_card or {},
     }
-    save_as_safetensors(checkpoint, path)
-    return path
+    return write_atomic(path, lambda tmp: save_as_safetensors(checkpoint, tmp))
 
 
 @dataclass(frozen=True)
@@ -174,9 +175,5 @@ def save_as_published(
         default = InferenceConfig.get_default("regression", layout.inference_version)
         checkpoint["inference_config"] = dataclasses.asdict(default)
     path = Path(folder) / layout.file_name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".safetensors":
-        save_as_safetensors(checkpoint, path)
-    else:
-        torch.save(checkpoint, path)
-    return path
+    save = save_as_safetensors if path.suffix == ".safetensors" else torch.save
+    return write_atomic(path, lambda tmp: save(checkpoint, tmp))
