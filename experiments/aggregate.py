@@ -18,6 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+import retrofit.jobs  # noqa: F401  (registers the root configs' schemas)
 from retrofit.errors import exit_on_user_error
 from retrofit.runner import console
 from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs

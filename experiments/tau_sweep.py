@@ -14,6 +14,7 @@ import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+import retrofit.jobs  # noqa: F401  (registers the root configs' schemas)
 from retrofit.errors import exit_on_user_error
 from retrofit.runner import console
 from retrofit.runner.case import run_case

@@ -30,6 +30,7 @@ from omegaconf.errors import OmegaConfBaseException
 from retrofit.adapters import PARTS, TauRule, adapter
 from retrofit.errors import RetrofitError, bounded
 from retrofit.ops import EPS_MODES
+from retrofit.typed import typed
 
 VARIANT_DIR = Path(str(files("retrofit.configs") / "variant"))
 """Where the built-in variant files live (inside the installed package)."""
@@ -158,15 +159,8 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     Raises RetrofitError naming an unknown key or a value of the wrong type.
     """
     label = spec.get("name", "<unnamed>")
-    try:
-        typed = OmegaConf.merge(OmegaConf.structured(VariantConfig), spec)
-    except OmegaConfBaseException as err:
-        allowed = ", ".join(VariantConfig.__dataclass_fields__)
-        raise RetrofitError(
-            f"variant {label!r}: bad key {err.full_key!r} ({str(err).splitlines()[0]}); allowed keys: "
-            f"{allowed}, tau.mode, tau.c, tau.value"
-        ) from None
-    return OmegaConf.to_container(typed, resolve=True)
+    typed_node = typed(VariantConfig, spec, f"variant {label!r}")
+    return OmegaConf.to_container(typed_node, resolve=True)
 
 
 def resolve_variant(variant: str | os.PathLike | Mapping[str, Any] | DictConfig, **hparams: Any) -> Variant:

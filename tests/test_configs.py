@@ -133,12 +133,12 @@ def test_variant_key_overrides_take_effect_and_name_the_unit(hydra_compose, over
         ),
         (["variant=oa_only", "variant.name=mine"], r"has name 'mine'"),
         (["variant=oa_only", "variant.eps_mode=softmax"], r"eps_mode must be one of"),
-        (["+host.nmae=x"], r"host: bad key 'nmae'"),
+        (["+host.nmae=x"], r"bad key 'host.nmae' .*keys: \['name', 'path'\]"),
         (["device=gpu"], r"device must be one of"),
         (["precision=bfloat16"], r"precision='bfloat16': must be one of"),
         (["timing.rounds=-1"], r"timing_rounds=-1: must be an integer >= 0, e.g. timing.rounds=3"),
         (["threads=0"], r"threads=0: must be an integer >= 1"),
-        (["+timing.repeats=3"], r"timing: bad key 'repeats'"),
+        (["+timing.repeats=3"], r"bad key 'timing.repeats'"),
     ],
 )
 def test_bad_keys_and_values_are_errors_naming_them(hydra_compose, overrides, message):

@@ -1,13 +1,10 @@
 """The typed settings of one pretraining run (`configs/pretrain/`)."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import OmegaConf
-from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, ValidationError
-
-from retrofit.errors import RetrofitError
+from retrofit.typed import typed_object
 
 
 @dataclass
@@ -43,9 +40,4 @@ class PretrainConfig:
     def from_config(cls, node: Mapping[str, Any]) -> "PretrainConfig":
         """The typed config of a `pretrain` node (dict or OmegaConf); RetrofitError naming an
         unknown key, a missing one or a value of the wrong type."""
-        try:
-            return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), node))
-        except (ConfigKeyError, ValidationError, MissingMandatoryValue) as err:
-            raise RetrofitError(
-                f"pretrain config: {str(err).splitlines()[0]}; fields: {[f.name for f in fields(cls)]}"
-            ) from None
+        return typed_object(cls, node, "pretrain config")

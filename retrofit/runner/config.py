@@ -20,7 +20,7 @@ import functools
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,6 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.data import DatasetSpec
@@ -37,9 +36,10 @@ from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.case import BASELINE, Case, UnitSpec
-from retrofit.runner.decomposition import with_arms
+from retrofit.runner.decomposition import DecompositionConfig, with_arms
 from retrofit.runner.guard import check_results_dir, outside_record, writable_dir
 from retrofit.runner.reproduce import Reference, read_reference
+from retrofit.typed import typed
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class HostConfig:
     `name`) is a TabPFN checkpoint file."""
 
     name: str = MISSING
-    path: str | None = None
+    path: str | None = MISSING
 
 
 @dataclass
@@ -66,12 +66,51 @@ class TimingConfig:
     seeds: list[int] | None = None
 
 
-def typed(schema: type, node: Any, where: str) -> Any:
-    """`node` merged onto the dataclass `schema` (unknown key or wrong type: RunnerError naming it)."""
-    try:
-        return OmegaConf.merge(OmegaConf.structured(schema), node)
-    except OmegaConfBaseException as err:
-        raise RunnerError(f"{where}: bad key {err.full_key!r} ({str(err).splitlines()[0]})") from None
+@dataclass
+class RunConfig:
+    """The keys `configs/config.yaml` and `configs/tau_sweep.yaml` share: where units and results go
+    (`configs/paths/`), the host, and the settings every case of the run shares (`run_settings`).
+    Values live in the YAML files; the schema gives their types, so a misspelt or mistyped key fails
+    when the config is composed."""
+
+    results_dir: str | None = MISSING
+    cache_dir: str | None = MISSING
+    host: HostConfig = MISSING
+    overwrite: bool = MISSING
+    n_estimators: int = MISSING
+    test_size: float = MISSING
+    device: str = MISSING
+    precision: str = MISSING
+    threads: int = MISSING
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    log_level: str = "WARNING"
+
+
+@dataclass
+class SweepConfig(RunConfig):
+    """The schema of `configs/config.yaml` (each key's role is written there). `dataset` is checked
+    by `retrofit.data.DatasetSpec` (its keys depend on its source), `variant` by
+    `retrofit.variants.VariantConfig` (a search-path variant is refused naming its file), `hparams` by
+    `retrofit.variants.resolve_variant`; `decomposition` and `benchmark_datasets` come with
+    `+experiment=paper_table` or `+decomposition=<name>`."""
+
+    dataset: dict[str, Any] = MISSING
+    variant: Any = None
+    seed: int = MISSING
+    hparams: dict[str, Any] = field(default_factory=dict)
+    reference: str | None = None
+    reference_commit: str | None = None
+    record: bool = False
+    decomposition: DecompositionConfig | None = None
+    benchmark_datasets: str | None = None
+
+
+def job_config(cfg: DictConfig, schema: type, where: str) -> DictConfig:
+    """A composed root config (its `hydra` node left out) checked against its `schema` once more:
+    Hydra composes `+key=value` onto the schema unchecked, and this refuses such a key, naming it,
+    before any work (RunnerError)."""
+    job = {key: value for key, value in OmegaConf.to_container(cfg).items() if key != "hydra"}
+    return typed(schema, job, where, RunnerError)  # a plain copy: a typed node merges unchecked
 
 
 def resolve(base_dir: Path, path: str | Path) -> Path:
@@ -85,7 +124,7 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     checkpoint of a supported architecture), else the shipped host `host.name`."""
     if OmegaConf.is_missing(cfg.host, "path"):  # checked first: a merge onto the schema would hide it
         raise RunnerError("host=checkpoint needs host.path=<file of a TabPFN checkpoint>")
-    host = typed(HostConfig, cfg.host, "host")
+    host = typed(HostConfig, cfg.host, "host", RunnerError)
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", host.name):
         raise RunnerError(
             f"host.name={host.name!r} labels results and names unit directories: use letters, digits, _ . - "
@@ -151,7 +190,7 @@ def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
 
 def timing_rounds(cfg: DictConfig, seed: int) -> int:
     """Timing rounds of the case with `seed` (`TimingConfig`; 0: not timed)."""
-    timing = typed(TimingConfig, cfg.timing, "timing")
+    timing = typed(TimingConfig, cfg.timing, "timing", RunnerError)
     return timing.rounds if timing.seeds is None or seed in timing.seeds else 0
 
 
@@ -161,13 +200,13 @@ def dataset_spec(node: DictConfig) -> DatasetSpec:
 
 
 def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
-    """The node `group=option` composes to under this job's config and search path (read-only)."""
-    in_defaults = group in hydra_cfg.runtime.choices or any(o.startswith(f"{group}=") for o in hydra_cfg.overrides.task)
-    verb = "" if in_defaults else "+"  # a list choice (variant=[a,b]) leaves the group out of `choices`
+    """The node `group=option` composes to on this job's search path (read-only), on its own: the
+    root config's schema does not see it, so any root config may read any group's options."""
     loader = GlobalHydra.instance().config_loader()
     primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
-    overrides = (*hydra_cfg.overrides.hydra, f"{verb}{group}={option}")
-    return _composed(primary, hydra_cfg.job.config_name, overrides)[group]
+    searchpath = "hydra.searchpath=[" + ",".join(f"'{path}'" for path in hydra_cfg.searchpath) + "]"
+    launch = [o for o in hydra_cfg.overrides.hydra if not o.lstrip("+~").startswith("hydra.searchpath=")]
+    return _composed(primary, None, (*launch, searchpath, f"+{group}={option}"))[group]
 
 
 def dataset_specs(hydra_cfg: DictConfig, names: Iterable[str]) -> list[DatasetSpec]:
@@ -176,8 +215,9 @@ def dataset_specs(hydra_cfg: DictConfig, names: Iterable[str]) -> list[DatasetSp
 
 
 @functools.lru_cache(maxsize=256)
-def _composed(primary: tuple[str, ...], config_name: str, overrides: tuple[str, ...]) -> DictConfig:
-    """The config `config_name` with `overrides`, composed once per search path (`primary`) and overrides."""
+def _composed(primary: tuple[str, ...], config_name: str | None, overrides: tuple[str, ...]) -> DictConfig:
+    """The config `config_name` (None: none) with `overrides`, composed once per search path
+    (`primary`) and overrides."""
     return GlobalHydra.instance().config_loader().load_configuration(config_name, list(overrides), RunMode.RUN)
 
 
@@ -276,9 +316,8 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
     start directory read off `hydra_cfg` (`HydraConfig.get()` in a job, `cfg.hydra` from compose).
     Raises RunnerError / DatasetError for bad values."""
     base_dir = Path(hydra_cfg.runtime.cwd)
-    if cfg.get("hparams") and not OmegaConf.is_dict(cfg.hparams):
-        raise RunnerError(f"hparams={cfg.hparams!r} must be a mapping, e.g. +hparams.eps_den=1e-3")
-    hparams = OmegaConf.to_container(cfg.hparams, resolve=True) if cfg.get("hparams") else {}
+    cfg = job_config(cfg, SweepConfig, "configs/config.yaml")
+    hparams = OmegaConf.to_container(cfg.hparams, resolve=True)
     settings = run_settings(cfg, base_dir)
     results_dir_of(cfg, hydra_cfg)
     return Case(

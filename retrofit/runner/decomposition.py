@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.runner.case import UnitSpec
 from retrofit.runner.units import hparams_key
+from retrofit.typed import typed
 from retrofit.variants import resolve_variant
 
 ARMS_FILE = Path(str(files("retrofit.configs") / "decomposition" / "sink_presence.yaml"))
@@ -53,10 +53,7 @@ class Decomposition:
     @classmethod
     def from_node(cls, node: DictConfig | dict) -> "Decomposition":
         """From a config node (`DecompositionConfig`); RunnerError naming a bad key or arm."""
-        try:
-            cfg = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(DecompositionConfig), node), resolve=True)
-        except OmegaConfBaseException as err:
-            raise RunnerError(f"decomposition: bad key {err.full_key!r} ({str(err).splitlines()[0]})") from None
+        cfg = OmegaConf.to_container(typed(DecompositionConfig, node, "decomposition", RunnerError), resolve=True)
         decomposition = cls(tuple(cfg["variants"]), {name: dict(arm or {}) for name, arm in cfg["arms"].items()})
         for variant in decomposition.variants:
             settings = [decomposition.settings(variant, arm) for arm in decomposition.arms]

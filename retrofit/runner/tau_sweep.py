@@ -9,10 +9,11 @@ cache holds) and its 95% CI (two-level bootstrap, `retrofit.runner.bootstrap`); 
 plots it, one panel per host, with each variant's default c marked.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import MISSING, DictConfig
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_csv, write_png
@@ -20,9 +21,11 @@ from retrofit.runner.bootstrap import frame_ci
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.collect import sweep_records
 from retrofit.runner.config import (
+    RunConfig,
     applicable,
     dataset_spec,
     group_option,
+    job_config,
     resolve,
     run_settings,
     timing_rounds,
@@ -32,10 +35,24 @@ from retrofit.runner.record import frame_of
 from retrofit.variants import resolve_variant
 
 
+@dataclass
+class TauSweepConfig(RunConfig):
+    """The schema of `configs/tau_sweep.yaml` (each key's role is written there): the run settings
+    of `RunConfig`, and the datasets, seeds, variants and c values the sweep crosses."""
+
+    benchmark_datasets: str = MISSING
+    datasets: list[str] = MISSING
+    seeds: list[int] = MISSING
+    variants: list[str] = MISSING
+    c_values: list[float] = MISSING
+    plot_only: bool = False
+
+
 def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
     split), duplicates rejected — all before any unit runs. `hydra_cfg`: the `hydra` node."""
     base_dir = Path(hydra_cfg.runtime.cwd)
+    cfg = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
     settings = run_settings(cfg, base_dir)
     nodes = {name: group_option(hydra_cfg, "variant", name) for name in cfg.variants}
     units = tuple(

@@ -1,0 +1,98 @@
+"""O-closure audit of the retrofitted hosts -> results/audit.csv (`configs/audit.yaml`)."""
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from retrofit.audit import Insertion, audit_table
+from retrofit.audit.run import audit_summary
+from retrofit.errors import RunnerError
+from retrofit.hosts import get_path
+from retrofit.hosts.random_host import TINY_ARCHS, random_host
+from retrofit.runner.config import HostConfig, dataset_specs, host_path, job_config, resolve
+from retrofit.runner.guard import check_record_outputs
+
+
+@dataclass
+class RandomHostConfig:
+    """A tiny random host to audit (`retrofit.hosts.random_host`): its architecture and seed."""
+
+    arch: str = MISSING
+    seed: int = MISSING
+
+
+@dataclass
+class InsertionConfig:
+    """Where nulls go and what they are (`retrofit.audit.Insertion`)."""
+
+    at: str = MISSING
+    kind: str = MISSING
+
+
+@dataclass
+class AuditConfig:
+    """The schema of `configs/audit.yaml` (each key's role is written there). `variants`: label ->
+    `retrofit.retrofit` arguments (`variant` and hyper-parameters), checked when each is applied."""
+
+    host: HostConfig | None = None
+    hosts: list[str] = MISSING
+    random_hosts: list[RandomHostConfig] = MISSING
+    variants: dict[str, dict[str, Any]] = MISSING
+    insertions: list[InsertionConfig] = MISSING
+    n_null: list[int] = MISSING
+    dataset: str = MISSING
+    n_estimators: int = MISSING
+    random_state: int = MISSING
+    seed: int = MISSING
+    output: str = MISSING
+
+
+def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[str, Path]:
+    """Label -> checkpoint of every host to audit: `host` (a shipped host or `host=checkpoint`) when
+    set, else the shipped hosts of `hosts`; plus a random host per `random_hosts` entry, in `folder`."""
+    if cfg.host is None:
+        hosts = {name: get_path(name) for name in cfg.hosts}
+    else:
+        listed = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0].lstrip("+~") == "hosts"]
+        if listed:
+            raise RunnerError(
+                f"host={cfg.host.name} audits that one host, but {listed[0]!r} lists others too; pass either "
+                "host=<name> (or host=checkpoint host.path=...) or hosts=[...], not both"
+            )
+        hosts = {cfg.host.name: host_path(cfg, Path(hydra_cfg.runtime.cwd))}
+    for entry in cfg.random_hosts:
+        if entry.arch not in TINY_ARCHS:
+            raise RunnerError(f"random_hosts entry arch={entry.arch!r} must be one of {sorted(TINY_ARCHS)}")
+        hosts[f"random_{entry.arch}_seed{entry.seed}"] = random_host(entry.arch, folder, entry.seed)
+    return hosts
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Audit every host of `cfg` under every variant and insertion; write the table and print the
+    largest relative prediction change per host, variant and insertion."""
+    cfg = job_config(cfg, AuditConfig, "configs/audit.yaml")
+    logging.getLogger("retrofit").setLevel(logging.WARNING)
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    output = resolve(base_dir, cfg.output)
+    check_record_outputs([output], hydra_cfg.overrides.task)
+    with tempfile.TemporaryDirectory() as folder:
+        table = audit_table(
+            audited_hosts(cfg, hydra_cfg, Path(folder)),
+            OmegaConf.to_container(cfg.variants),
+            list(cfg.n_null),
+            dataset=dataset_specs(hydra_cfg, [cfg.dataset])[0],
+            base_dir=base_dir,
+            n_estimators=cfg.n_estimators,
+            random_state=cfg.random_state,
+            seed=cfg.seed,
+            insertions=tuple(Insertion(entry.at, entry.kind) for entry in cfg.insertions),
+        )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False, float_format="%.6g")
+    print("largest relative prediction change (linf_pred / max_abs_pred), over null counts:")
+    print(audit_summary(table).to_string())
+    print(f"wrote {output}")

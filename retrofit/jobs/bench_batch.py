@@ -1,0 +1,73 @@
+"""predict_many vs sequential predict on the benchmark's cases -> results/bench_batch.csv
+(`configs/bench_batch.yaml`)."""
+
+import logging
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from retrofit.fitting import fit_cases
+from retrofit.hosts import get_path
+from retrofit.measure.batch_bench import bench_batch, sequential_seconds_by_table
+from retrofit.patching import retrofit
+from retrofit.runner.config import dataset_specs, job_config, resolve
+from retrofit.runner.guard import check_record_outputs
+
+
+@dataclass
+class BenchBatchConfig:
+    """The schema of `configs/bench_batch.yaml` (each key's role is written there)."""
+
+    benchmark_datasets: str = MISSING
+    host: str = MISSING
+    datasets: list[str] = MISSING
+    seeds: list[int] = MISSING
+    n_estimators: int = MISSING
+    variant: str = MISSING
+    rounds: int = MISSING
+    threads: int = MISSING
+    output: str = MISSING
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Time predict_many against one predict after another on every fitted case of `cfg`, write
+    the rounds and print the speed-up (and, below 1.5x, where the time goes)."""
+    settings: BenchBatchConfig = OmegaConf.to_object(job_config(cfg, BenchBatchConfig, "configs/bench_batch.yaml"))
+    logging.getLogger("retrofit").setLevel(logging.WARNING)
+    torch.set_num_threads(settings.threads)
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    output = resolve(base_dir, settings.output)
+    check_record_outputs([output], hydra_cfg.overrides.task)
+    datasets = dataset_specs(hydra_cfg, settings.datasets)
+    cases = fit_cases(
+        get_path(settings.host), datasets, settings.seeds, base_dir=base_dir, n_estimators=settings.n_estimators
+    )
+    pairs = [(retrofit(case.regressor, settings.variant), case.X_test) for case in cases]
+    table = bench_batch(settings.host, pairs, settings.rounds)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False, float_format="%.6g")
+    print(table.to_string(index=False, float_format="%.3f"))
+    speedup = statistics.median(table.speedup)
+    print(
+        f"predict_many speed-up over sequential predict: median {speedup:.2f}x "
+        f"(min {table.speedup.min():.2f}, max {table.speedup.max():.2f}) over {len(table)} interleaved rounds"
+    )
+    if speedup < 1.5:
+        share = statistics.median(table.preprocess_seconds / table.predict_many_seconds)
+        print(
+            f"where predict_many's time goes: test-row preprocessing {share:.0%} (tabpfn's per-member pipeline, "
+            f"the same on both sides), forward passes and post-processing {1 - share:.0%}"
+        )
+        by_table = sequential_seconds_by_table(pairs)
+        by_dataset = {case.name: 0.0 for case in cases}
+        for case, seconds in zip(cases, by_table, strict=True):
+            by_dataset[case.name] += seconds
+        total = sum(by_table)
+        print(
+            "sequential predict time by dataset (one call per table): "
+            + ", ".join(f"{name} {seconds:.1f}s ({seconds / total:.0%})" for name, seconds in by_dataset.items())
+        )
+    print(f"wrote {output}")

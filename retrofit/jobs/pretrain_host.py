@@ -1,0 +1,24 @@
+"""Pretrain (or resume) a small TabPFN host (`configs/pretrain_host.yaml`, group `pretrain`)."""
+
+import logging
+from dataclasses import dataclass
+
+from omegaconf import MISSING, DictConfig
+
+from retrofit.pretrain.config import PretrainConfig
+from retrofit.pretrain.trainer import Pretrainer
+from retrofit.runner.config import job_config
+
+
+@dataclass
+class PretrainHostConfig:
+    """The schema of `configs/pretrain_host.yaml`: one `pretrain` run (`PretrainConfig`)."""
+
+    pretrain: PretrainConfig = MISSING
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Train the host `cfg.pretrain` describes (resuming from its run directory) and export it."""
+    pretrain = PretrainConfig.from_config(job_config(cfg, PretrainHostConfig, "configs/pretrain_host.yaml").pretrain)
+    path = Pretrainer(pretrain).run()
+    logging.getLogger(__name__).info("host written to %s", path)

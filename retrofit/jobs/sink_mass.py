@@ -1,0 +1,62 @@
+"""Sink mass of OAttention on the frozen hosts, per block and head -> results/sink_mass.csv
+(`configs/sink_mass.yaml`)."""
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from retrofit.audit.sink import sink_mass_table
+from retrofit.hosts import SHIPPED_HOSTS, get_path
+from retrofit.runner.config import HostConfig, dataset_specs, host_path, job_config, resolve
+from retrofit.runner.guard import check_record_outputs
+from retrofit.variants import TauConfig
+
+
+@dataclass
+class SinkMassConfig:
+    """The schema of `configs/sink_mass.yaml` (each key's role is written there); `tau` is a
+    variant's tau rule (`retrofit.variants.TauConfig`, checked as `retrofit.adapters.TauRule`)."""
+
+    host: HostConfig | None = None
+    benchmark_datasets: str = MISSING
+    datasets: list[str] = MISSING
+    seeds: list[int] = MISSING
+    n_estimators: int = MISSING
+    test_size: float = MISSING
+    tau: TauConfig | None = MISSING
+    eps_den: float | None = MISSING
+    output: str = MISSING
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Measure the sink mass of every host of `cfg` (the shipped ones, or `host`); write and print it."""
+    cfg = job_config(cfg, SinkMassConfig, "configs/sink_mass.yaml")
+    logging.getLogger("retrofit").setLevel(logging.WARNING)
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    output = resolve(base_dir, cfg.output)
+    check_record_outputs([output], hydra_cfg.overrides.task)
+    if cfg.host is None:
+        hosts = {name: get_path(name) for name in SHIPPED_HOSTS}
+    else:
+        hosts = {cfg.host.name: host_path(cfg, base_dir)}
+    tau = None if cfg.tau is None else OmegaConf.to_container(cfg.tau)
+    table = sink_mass_table(
+        hosts,
+        dataset_specs(hydra_cfg, cfg.datasets),
+        list(cfg.seeds),
+        base_dir=base_dir,
+        n_estimators=cfg.n_estimators,
+        test_size=cfg.test_size,
+        tau=tau,
+        eps_den=cfg.eps_den,
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False, float_format="%.6g")
+    print(
+        table.groupby(["host", "block", "head"])[["sink_share_mean", "frac_queries_sink_dominated", "max_logit_min"]]
+        .agg({"sink_share_mean": "mean", "frac_queries_sink_dominated": "max", "max_logit_min": "min"})
+        .to_string(float_format="%.3g")
+    )
+    print(f"wrote {output}")

@@ -1,0 +1,44 @@
+"""Config nodes checked against their schema (a dataclass): the one place a node is merged onto it.
+
+Every typed config of the harness (a variant spec, a host, the timing, a decomposition, a
+pretraining run, a root config of `configs/`) goes through `typed` or `typed_object`, so an unknown
+key, a value of the wrong type or a missing required value is refused the same way everywhere: an
+error naming where, the key and the keys the schema has.
+"""
+
+from dataclasses import fields, is_dataclass
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from retrofit.errors import RetrofitError, listing
+
+T = TypeVar("T")
+
+
+def typed(schema: type, node: Any, where: str, error: type[RetrofitError] = RetrofitError) -> DictConfig:
+    """`node` (a mapping or config node) merged onto the dataclass `schema`, its defaults filled in.
+
+    Raises `error` "<where>: bad key '<key>' (<why>); keys: [...]" for an unknown key or a value of
+    the wrong type."""
+    try:
+        return OmegaConf.merge(OmegaConf.structured(schema), node)
+    except OmegaConfBaseException as err:
+        raise error(_message(schema, err, where)) from None
+
+
+def typed_object(schema: type[T], node: Any, where: str, error: type[RetrofitError] = RetrofitError) -> T:
+    """`typed`, then the instance of `schema` (interpolations resolved); also refuses a required key
+    left unset (`???`)."""
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), node))
+    except OmegaConfBaseException as err:
+        raise error(_message(schema, err, where)) from None
+
+
+def _message(schema: type, err: OmegaConfBaseException, where: str) -> str:
+    """The refusal, listing the keys of the (nested) schema the bad key belongs to."""
+    owner = getattr(err, "object_type", None)
+    keys = listing([field.name for field in fields(owner if is_dataclass(owner) else schema)])
+    return f"{where}: bad key {err.full_key!r} ({str(err).splitlines()[0]}); keys: {keys}"
