@@ -21,9 +21,10 @@ def typed(schema: type, node: Any, where: str, error: type[RetrofitError] = Retr
     """`node` (a mapping or config node) merged onto the dataclass `schema`, its defaults filled in.
 
     Raises `error` "<where>: bad key '<key>' (<why>); keys: [...]" for an unknown key or a value of
-    the wrong type."""
+    the wrong type. A config node is read as plain values first: a node already typed by `schema`
+    would merge a key it gained through Hydra's `+key=value` unchecked."""
     try:
-        return OmegaConf.merge(OmegaConf.structured(schema), node)
+        return OmegaConf.merge(OmegaConf.structured(schema), _plain(node))
     except OmegaConfBaseException as err:
         raise error(_message(schema, err, where)) from None
 
@@ -32,9 +33,14 @@ def typed_object(schema: type[T], node: Any, where: str, error: type[RetrofitErr
     """`typed`, then the instance of `schema` (interpolations resolved); also refuses a required key
     left unset (`???`)."""
     try:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), node))
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), _plain(node)))
     except OmegaConfBaseException as err:
         raise error(_message(schema, err, where)) from None
+
+
+def _plain(node: Any) -> Any:
+    """`node` as plain containers (interpolations and `???` kept as written) when it is a config node."""
+    return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
 
 
 def _message(schema: type, err: OmegaConfBaseException, where: str) -> str:

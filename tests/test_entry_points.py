@@ -6,16 +6,23 @@ aggregation, the audit, the sink mass and the attention benchmark are run by the
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
+from retrofit.errors import RunnerError
 from retrofit.hosts import check_checkpoint
 from retrofit.hosts.random_host import TINY_ARCHS
+from retrofit.jobs import SCHEMAS
+from retrofit.runner.config import job_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOT_CONFIGS = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
@@ -34,6 +41,34 @@ def test_every_root_config_composes_and_resolves(hydra_compose, name):
     cfg = hydra_compose(name)
     job = {key: value for key, value in cfg.items() if key != "hydra"}  # Hydra resolves its own node at run time
     assert OmegaConf.to_container(OmegaConf.create(job), resolve=True, throw_on_missing=True)
+
+
+@pytest.mark.parametrize("name", ROOT_CONFIGS)
+def test_a_misspelt_key_in_a_root_config_fails_at_composition_naming_it(name, tmp_path):
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    with (tmp_path / "configs" / f"{name}.yaml").open("a") as file:
+        file.write("\nn_estimatorz: 4\n")
+    GlobalHydra.instance().clear()
+    try:
+        with (
+            initialize_config_dir(config_dir=str(tmp_path / "configs"), version_base="1.3"),
+            pytest.raises(ConfigCompositionException) as refused,
+        ):
+            compose(name, [])
+    finally:
+        GlobalHydra.instance().clear()
+    assert "n_estimatorz" in f"{refused.value} {refused.value.__cause__}"
+
+
+@pytest.mark.parametrize("name", ROOT_CONFIGS)
+def test_a_key_added_on_the_command_line_is_refused_before_any_work(hydra_compose, name):
+    cfg = hydra_compose(name, ["+n_estimatorz=4"])
+    schema = OmegaConf.get_type(cfg)
+    assert schema is SCHEMAS[name.replace("preset_selection", "host_quality")]
+    with pytest.raises(RunnerError, match=r"bad key 'n_estimatorz'"):
+        job_config(cfg, schema, name)
+    with pytest.raises(ConfigCompositionException, match=r"n_estimatorz"):
+        hydra_compose(name, ["n_estimatorz=4"])
 
 
 def test_ablation_writes_its_table_and_the_otransformer_holds_the_old_tokens(tmp_path):

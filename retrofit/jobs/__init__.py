@@ -16,10 +16,12 @@ from retrofit.jobs.audit import AuditConfig
 from retrofit.jobs.bench import BenchConfig
 from retrofit.jobs.bench_batch import BenchBatchConfig
 from retrofit.jobs.exactness import ExactnessConfig
+from retrofit.jobs.explain_bench import ExplainBenchRootConfig
 from retrofit.jobs.host_quality import HostQualityConfig
 from retrofit.jobs.padding_demo import PaddingDemoConfig
 from retrofit.jobs.pretrain_host import PretrainHostConfig
 from retrofit.jobs.sink_mass import SinkMassConfig
+from retrofit.measure.scale import ScaleConfig
 from retrofit.runner.config import SweepConfig
 from retrofit.runner.tau_sweep import TauSweepConfig
 
@@ -30,9 +32,11 @@ SCHEMAS: dict[str, type] = {
     "bench_batch": BenchBatchConfig,
     "config": SweepConfig,
     "exactness": ExactnessConfig,
+    "explain_bench": ExplainBenchRootConfig,
     "host_quality": HostQualityConfig,
     "padding_demo": PaddingDemoConfig,
     "pretrain_host": PretrainHostConfig,
+    "scale_check": ScaleConfig,
     "sink_mass": SinkMassConfig,
     "tau_sweep": TauSweepConfig,
 }

@@ -66,7 +66,10 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
         hosts = {cfg.host.name: host_path(cfg, Path(hydra_cfg.runtime.cwd))}
     for entry in cfg.random_hosts:
         if entry.arch not in TINY_ARCHS:
-            raise RunnerError(f"random_hosts entry arch={entry.arch!r} must be one of {sorted(TINY_ARCHS)}")
+            raise RunnerError(
+                f"random_hosts entry {{arch: {entry.arch}, seed: {entry.seed}}} must be "
+                f"{{arch: <one of {sorted(TINY_ARCHS)}>, seed: <int>}}"
+            )
         hosts[f"random_{entry.arch}_seed{entry.seed}"] = random_host(entry.arch, folder, entry.seed)
     return hosts
 

@@ -22,15 +22,13 @@ What cannot run is a `status=refused` row with the reason, never a number.
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
-from omegaconf.errors import ConfigKeyError, ValidationError
 from tabpfn import TabPFNRegressor
 
 from retrofit.adapters import ARCHITECTURES
@@ -43,6 +41,7 @@ from retrofit.hosts.validation import architecture_name
 from retrofit.measure.memory import check_linux, make_rss_track_live_memory, peak_growth_mib, rss_mib
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.patching import retrofit
+from retrofit.typed import typed_object
 from retrofit.variants import resolve_variant
 
 log = logging.getLogger(__name__)
@@ -103,12 +102,7 @@ class ScaleConfig:
     @classmethod
     def from_config(cls, node: Any) -> "ScaleConfig":
         """The typed config; RetrofitError naming an unknown key, a wrong type or a bad value."""
-        try:
-            cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), node))
-        except (ConfigKeyError, ValidationError) as err:
-            raise RetrofitError(
-                f"scale_check config: {str(err).splitlines()[0]}; fields: {[f.name for f in fields(cls)]}"
-            ) from None
+        cfg = typed_object(cls, node, "scale_check config")
         unknown = [a for a in [*cfg.archs, *cfg.arch_overrides] if a not in DEFAULT_SIZE_HEADS]
         if unknown:
             raise RetrofitError(f"scale_check archs: {unknown} unknown; use some of {list(DEFAULT_SIZE_HEADS)}")

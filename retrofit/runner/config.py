@@ -110,7 +110,7 @@ def job_config(cfg: DictConfig, schema: type, where: str) -> DictConfig:
     Hydra composes `+key=value` onto the schema unchecked, and this refuses such a key, naming it,
     before any work (RunnerError)."""
     job = {key: value for key, value in OmegaConf.to_container(cfg).items() if key != "hydra"}
-    return typed(schema, job, where, RunnerError)  # a plain copy: a typed node merges unchecked
+    return typed(schema, job, where, RunnerError)
 
 
 def resolve(base_dir: Path, path: str | Path) -> Path:

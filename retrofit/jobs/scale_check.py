@@ -1,0 +1,29 @@
+"""Every architecture at tabpfn's default size -> results/scale.csv (`configs/scale_check.yaml`,
+`retrofit.measure.scale`)."""
+
+import logging
+import tempfile
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from retrofit.measure.scale import ScaleConfig, goal_lines, goals_text, refused_lines, scale_table
+from retrofit.runner.config import job_config, resolve
+from retrofit.runner.guard import check_record_outputs
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Measure every architecture and variant of `cfg`, write the table and print it with its goals."""
+    logging.getLogger("retrofit").setLevel(logging.INFO)
+    config = ScaleConfig.from_config(job_config(cfg, ScaleConfig, "configs/scale_check.yaml"))
+    output = resolve(Path(hydra_cfg.runtime.cwd), config.output)
+    check_record_outputs([output], hydra_cfg.overrides.task)
+    with tempfile.TemporaryDirectory() as folder:
+        table = scale_table(config, Path(folder))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False, float_format="%.6g")
+    print(table.drop(columns="reason").to_string(index=False, float_format="%.4g"))
+    print(f"goals ({goals_text()}):")
+    print("\n".join(goal_lines(table)))
+    print("\n".join(refused_lines(table)))
+    print(f"wrote {output}")
