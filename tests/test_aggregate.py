@@ -3,13 +3,10 @@ table, the columns' units, files written 0644; aggregating a finished unit store
 nor tabpfn."""
 
 import math
-import os
-import subprocess
-import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
+from processes import run_python
 
 from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.record import COLUMNS, UnitRecord, hparams_text, read_records
@@ -92,11 +89,6 @@ def test_aggregating_a_finished_unit_store_imports_neither_torch_nor_tabpfn(tmp_
     for i, (variant, delta) in enumerate([("baseline", 0.0), ("oa_only", 1.0)]):
         row = asdict(record("a", variant, delta))
         store.write(UnitKey("h", "a", 0, variant), {**row, "fingerprint": str(i)})
-    out = subprocess.run(
-        [sys.executable, "-c", AGGREGATE_A_STORE, str(tmp_path / "runs"), str(tmp_path / "results")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
+    out = run_python("-c", AGGREGATE_A_STORE, str(tmp_path / "runs"), str(tmp_path / "results"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "[]"] and (tmp_path / "results" / "retrofit_rmse.csv").is_file()

@@ -2,14 +2,11 @@
 (fast on tiny random hosts; slow on the shipped tiny_v3)."""
 
 import math
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from processes import run_entry_point
 from synthetic import fit_synthetic
 
 from retrofit.adapters import ARCHITECTURES
@@ -125,16 +122,8 @@ def test_tiny_v3_input_audit_separates_full_o_from_o_closed():
 
 
 def _run_audit(cwd, *overrides):
-    script = Path(__file__).resolve().parents[1] / "experiments" / "audit.py"
     small = ["n_null=[1]", "n_estimators=1", "insertions=[{at: icl_entry, kind: rows}]"]
-    return subprocess.run(
-        [sys.executable, str(script), *small, *overrides],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    return run_entry_point("audit.py", *small, *overrides, cwd=cwd)
 
 
 @pytest.mark.slow

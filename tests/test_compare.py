@@ -1,12 +1,11 @@
 """Comparing two results files unit by unit: the largest difference per column and where, mean ΔRMSE
 per variant in each file, units found in one file only."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from processes import run_entry_point
 
 from retrofit.errors import RunnerError
 from retrofit.runner.compare import compare
@@ -67,9 +66,7 @@ def test_the_command_prints_the_tables(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     results().to_csv(a, index=False)
     results().assign(rmse=lambda f: f["rmse"] * 2).to_csv(b, index=False)
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / "compare.py"), str(a), str(b)], capture_output=True, text=True
-    )
+    out = run_entry_point("compare.py", str(a), str(b), cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "## Largest difference per column" in out.stdout and "| rmse " in out.stdout
     assert "## Mean ΔRMSE % per host × variant" in out.stdout

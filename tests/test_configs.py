@@ -1,10 +1,10 @@
 """Configs through Hydra's compose API, and the entry points end to end on tiny random hosts."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +13,7 @@ import torch
 import yaml
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
+from processes import run_python
 
 from retrofit.data import DatasetError, DatasetSpec
 from retrofit.errors import RunnerError
@@ -247,9 +248,7 @@ def test_tau_sweep_config_fits_each_case_once(hydra_compose, tmp_path):
 # --- the entry points as a user runs them (subprocesses) --------------------------------------
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+run = partial(run_python, HYDRA_FULL_ERROR="0")
 
 
 @pytest.fixture(scope="module")

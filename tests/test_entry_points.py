@@ -5,10 +5,8 @@ its tables there too; a run checks the file it writes, not only its exit status.
 aggregation, the audit, the sink mass and the attention benchmark are run by their own test files.
 """
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +15,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
+from processes import run_entry_point
 
 from retrofit.errors import RunnerError
 from retrofit.hosts import check_checkpoint
@@ -29,9 +28,8 @@ ROOT_CONFIGS = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
 
 
 def run(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HYDRA_FULL_ERROR": "1", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(ROOT / "experiments" / script), *overrides]
-    out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    """`experiments/<script>`, which must succeed (its stderr's end otherwise)."""
+    out = run_entry_point(script, *overrides, cwd=cwd, HYDRA_FULL_ERROR="1", OMP_NUM_THREADS="1")
     assert out.returncode == 0, out.stderr[-3000:]
     return out
 

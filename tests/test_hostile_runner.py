@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from hydra.types import RunMode
 from omegaconf import open_dict
+from processes import run_python
 
 from retrofit.errors import RunnerError
 from retrofit.runner import aggregate as agg
@@ -41,9 +42,7 @@ def case_on(make_case):
     return partial(make_case, units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1)
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+run = partial(run_python, HYDRA_FULL_ERROR="0")
 
 
 def host_args(host: Path) -> list[str]:

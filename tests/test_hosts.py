@@ -1,14 +1,13 @@
 """Host checkpoints: save -> load -> predict round trips, offline validation, clear errors."""
 
 import pathlib
-import subprocess
-import sys
 import time
 from functools import partial
 
 import numpy as np
 import pytest
 import torch
+from processes import run_python
 from safetensors import safe_open
 from synthetic import diabetes_split, regression_data
 
@@ -135,5 +134,5 @@ def test_the_shipped_host_files_are_found_without_importing_torch_tabpfn_or_the_
         "assert all(get_path(name).is_file() for name in available()); "
         "print(sorted(m for m in ('torch', 'tabpfn', 'retrofit.adapters') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    out = run_python("-c", code)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

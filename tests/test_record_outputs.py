@@ -1,12 +1,10 @@
 """The experiments' committed files in results/ are written only by their make targets' default runs."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from processes import run_entry_point
 
 from retrofit.audit.run import audit_summary
 from retrofit.errors import RunnerError
@@ -36,15 +34,7 @@ def test_default_runs_and_runs_written_elsewhere_pass(tmp_path, paths, overrides
 def test_an_entry_point_refuses_before_any_work_and_leaves_the_record_alone():
     record = RECORD_DIR / "tau_sweep.csv"
     before = record.read_bytes()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "experiments/tau_sweep.py", "seeds=[0]", "c_values=[0.01]", "datasets=[diabetes]"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = run_entry_point("tau_sweep.py", "seeds=[0]", "c_values=[0.01]", "datasets=[diabetes]", cwd=ROOT)
     try:
         assert out.returncode != 0
         assert "is the committed record" in out.stderr + out.stdout

@@ -1,9 +1,6 @@
 """OAttention's sink: `eps_mode` through variants and hosts, and the sink-mass diagnostics."""
 
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
+from processes import run_entry_point
 from synthetic import diabetes_split, fit_synthetic
 
 import retrofit
@@ -188,16 +186,8 @@ def test_probe_leaves_predictions_bitwise_and_finds_the_dominated_head(host):
 @pytest.mark.slow
 def test_sink_mass_driver_takes_a_user_checkpoint(tmp_path):
     """`host=checkpoint host.path=...` probes that one checkpoint, filed under `host.name`."""
-    script = REPO / "experiments" / "sink_mass.py"
     overrides = [f"host.path={get_path('tiny_v2')}", "host.name=mine", "seeds=[1]", f"output={tmp_path}/sink.csv"]
-    run = subprocess.run(
-        [sys.executable, str(script), "host=checkpoint", *overrides, "datasets=[diabetes]"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    run = run_entry_point("sink_mass.py", "host=checkpoint", *overrides, "datasets=[diabetes]", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     table = pd.read_csv(tmp_path / "sink.csv")
     assert list(table.columns[:3]) == ["host", "dataset", "seed"] and tuple(table.columns[3:]) == COLUMNS
