@@ -5,10 +5,23 @@ declared absent (`row_presence`, `column_presence` of `OClosedTabPFNV3.forward`)
 O-closed model gives every present output what it gives without the padding (up to rounding;
 bitwise with `compact`). The stock host has no such guarantee: `experiments/padding_demo.py`
 measures how far the same padding moves its predictions.
+
+Batching saves the fixed cost of the forwards it merges and pays for the padded work it adds, so
+it pays on small models (the fixed cost dominates) and rarely at TabPFN's real size (the work
+dominates). `batched_tables` decides which tables share forwards from a cost model
+(`ForwardCost`: the model's multiply-adds per shape plus a fixed cost per forward); the other
+tables run their own `predict`. The fixed cost is measured once per model and kept with it
+(`ForwardCost.calibrated`), because no constant holds: it is the cost of hundreds of small ops,
+microseconds each on an idle CPU and milliseconds each when the CPU's threads wait to be
+scheduled (a 5-row forward of tiny_v3 measured 0.7 s, 7 ms per linear layer, on 2 cores shared
+by 11 runnable jobs). Given the cost model, the decision is a deterministic function of the shapes.
 """
 
+import math
+import statistics
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +46,10 @@ MAX_PADDING = 1.5
 unpadded work (see `bucket_members`)."""
 MAX_CELLS = 4_000_000
 """A bucket holds at most this many padded cells (batch x rows x columns): the memory bound."""
+CALIBRATION_SHAPES = ((8, 2, 3), (256, 64, 6))
+"""(train rows, test rows, columns) of the two synthetic tables whose forward times calibrate a
+model's fixed cost per forward (`ForwardCost.calibrated`): one where the fixed cost is nearly
+all, one where the work shows."""
 
 
 @dataclass(frozen=True)
@@ -76,23 +93,136 @@ def predict_many(
     """
     regressors = _check_pairs(pairs)
     pairs = [(regressor, pair[1]) for regressor, pair in zip(regressors, pairs, strict=True)]
-    results: list[np.ndarray | None] = [None] * len(pairs)
     members: list[MemberInput] = []
     for index, (regressor, X) in enumerate(pairs):
-        if getattr(regressor, "is_constant_target_", False):
-            results[index] = regressor.predict(X)
-        else:
+        if not getattr(regressor, "is_constant_target_", False):
             members += member_inputs(index, regressor, X)
+    cost = ForwardCost.calibrated(regressors[0])
+    batched = batched_tables(members, cost, max_padding=max_padding, max_cells=max_cells)
     outputs: dict[tuple[int, int], torch.Tensor] = {}
-    for bucket in bucket_members(members, max_padding=max_padding, max_cells=max_cells):
+    for bucket in bucket_members(
+        [m for m in members if m.pair in batched], max_padding=max_padding, max_cells=max_cells
+    ):
         logits_TBO = _forward_bucket(regressors[bucket[0].pair], bucket)
         for b, item in enumerate(bucket):
             outputs[(item.pair, item.member)] = logits_TBO[: item.shape[1], b]
-    for index, regressor in enumerate(regressors):
-        if results[index] is None:
+    results = []
+    for index, (regressor, X) in enumerate(pairs):
+        if index in batched:
             n_members = len(regressor.executor_.ensemble_members)
-            results[index] = decode_members(regressor, [outputs[(index, m)] for m in range(n_members)])
+            results.append(decode_members(regressor, [outputs[(index, m)] for m in range(n_members)]))
+        else:
+            results.append(regressor.predict(X))
     return results
+
+
+@dataclass(frozen=True)
+class ForwardCost:
+    """Multiply-adds of one forward of an o_closed tabpfn_v3 model, from its own sizes.
+
+    Per element of shape (N train, T test rows, C columns), R = N + T rows, G = ceil(C / feature
+    group size) cell groups, K CLS tokens: R G cell tokens through the distribution embedder (its
+    parameters, plus attention to its inducing points), R (G + K) tokens through the column
+    aggregator (its parameters, plus attention among a row's G + K tokens), R row carriers through
+    the in-context blocks (their parameters, plus attention to the N train rows). One forward
+    adds `overhead` multiply-add equivalents, whatever its size.
+    """
+
+    group_size: int
+    cls_tokens: int
+    cell_macs: float
+    inducing_macs: float
+    aggregator_macs: float
+    aggregator_width: float
+    row_macs: float
+    row_width: float
+    overhead: float
+
+    @classmethod
+    def calibrated(cls, regressor: TabPFNRegressor) -> "ForwardCost":
+        """The cost model of the regressor's model with its measured fixed cost, measured on the first
+        call and kept on the model (`predict_many_cost`): the seconds of a forward of the first of
+        `CALIBRATION_SHAPES` (median of 3, after a warm-up), times the multiply-adds per second
+        between the two shapes' forwards. If the larger forward is no slower, the fixed cost is
+        all there is and is infinite (every bucket of several tables pays)."""
+        model = regressor.models_[0]
+        cached = getattr(model, "predict_many_cost", None)
+        if cached is None:
+            cost = cls.of(model, overhead=0.0)
+            small, large = (_calibration_seconds(regressor, shape) for shape in CALIBRATION_SHAPES)
+            extra = cost.work(CALIBRATION_SHAPES[1]) - cost.work(CALIBRATION_SHAPES[0])
+            overhead = small * extra / (large - small) if large > small else math.inf
+            cached = model.predict_many_cost = replace(cost, overhead=overhead)
+        return cached
+
+    @classmethod
+    def of(cls, model: torch.nn.Module, overhead: float) -> "ForwardCost":
+        """The cost model of `model` (an `OClosedTabPFNV3`; its host is `model.base_layer`) with a
+        fixed cost of `overhead` multiply-adds per forward."""
+        base = model.base_layer
+        config = base.config
+        embedder, aggregator = base.feature_distribution_embedder, base.column_aggregator
+        return cls(
+            group_size=config.feature_group_size,
+            cls_tokens=config.feat_agg_num_cls_tokens,
+            cell_macs=_parameters(base.x_embed, base.col_y_encoder, embedder),
+            inducing_macs=4 * config.dist_embed_num_inducing_points * config.embed_dim * len(embedder.layers),
+            aggregator_macs=_parameters(aggregator),
+            aggregator_width=2 * config.embed_dim * len(aggregator.blocks),
+            row_macs=_parameters(base.icl_y_encoder, *base.icl_blocks, base.output_norm, base.output_projection),
+            row_width=2 * config.embed_dim * config.feat_agg_num_cls_tokens * len(base.icl_blocks),
+            overhead=overhead,
+        )
+
+    def work(self, shape: tuple[int, int, int]) -> float:
+        """Multiply-adds of one element of shape (train rows, test rows, columns), overhead aside."""
+        N, T, C = shape
+        groups = math.ceil(C / self.group_size)
+        tokens = groups + self.cls_tokens
+        cells = groups * (self.cell_macs + self.inducing_macs)
+        aggregator = tokens * (self.aggregator_macs + self.aggregator_width * tokens)
+        return (N + T) * (cells + aggregator + self.row_macs + self.row_width * N)
+
+    def pays(self, members: Sequence[MemberInput]) -> bool:
+        """Whether one padded forward of `members` costs less than their tables' own forwards (one
+        per table): the fixed cost of the forwards it saves exceeds the padded work it adds."""
+        tables = len({m.pair for m in members})
+        added = len(members) * self.work(_padded_shape(members)) - sum(self.work(m.shape) for m in members)
+        return (tables - 1) * self.overhead > added
+
+
+def _calibration_seconds(regressor: TabPFNRegressor, shape: tuple[int, int, int]) -> float:
+    """Median seconds of 3 forwards (after a warm-up) of the regressor's model on a synthetic
+    normal table of `shape` (train rows, test rows, columns)."""
+    N, T, C = shape
+    generator = torch.Generator().manual_seed(0)
+    member = MemberInput(0, 0, torch.randn(N + T, C, generator=generator), torch.randn(N, generator=generator))
+    _forward_bucket(regressor, [member])
+    seconds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        _forward_bucket(regressor, [member])
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def batched_tables(
+    members: Sequence[MemberInput], cost: ForwardCost, *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
+) -> set[int]:
+    """The tables (`MemberInput.pair`) whose members `predict_many` runs in padded shared forwards;
+    the others run their own predict. Deterministic given `cost` (no timing here): bucket the
+    members (`bucket_members`); a bucket pays if its padded forward costs less than its tables'
+    own forwards (`ForwardCost.pays`; one that holds a single table saves nothing); the tables of
+    a bucket that does not pay leave, the rest are bucketed again, until every bucket pays."""
+    batched = {m.pair for m in members}
+    while True:
+        buckets = bucket_members(
+            [m for m in members if m.pair in batched], max_padding=max_padding, max_cells=max_cells
+        )
+        losing = {m.pair for bucket in buckets if not cost.pays(bucket) for m in bucket}
+        if not losing:
+            return batched
+        batched -= losing
 
 
 def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberInput]:
@@ -266,6 +396,11 @@ def _work(shape: tuple[int, int, int], count: int = 1) -> tuple[int, int]:
     """(cells, attention pairs) of `count` members of shape (train rows, test rows, columns)."""
     N, T, C = shape
     return count * (N + T) * C, count * (N + T) * N
+
+
+def _parameters(*modules: torch.nn.Module) -> float:
+    """Parameters of `modules`: the multiply-adds one token spends in them."""
+    return float(sum(p.numel() for module in modules for p in module.parameters()))
 
 
 def _padded_shape(bucket: Sequence[MemberInput]) -> tuple[int, int, int]:

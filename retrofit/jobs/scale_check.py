@@ -2,28 +2,34 @@
 `retrofit.measure.scale`)."""
 
 import logging
+import os
 import tempfile
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from retrofit.measure.scale import ScaleConfig, goal_lines, goals_text, refused_lines, scale_table
+from retrofit.measure.scale import ScaleConfig, goal_lines, goals_text, miss_profiles, refused_lines, scale_table
 from retrofit.runner.config import job_config, resolve
 from retrofit.runner.guard import check_record_outputs
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure every architecture and variant of `cfg`, write the table and print it with its goals."""
+    """Measure every architecture and variant of `cfg`, write the table and print it with its goals
+    (met or not), where the time goes for each architecture's worst time miss, and the machine's
+    load average at the start and the end."""
     logging.getLogger("retrofit").setLevel(logging.INFO)
     config = ScaleConfig.from_config(job_config(cfg, ScaleConfig, "configs/scale_check.yaml"))
     output = resolve(Path(hydra_cfg.runtime.cwd), config.output)
     check_record_outputs([output], hydra_cfg.overrides.task)
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         table = scale_table(config, Path(folder))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(output, index=False, float_format="%.6g")
-    print(table.drop(columns="reason").to_string(index=False, float_format="%.4g"))
-    print(f"goals ({goals_text()}):")
-    print("\n".join(goal_lines(table)))
-    print("\n".join(refused_lines(table)))
+        output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(output, index=False, float_format="%.6g")
+        print(table.drop(columns="reason").to_string(index=False, float_format="%.4g"))
+        print(f"goals ({goals_text()}):")
+        for line in [*goal_lines(table), *refused_lines(table), *miss_profiles(table, config, Path(folder))]:
+            print(line)
+    load_end = os.getloadavg()
+    print(f"load average (1, 5, 15 min): at start {load_start}, at end {load_end} ({os.cpu_count()} cores)")
     print(f"wrote {output}")

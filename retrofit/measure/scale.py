@@ -15,11 +15,17 @@ the stock model (`baseline`) and each variant:
   rows / feature columns are inserted at the model's input (`retrofit.audit`, on a smaller table);
 and one `variant=predict_many` row: `retrofit.predict_many` over o_closed retrofits of tables of
 different shapes vs one `predict` after another (`time_ratio` = predict_many / sequential), with
-`max_rel_diff` its largest difference from `predict` relative to the prediction scale.
+`max_rel_diff` its largest difference from `predict` relative to the prediction scale, and
+`batched_tables` how many of the tables `predict_many` chose to batch (`retrofit.batching.batched_tables`).
+`load_start`, `load_end`: the machine's 1-minute load average when the architecture's
+measurements began and ended (other jobs share the cores; ratios are paired per round, but a
+loaded machine widens their spread). Where a variant misses its time goal, `profiles` says where
+the extra time goes: the ops whose CPU time grew most from stock to patched, in one predict each.
 What cannot run is a `status=refused` row with the reason, never a number.
 """
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -33,9 +39,10 @@ from tabpfn import TabPFNRegressor
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.audit import Insertion, audit_host
-from retrofit.batching import predict_many
+from retrofit.batching import ForwardCost, batched_tables, member_inputs, predict_many
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint, make_regressor
+from retrofit.hosts.checkpoint import PUBLISHED_FORMATS
 from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS, default_size_host
 from retrofit.hosts.validation import architecture_name
 from retrofit.measure.memory import check_linux, make_rss_track_live_memory, peak_growth_mib, rss_mib
@@ -62,10 +69,15 @@ COLUMNS = (
     "stock_seconds",
     "weight_mib",
     "reason",
+    "batched_tables",
+    "load_start",
+    "load_end",
 )
 """One row per architecture x variant (see the module docstring); `status`: measured or refused;
 `stock_seconds`: the stock model's median predict seconds (predict_many row: sequential's);
-`weight_mib`: the model's parameters and buffers."""
+`weight_mib`: the model's parameters and buffers; `batched_tables`: of the predict_many tables,
+those run in padded shared forwards (the others ran their own predict); `load_start`,
+`load_end`: 1-minute load average at the architecture's start and end."""
 
 BASELINE, PREDICT_MANY = "baseline", "predict_many"
 
@@ -155,6 +167,7 @@ def scale_table(cfg: ScaleConfig, folder: Path) -> pd.DataFrame:
 
 def arch_rows(arch: str, cfg: ScaleConfig, folder: Path) -> list[dict[str, Any]]:
     """baseline, each variant and predict_many of `arch` at its default size."""
+    load_start = os.getloadavg()[0]
     labels = [BASELINE, *cfg.variants, PREDICT_MANY]
     written = default_size_host(arch, folder / arch, cfg.seed, cfg.arch_overrides.get(arch))
     try:
@@ -196,7 +209,8 @@ def arch_rows(arch: str, cfg: ScaleConfig, folder: Path) -> list[dict[str, Any]]
     if many is None:
         reason = reasons.get("o_closed", "o_closed is not among the variants measured")
         many = refused(arch, PREDICT_MANY, f"predict_many needs o_closed: {reason}")
-    return [*rows, many]
+    load = {"load_start": load_start, "load_end": os.getloadavg()[0]}
+    return [row | load for row in [*rows, many]]
 
 
 def _timing(path: Path, cfg: ScaleConfig, variants: list[str], reasons: dict[str, str]):
@@ -239,6 +253,9 @@ def _predict_many_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]
     }
     times = interleaved_times(fns, cfg.rounds)
     median, low, high = spread(paired_ratios(times, "sequential")[PREDICT_MANY])
+    regressors = [regressor for regressor, _ in pairs]
+    members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
+    n_batched = len(batched_tables(members, ForwardCost.calibrated(regressors[0])))
     batched = predict_many(pairs)
     diff = max(
         float(np.max(np.abs(b - r.predict(X))) / np.max(np.abs(r.predict(X))))
@@ -251,6 +268,7 @@ def _predict_many_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]
         time_ratio_min=low,
         time_ratio_max=high,
         max_rel_diff=diff,
+        batched_tables=n_batched,
         rounds=cfg.rounds,
         stock_seconds=spread(times["sequential"])[0],
     )
@@ -288,15 +306,68 @@ def goals_text() -> str:
 
 
 def goal_lines(table: pd.DataFrame) -> list[str]:
-    """One line per measured row and goal: the value, the goal, met or not."""
+    """One line per measured row and goal: the value as a ratio, the goal, met or not met."""
     lines = []
     for row in table.itertuples(index=False):
         for column, goal in GOALS.get(row.variant, {}).items():
             value = getattr(row, column)
             if row.status != "measured" or not np.isfinite(value):
                 continue
-            verdict = "meets" if value <= goal else "MISSES"
-            lines.append(f"{row.arch:12s} {row.variant:13s} {column:19s} {value:6.3f} (goal <= {goal:.2f}) {verdict}")
+            verdict = "met" if value <= goal else "NOT MET"
+            spread_text = (
+                f" (min {row.time_ratio_min:.2f}x, max {row.time_ratio_max:.2f}x)" if column == "time_ratio" else ""
+            )
+            lines.append(
+                f"{row.arch:12s} {row.variant:13s} {column:19s} {value:6.3f}x{spread_text} "
+                f"goal <= {goal:.2f}x: {verdict}"
+            )
+    return lines
+
+
+def worst_time_misses(table: pd.DataFrame) -> dict[str, str]:
+    """arch -> its variant whose median time ratio misses its goal by the largest factor (archs
+    without a miss left out; predict_many aside: it has no stock side to profile against)."""
+    misses = sorted(
+        (row.time_ratio / GOALS[row.variant]["time_ratio"], row.arch, row.variant)
+        for row in table.itertuples(index=False)
+        if row.status == "measured"
+        and row.variant in GOALS
+        and row.variant != PREDICT_MANY
+        and row.time_ratio > GOALS[row.variant]["time_ratio"]
+    )
+    return {arch: variant for _, arch, variant in misses}  # ascending: an arch's worst comes last
+
+
+def miss_profiles(table: pd.DataFrame, cfg: ScaleConfig, folder: Path) -> list[str]:
+    """`op_profile` of each architecture's worst time miss (`worst_time_misses`), on the host
+    `scale_table` wrote into `folder`."""
+    lines = []
+    for arch, variant in worst_time_misses(table).items():
+        path = Path(folder) / arch / PUBLISHED_FORMATS[arch].file_name
+        lines += [f"{arch} {variant}: where the time goes", *op_profile(path, variant, cfg)]
+    return lines
+
+
+def op_profile(path: Path, variant: str, cfg: ScaleConfig, top: int = 8) -> list[str]:
+    """Where a variant's extra predict time goes: one profiled predict of the stock model and one
+    of `variant` (after a warm-up each) on the timed table; the `top` ops whose self CPU time grew
+    most, with both times, and the totals."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch_threads(cfg.threads):
+        regressor, X_test = fitted(path, cfg.n_train, cfg.n_test, cfg.n_features, cfg.n_estimators, cfg.seed)
+        seconds = {}
+        for name, model in ((BASELINE, regressor), (variant, retrofit(regressor, variant))):
+            model.predict(X_test)
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                model.predict(X_test)
+            seconds[name] = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages()}
+    stock, patched = seconds[BASELINE], seconds[variant]
+    growth = sorted(((patched.get(k, 0.0) - stock.get(k, 0.0), k) for k in {*stock, *patched}), reverse=True)
+    lines = [
+        f"op self CPU seconds, stock -> {variant} (total {sum(stock.values()):.2f} -> {sum(patched.values()):.2f}):"
+    ]
+    lines += [f"  {k:40s} {stock.get(k, 0.0):8.3f} -> {patched.get(k, 0.0):8.3f} (+{d:.3f})" for d, k in growth[:top]]
     return lines
 
 
