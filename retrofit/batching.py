@@ -212,14 +212,15 @@ def batched_tables(
     """The tables (`MemberInput.pair`) whose members `predict_many` runs in padded shared forwards;
     the others run their own predict. Deterministic given `cost` (no timing here): bucket the
     members (`bucket_members`); a bucket pays if its padded forward costs less than its tables'
-    own forwards (`ForwardCost.pays`; one that holds a single table saves nothing); the tables of
-    a bucket that does not pay leave, the rest are bucketed again, until every bucket pays."""
+    own forwards (`ForwardCost.pays`; one that holds a single table saves nothing). From each
+    bucket that does not pay, the table of its smallest member (the one padded most) leaves, and
+    the rest are bucketed again, until every bucket pays. A table that left is not batched."""
     batched = {m.pair for m in members}
     while True:
         buckets = bucket_members(
             [m for m in members if m.pair in batched], max_padding=max_padding, max_cells=max_cells
         )
-        losing = {m.pair for bucket in buckets if not cost.pays(bucket) for m in bucket}
+        losing = {bucket[-1].pair for bucket in buckets if not cost.pays(bucket)}  # members sorted largest first
         if not losing:
             return batched
         batched -= losing

@@ -1,13 +1,14 @@
 """`retrofit.predict_many`: padded, mask-free batches of o_closed regressors equal their own predict."""
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 import retrofit
-from retrofit.batching import MemberInput, bucket_members, pad_members
+from retrofit.batching import ForwardCost, MemberInput, batched_tables, bucket_members, pad_members
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 
@@ -152,3 +153,70 @@ def test_predict_many_takes_retrofit_regressors(random_v3_path):
         pairs.append((estimator.fit(X[:n], X[:n, 0]), X[n:]))
     for (estimator, X_test), predicted in zip(pairs, retrofit.predict_many(pairs), strict=True):
         assert np.max(np.abs(predicted - estimator.predict(X_test))) <= 1e-5 * np.max(np.abs(predicted))
+
+
+def _cost(overhead: float) -> ForwardCost:
+    """A v3-like cost model (group size 3, 4 CLS tokens, in-context work dominating)."""
+    return ForwardCost(
+        group_size=3,
+        cls_tokens=4,
+        cell_macs=1e5,
+        inducing_macs=2e4,
+        aggregator_macs=5e4,
+        aggregator_width=100,
+        row_macs=5e6,
+        row_width=2e3,
+        overhead=overhead,
+    )
+
+
+def test_the_cost_model_grows_with_rows_train_rows_and_column_groups():
+    cost = _cost(0.0)
+    base = cost.work((100, 20, 6))
+    assert cost.work((200, 20, 6)) > base and cost.work((100, 40, 6)) > base and cost.work((100, 20, 7)) > base
+    assert cost.work((100, 20, 4)) == cost.work((100, 20, 6))  # the same 2 groups of 3 columns
+
+
+def test_batching_pays_exactly_when_the_saved_fixed_cost_exceeds_the_added_padding():
+    cost = _cost(0.0)
+    same = [_member(300, 100, 9, 0), _member(300, 100, 9, 1)]
+    ragged = [_member(300, 100, 9, 0), _member(200, 60, 6, 1)]
+    added = 2 * cost.work((300, 100, 9)) - cost.work((300, 100, 9)) - cost.work((200, 60, 6))
+    assert not _cost(0.0).pays(same)  # nothing saved, nothing added: no reason to batch
+    assert _cost(1.0).pays(same)
+    assert not _cost(0.99 * added).pays(ragged) and _cost(1.01 * added).pays(ragged)
+    assert not _cost(float("inf")).pays([_member(300, 100, 9, 0), _member(300, 100, 9, 0)])  # one table
+
+
+def test_batched_tables_keeps_the_buckets_that_pay_and_sends_the_rest_to_their_own_predict():
+    shapes = [(300, 100, 9), (300, 100, 9), (280, 90, 9), (250, 80, 9), (20, 5, 30)]
+    members = [_member(n, t, c, i) for i, (n, t, c) in enumerate(shapes)]
+    everything = batched_tables(members, _cost(float("inf")))
+    assert everything == {0, 1, 2, 3}  # table 4 is alone in its bucket: nothing to share
+    assert batched_tables(members, _cost(0.0)) == set()
+    # A fixed cost between: tables 0, 1 (no padding) pay; 2 and 3 would add more padded work
+    # than one forward's fixed cost, so they leave (3 first, the most padded), then 2.
+    cost = _cost(0.5 * (cost_gap := _cost(0.0).work((300, 100, 9)) - _cost(0.0).work((280, 90, 9))))
+    assert cost_gap > 0 and batched_tables(members, cost) == {0, 1}
+    assert batched_tables(members, cost) == batched_tables(list(reversed(members)), cost)  # order-free
+
+
+def test_predict_many_equals_predict_whichever_tables_it_batches(random_v3_path):
+    pairs = _tables(random_v3_path)
+    model = pairs[0][0].models_[0]
+    calibrated = ForwardCost.calibrated(pairs[0][0])
+    assert calibrated.overhead > 0 and model.predict_many_cost is calibrated  # measured once, kept
+    members = [m for i, (r, X) in enumerate(pairs) for m in retrofit.batching.member_inputs(i, r, X)]
+    chosen = {}
+    for overhead in (0.0, *np.geomspace(1e3, 1e12, 19), float("inf")):
+        model.predict_many_cost = replace(calibrated, overhead=overhead)
+        chosen[frozenset(batched_tables(members, model.predict_many_cost))] = overhead
+    assert frozenset() in chosen and len(chosen) >= 3  # none, some, all
+    for tables, overhead in chosen.items():
+        model.predict_many_cost = replace(calibrated, overhead=overhead)
+        for index, ((regressor, X_test), predicted) in enumerate(zip(pairs, retrofit.predict_many(pairs), strict=True)):
+            own = regressor.predict(X_test)
+            if index in tables:
+                assert np.max(np.abs(predicted - own)) <= 1e-5 * np.max(np.abs(own))
+            else:
+                np.testing.assert_array_equal(predicted, own)  # its own predict

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from retrofit.batching import ForwardCost, batched_tables, bucket_members, member_inputs
 from retrofit.fitting import fit_cases
 from retrofit.hosts import get_path
 from retrofit.measure.batch_bench import bench_batch, sequential_seconds_by_table
@@ -50,6 +51,15 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
     print(table.to_string(index=False, float_format="%.3f"))
+    members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
+    cost = ForwardCost.calibrated(pairs[0][0])
+    batched = batched_tables(members, cost)
+    forwards = len(bucket_members([m for m in members if m.pair in batched])) + len(pairs) - len(batched)
+    print(
+        f"predict_many batched {len(batched)} of {len(pairs)} tables ({forwards} forwards; fixed cost per forward "
+        f"measured as {cost.overhead:.3g} multiply-adds, {cost.overhead / cost.work((100, 30, 8)):.2f}x the work "
+        "of a 100 x 8 table with 30 test rows)"
+    )
     speedup = statistics.median(table.speedup)
     print(
         f"predict_many speed-up over sequential predict: median {speedup:.2f}x "
