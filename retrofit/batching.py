@@ -12,9 +12,9 @@ dominates). `batched_tables` decides which tables share forwards from a cost mod
 (`ForwardCost`: the model's multiply-adds per shape plus a fixed cost per forward); the other
 tables run their own `predict`. The fixed cost is measured once per model and kept with it
 (`ForwardCost.calibrated`), because no constant holds: it is the cost of hundreds of small ops,
-microseconds each on an idle CPU and milliseconds each when the CPU's threads wait to be
-scheduled (a 5-row forward of tiny_v3 measured 0.7 s, 7 ms per linear layer, on 2 cores shared
-by 11 runnable jobs). Given the cost model, the decision is a deterministic function of the shapes.
+microseconds each on an idle CPU, up to milliseconds each on a loaded one whose threads wait
+to be scheduled at every op. Given the cost model, the decision is a deterministic function of
+the shapes.
 """
 
 import math

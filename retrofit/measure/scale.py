@@ -161,8 +161,15 @@ def scale_table(cfg: ScaleConfig, folder: Path) -> pd.DataFrame:
     rows = []
     for arch in cfg.archs:
         log.info("scale check: %s", arch)
-        rows += arch_rows(arch, cfg, Path(folder))
+        done = arch_rows(arch, cfg, Path(folder))
+        log.info("scale check: %s done (in progress, not the result file):\n%s", arch, _progress(done))
+        rows += done
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _progress(rows: list[dict[str, Any]]) -> str:
+    """One architecture's rows as text, for the log while the others run."""
+    return pd.DataFrame(rows, columns=list(COLUMNS)).drop(columns="reason").to_string(index=False, float_format="%.4g")
 
 
 def arch_rows(arch: str, cfg: ScaleConfig, folder: Path) -> list[dict[str, Any]]:
