@@ -1,11 +1,12 @@
 """The scale check on tiny hosts: rows for every variant, closure in the audit, refusals named."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from retrofit.errors import RetrofitError
 from retrofit.hosts.random_host import TINY_ARCHS
-from retrofit.measure.scale import COLUMNS, ScaleConfig, goal_lines, scale_table
+from retrofit.measure.scale import COLUMNS, ScaleConfig, goal_lines, scale_table, worst_time_misses
 
 
 def _tiny(arch: str) -> dict:
@@ -58,3 +59,29 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
 def test_bad_scale_config_is_an_error_naming_it(node, message):
     with pytest.raises(RetrofitError, match=message):
         ScaleConfig.from_config(node)
+
+
+def test_goal_lines_say_met_or_not_and_the_worst_time_miss_is_profiled():
+    rows = [
+        {"arch": "a", "variant": "full_o", "time_ratio": 1.20, "memory_ratio": 1.0, "clone_memory_ratio": 0.01},
+        {"arch": "a", "variant": "o_closed", "time_ratio": 1.50, "memory_ratio": 1.2, "clone_memory_ratio": 0.01},
+        {"arch": "b", "variant": "full_o", "time_ratio": 1.01, "memory_ratio": 1.0, "clone_memory_ratio": 0.01},
+        {"arch": "b", "variant": "predict_many", "time_ratio": 1.30},
+        {"arch": "c", "variant": "o_closed", "status": "refused", "reason": "cannot be O-closed"},
+    ]
+    table = pd.DataFrame(
+        [
+            {c: np.nan for c in COLUMNS} | {"status": "measured", "time_ratio_min": 0.9, "time_ratio_max": 2.0} | row
+            for row in rows
+        ]
+    )
+    lines = goal_lines(table)
+    assert len(lines) == 3 + 3 + 3 + 1  # every goal of every measured row, none for the refused one
+    assert any(
+        line.startswith("a            o_closed      time_ratio") and "1.500x" in line and "NOT MET" in line
+        for line in lines
+    )
+    assert any(line.startswith("b            full_o        time_ratio") and line.endswith(": met") for line in lines)
+    assert any(line.startswith("b            predict_many") and "NOT MET" in line for line in lines)
+    # a's worst miss is o_closed (1.50 / 1.10 > 1.20 / 1.05); b meets its time goal; predict_many has no stock side
+    assert worst_time_misses(table) == {"a": "o_closed"}
