@@ -1,0 +1,37 @@
+"""ΔRMSE against the tau calibration constant c -> results/tau_sweep.{csv,png}
+(`configs/tau_sweep.yaml`, `retrofit.runner.tau_sweep`)."""
+
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from retrofit.runner import console
+from retrofit.runner.case import run_case
+from retrofit.runner.config import job_config, resolve
+from retrofit.runner.guard import check_record_outputs
+from retrofit.runner.tau_sweep import TauSweepConfig, default_c, plot_tau, tau_cases, write_tau_results
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Run every unit of the sweep `cfg` describes (one progress bar), write the table and plot and
+    report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
+    settings = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
+    results_dir = resolve(Path(hydra_cfg.runtime.cwd), settings.results_dir)
+    check_record_outputs([results_dir / "tau_sweep.csv"], hydra_cfg.overrides.task)
+    if settings.plot_only:
+        table = pd.read_csv(results_dir / "tau_sweep.csv")
+        console.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(settings.variants)))}")
+        return
+    with console.collected_notices() as notices:
+        cases = tau_cases(cfg, hydra_cfg)
+    markers = Path(hydra_cfg.runtime.output_dir) / console.MARKERS
+    with console.UnitProgress(cases, markers):
+        for case in cases:
+            with console.job_marker(markers, case):
+                run_case(case)
+    table = write_tau_results(results_dir, cases)
+    written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
+    shown = table.assign(c=table["c"].map("{:g}".format)).round(4)
+    log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
+    console.report(shown.to_markdown(index=False), written, log_file, notices)
