@@ -50,9 +50,7 @@ def retrofit(
     closed = [close_model(model, spec) for model in models] if spec.closed else []
     if spec.adapters:
         wrappers = [
-            architecture_of(models[index]).wrapper(
-                block, spec.parts, spec.tau, spec.eps_den, spec.compact, spec.eps_mode
-            )
+            architecture_of(models[index]).wrapper(block, spec.parts, spec.tau, spec.attention)
             for index, _, block in targets
         ]
         for (index, path, _), wrapper in zip(targets, wrappers, strict=True):

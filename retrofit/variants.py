@@ -11,11 +11,12 @@ group reads the same files through `pkg://retrofit.configs`). A variant is given
 as a spec (a mapping), or explicitly as a file: a `pathlib.Path` or a string ending in `.yaml`/`.yml`,
 reported under its own file name (`mine.yaml`), never a built-in's. Every spec, from a file, a dict
 or a composed Hydra node, is checked against `VariantConfig`: an unknown key or a value of the wrong
-type is a RetrofitError naming the key. Every `Variant` checks its own settings (`Variant.__post_init__`),
-so a finite `eps_den` > 0 is checked once, wherever the variant came from.
+type is a RetrofitError naming the key. Every `Variant` checks its own settings once, wherever it came
+from: its tau rule is a `retrofit.adapters.TauRule`, its `eps_den`, `eps_mode` and `compact` are one
+`retrofit.adapters.AttentionSettings` (`Variant.attention`), which every wrapper it builds takes.
 """
 
-import math
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,9 +28,8 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from retrofit.adapters import PARTS, TauRule, adapter
+from retrofit.adapters import PARTS, AttentionSettings, TauRule, adapter
 from retrofit.errors import RetrofitError, bounded
-from retrofit.ops import EPS_MODES
 from retrofit.typed import typed
 
 VARIANT_DIR = Path(str(files("retrofit.configs") / "variant"))
@@ -75,21 +75,22 @@ class Variant:
     closed: bool = False
 
     def __post_init__(self) -> None:
-        """A variant that patches anything needs a tau rule (`TauRule` checks its own number), a finite
-        `eps_den` > 0 (OAttention's sink mass: 0 gives 0/0 on an empty support, inf or nan give no
-        attention at all) and an `eps_mode` of `EPS_MODES`; RetrofitError naming the key otherwise."""
+        """A variant that patches anything needs a tau rule (`TauRule` checks its own number) and
+        OAttention settings that `AttentionSettings` accepts; RetrofitError naming the key otherwise."""
         if not self.adapters:
             return
         if not isinstance(self.tau, TauRule):
             raise RetrofitError(f"variant {self.name!r} patches {list(self.adapters)} and needs a 'tau' rule")
-        finite = isinstance(self.eps_den, int | float) and not isinstance(self.eps_den, bool)
-        if not (finite and math.isfinite(self.eps_den) and self.eps_den > 0):
-            raise RetrofitError(
-                f"variant {self.name!r}: eps_den must be a finite number > 0 (OAttention's sink mass, e.g. 1e-6), "
-                f"got {self.eps_den!r}"
-            )
-        if self.eps_mode not in EPS_MODES:
-            raise RetrofitError(f"variant {self.name!r}: eps_mode must be one of {EPS_MODES}, got {self.eps_mode!r}")
+        try:
+            self.attention  # noqa: B018  (built once, checked once)
+        except RetrofitError as err:
+            raise RetrofitError(f"variant {self.name!r}: {err}") from None
+
+    @functools.cached_property
+    def attention(self) -> AttentionSettings | None:
+        """OAttention's settings (`eps_den`, `eps_mode`, `compact`) for every wrapper this variant
+        builds; None for a variant that patches nothing (the baseline)."""
+        return AttentionSettings(self.eps_den, self.eps_mode, self.compact) if self.adapters else None
 
     @property
     def parts(self) -> frozenset[str]:

@@ -12,7 +12,15 @@ from synthetic import fit_synthetic, regression_data
 from tabpfn import TabPFNRegressor
 from torch import nn
 
-from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, OBlock, TauRule, architecture_of, in_context_blocks
+from retrofit.adapters import (
+    ARCHITECTURES,
+    KV_CACHE_REFUSAL,
+    AttentionSettings,
+    OBlock,
+    TauRule,
+    architecture_of,
+    in_context_blocks,
+)
 from retrofit.adapters.block import unaccounted
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
 from retrofit.errors import RetrofitError
@@ -303,7 +311,7 @@ def test_the_v3_wrapper_refuses_a_v3_5_block_naming_its_query_and_key_norms(fitt
     block = in_context_blocks(regressor.models_[0])[0]
     message = r"holds \['icl_attention.q_norm', 'icl_attention.k_norm'\].*update the spec and wrapper"
     with pytest.raises(RetrofitError, match=message):
-        OICLBlockV3(block, frozenset({"attention"}), TauRule("calibrated", c=1e-3), 1e-6, False)
+        OICLBlockV3(block, frozenset({"attention"}), TauRule("calibrated", c=1e-3), AttentionSettings(1e-6))
 
 
 def test_a_block_with_a_parameter_or_submodule_no_wrapper_reads_is_refused(fitted):
@@ -335,3 +343,35 @@ def test_retrofit_regressor_runs_full_o_on_a_v3_5_host(fitted):
     )
     assert estimator.regressor_.retrofit_report_.architectures == ("tabpfn_v3_5",)
     np.testing.assert_array_equal(estimator.predict(X_test), retrofit(regressor, "full_o").predict(X_test))
+
+
+EPS_DEN = "eps_den must be a finite number > 0"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message", "as_hparams"),
+    [
+        ({"eps_den": 0.0}, EPS_DEN, True),
+        ({"eps_den": -1e-6}, EPS_DEN, True),
+        ({"eps_den": float("inf")}, EPS_DEN, True),
+        ({"eps_den": float("nan")}, EPS_DEN, True),
+        ({"eps_den": 1e-6, "eps_mode": "softmax"}, r"eps_mode must be one of \('absolute', 'relative'\)", True),
+        # what the variant schema already types (a bool or a string for eps_den, "yes" for compact):
+        ({"eps_den": True}, EPS_DEN, False),
+        ({"eps_den": "1e-6"}, EPS_DEN, False),
+        ({"eps_den": 1e-6, "compact": "yes"}, "compact must be true or false", False),
+    ],
+)
+def test_attention_settings_refuse_bad_values_and_every_variant_goes_through_them(settings, message, as_hparams):
+    with pytest.raises(RetrofitError, match=message):
+        AttentionSettings(**settings)
+    if as_hparams:
+        with pytest.raises(RetrofitError, match=rf"variant 'oa_only': {message}"):
+            resolve_variant("oa_only", **settings)
+
+
+def test_a_variant_carries_one_attention_settings_object_its_wrappers_share():
+    variant = resolve_variant("full_o", eps_mode="relative", compact=True)
+    assert variant.attention == AttentionSettings(1e-6, "relative", True)
+    assert variant.attention.kwargs() == {"eps_den": 1e-6, "eps_mode": "relative", "compact": True}
+    assert resolve_variant("baseline").attention is None

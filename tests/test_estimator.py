@@ -22,6 +22,7 @@ from synthetic import regression_data
 from tabpfn import TabPFNRegressor
 
 from retrofit import RetrofitRegressor, retrofit, unpatch
+from retrofit.adapters import AttentionSettings
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.regressor import resolve_device
@@ -156,7 +157,7 @@ def test_hyper_parameters_take_effect_and_none_keeps_the_variant_default():
     taken = (variant.tau.mode, variant.tau.value, variant.eps_den, variant.eps_mode, variant.compact)
     assert taken == ("absolute", 2.0, 1e-3, "relative", True)
     block = tuned.regressor_.models_[0].icl_blocks[0]
-    assert (block.tau.value, block.eps_den, block.compact) == (2.0, 1e-3, True)
+    assert (block.tau.value, block.attention) == (2.0, AttentionSettings(1e-3, "relative", True))
     assert tuned.get_params()["tau"] is tau
     default = RetrofitRegressor(n_estimators=1, device="cpu").fit(X, y).regressor_.retrofit_report_.variant
     assert default == resolve_variant("full_o")

@@ -12,7 +12,7 @@ from processes import run_entry_point
 from synthetic import diabetes_split, fit_synthetic
 
 import retrofit
-from retrofit.adapters import ARCHITECTURES, OBlock, in_context_blocks
+from retrofit.adapters import ARCHITECTURES, AttentionSettings, OBlock, in_context_blocks
 from retrofit.audit.sink import COLUMNS, SinkProbe, sink_mass, sink_stats
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
@@ -78,12 +78,14 @@ def test_relative_mode_reaches_every_block_and_recovers_the_stock_host(make_rand
         regressor, "full_o", eps_mode="relative", tau={"mode": "absolute", "value": 1e-30}, eps_den=1e-30
     )
     wrappers = [m for m in exact.models_[0].modules() if isinstance(m, OBlock)]
-    assert wrappers and {w.eps_mode for w in wrappers} == {"relative"}
+    assert wrappers and {w.attention for w in wrappers} == {AttentionSettings(1e-30, "relative")}
     assert "eps_mode=relative" in exact.retrofit_report_.summary()
     np.testing.assert_allclose(exact.predict(X_test), stock, rtol=0, atol=1e-5 * np.abs(stock).max())
     wrapper = wrappers[0]
     with pytest.raises(RetrofitError, match="eps_mode must be one of"):
-        type(wrapper)(wrapper.base_layer, wrapper.parts, wrapper.tau, 1e-6, False, "Relative")
+        AttentionSettings(1e-6, "Relative")
+    with pytest.raises(RetrofitError, match="attention must be an AttentionSettings"):
+        type(wrapper)(wrapper.base_layer, wrapper.parts, wrapper.tau, {"eps_den": 1e-6, "eps_mode": "relative"})
 
 
 def _probed(regressor, X_test):

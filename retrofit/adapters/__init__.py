@@ -5,6 +5,7 @@ adapters o_attention, o_ffn, o_norm (see `specs`).
 """
 
 from retrofit.adapters import specs
+from retrofit.adapters.attention import AttentionSettings
 from retrofit.adapters.block import KV_CACHE_REFUSAL, OBlock
 from retrofit.adapters.closure import OClosedModel, close_model
 from retrofit.adapters.registry import (
@@ -28,6 +29,7 @@ __all__ = [
     "PARTS",
     "AdapterSpec",
     "ArchitectureSpec",
+    "AttentionSettings",
     "OBlock",
     "OClosedModel",
     "TauRule",

@@ -4,12 +4,44 @@ Shapes: B batch (folded with columns for the v2 family), R rows, N context (trai
 `single_eval_pos`, H query heads, G key/value heads, D head dim, E embedding.
 """
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
-from retrofit.ops import o_attention
+from retrofit.errors import RetrofitError
+from retrofit.ops import EPS_MODES, o_attention
+
+
+@dataclass(frozen=True)
+class AttentionSettings:
+    """OAttention's settings in a retrofitted model, checked once here: `eps_den` the sink mass, a
+    finite number > 0 (0 gives 0/0 on an empty support, inf or nan give no attention at all);
+    `eps_mode` one of `retrofit.ops.EPS_MODES`; `compact` true or false (gather the present keys).
+    Every wrapper (in-context blocks, the closed column stage) takes one; RetrofitError naming the
+    setting otherwise."""
+
+    eps_den: float
+    eps_mode: str = "absolute"
+    compact: bool = False
+
+    def __post_init__(self) -> None:
+        number = isinstance(self.eps_den, int | float) and not isinstance(self.eps_den, bool)
+        if not (number and math.isfinite(self.eps_den) and self.eps_den > 0):
+            raise RetrofitError(
+                f"eps_den must be a finite number > 0 (OAttention's sink mass, e.g. 1e-6), got {self.eps_den!r}"
+            )
+        if self.eps_mode not in EPS_MODES:
+            raise RetrofitError(f"eps_mode must be one of {EPS_MODES}, got {self.eps_mode!r}; set it in the variant")
+        if not isinstance(self.compact, bool):
+            raise RetrofitError(f"compact must be true or false, got {self.compact!r}")
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `retrofit.ops.o_attention` these settings stand for."""
+        return {"eps_den": self.eps_den, "eps_mode": self.eps_mode, "compact": self.compact}
 
 
 def in_context_qkv(
@@ -43,9 +75,7 @@ def o_in_context_attention(
     single_eval_pos: int,
     *,
     test_kv_heads: int | None,
-    eps_den: float,
-    eps_mode: str,
-    compact: bool,
+    settings: AttentionSettings,
     scale_queries: Callable[[torch.Tensor], torch.Tensor] | None = None,
     qk_norm: bool = False,
 ) -> torch.Tensor:
@@ -70,9 +100,7 @@ def o_in_context_attention(
             v_BNGD[:, :, :kv_heads].transpose(1, 2),
             p_BS,
             p_BR[:, :N],
-            eps_den=eps_den,
-            eps_mode=eps_mode,
-            compact=compact,
+            **settings.kwargs(),
         )
         return out_BHSD.transpose(1, 2)
 

@@ -7,10 +7,11 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from retrofit.adapters.attention import AttentionSettings
 from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
 from retrofit.errors import RetrofitError
-from retrofit.ops import EPS_MODES, o_norm, presence
+from retrofit.ops import o_norm, presence
 
 KV_CACHE_REFUSAL = (
     "a retrofitted block cannot build or read tabpfn's KV cache: the cache keeps keys and values "
@@ -77,8 +78,8 @@ class OBlock(nn.Module):
     any other parameter, buffer or submodule is refused by name (`unaccounted`): the wrapper
     would silently compute something other than the block. `part_modules` maps every part to
     the submodules of `required` its O operator replaces; `replaced` lists those this wrapper
-    actually computes with an O operator. `tau` and `eps_den` come from a
-    `retrofit.variants.Variant`, which checked them (a finite eps_den > 0).
+    actually computes with an O operator. `tau` and `attention` (OAttention's settings, checked
+    by `AttentionSettings` itself) come from a `retrofit.variants.Variant`.
     """
 
     required: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -99,9 +100,7 @@ class OBlock(nn.Module):
         base_layer: nn.Module,
         parts: frozenset[str],
         tau: TauRule,
-        eps_den: float,
-        compact: bool,
-        eps_mode: str = "absolute",
+        attention: AttentionSettings,
     ):
         super().__init__()
         unknown = set(parts) - set(PARTS)
@@ -126,14 +125,15 @@ class OBlock(nn.Module):
                 "tabpfn version's block differs from the registered ArchitectureSpec, so update the spec and "
                 "wrapper (`required` lists what a wrapper reads)."
             )
-        if eps_mode not in EPS_MODES:
-            raise RetrofitError(f"eps_mode must be one of {EPS_MODES}, got {eps_mode!r}; set it in the variant")
+        if not isinstance(attention, AttentionSettings):
+            raise RetrofitError(
+                f"{type(self).__name__}: attention must be an AttentionSettings (eps_den, eps_mode, compact), "
+                f"got {type(attention).__name__}"
+            )
         self.base_layer = base_layer
         self.parts = frozenset(parts)
         self.tau = tau
-        self.eps_den = eps_den
-        self.compact = compact
-        self.eps_mode = eps_mode
+        self.attention = attention
 
     @property
     def replaced(self) -> tuple[tuple[str, str], ...]:

@@ -60,4 +60,4 @@ def close_model(model: nn.Module, variant: Any) -> OClosedModel:
             f"variant {variant.name!r} closes the whole model but leaves the in-context parts {missing} stock; "
             "list the adapters o_attention, o_ffn and o_norm too"
         )
-    return arch.closed_wrapper(model, eps_den=variant.eps_den, eps_mode=variant.eps_mode, compact=variant.compact)
+    return arch.closed_wrapper(model, attention=variant.attention)

@@ -73,9 +73,7 @@ class OTabPFNBlockV2(OBlock):
                 p_BcR,
                 single_eval_pos,
                 test_kv_heads=1,
-                eps_den=self.eps_den,
-                eps_mode=self.eps_mode,
-                compact=self.compact,
+                settings=self.attention,
             )
         else:
             out_BcRE = attention(x_BcRE, single_eval_pos=single_eval_pos)[0]

@@ -93,9 +93,7 @@ class OICLBlockV3(OBlock):
             p_BR,
             single_eval_pos,
             test_kv_heads=attention.num_kv_heads_test,
-            eps_den=self.eps_den,
-            eps_mode=self.eps_mode,
-            compact=self.compact,
+            settings=self.attention,
             scale_queries=self._scale_queries(p_BR, single_eval_pos),
             qk_norm=self.qk_norm,
         )

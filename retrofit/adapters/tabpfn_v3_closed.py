@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from retrofit.adapters.attention import AttentionSettings
 from retrofit.adapters.block import KV_CACHE_REFUSAL
 from retrofit.adapters.closure import OClosedModel
 from retrofit.adapters.tabpfn_v3_columns import o_column_aggregator, o_distribution_embedder
@@ -56,8 +57,8 @@ V2_REFUSAL = (
 class OClosedTabPFNV3(OClosedModel):
     """A tabpfn_v3 regression model O-closed from input to readout (see the module docstring).
 
-    `eps_den`, `eps_mode`, `compact`: the OAttention settings of the column stage (the
-    in-context blocks carry their own, from the same variant).
+    `attention`: the OAttention settings of the column stage (the in-context blocks carry their
+    own, from the same variant).
     """
 
     required = (
@@ -83,7 +84,7 @@ class OClosedTabPFNV3(OClosedModel):
         "output_projection",
     )
 
-    def __init__(self, base_layer: nn.Module, *, eps_den: float, eps_mode: str, compact: bool):
+    def __init__(self, base_layer: nn.Module, *, attention: AttentionSettings):
         super().__init__(base_layer)
         missing = [name for name in self.required if not hasattr(base_layer, name)]
         if missing:
@@ -96,7 +97,7 @@ class OClosedTabPFNV3(OClosedModel):
                 f"o_closed supports regression hosts only (this one is {getattr(base_layer, 'task_type', None)!r}); "
                 "the many-class decoder mixes train rows outside the closure."
             )
-        self.attention = {"eps_den": eps_den, "eps_mode": eps_mode, "compact": compact}
+        self.attention = attention
 
     def forward(
         self,

@@ -14,21 +14,20 @@ Shapes: B batch, R rows, N train rows, C columns, T = CLS tokens + C, I inducing
 E embedding, H heads, D head dim; `b` a folded batch (B*C columns or B*R rows).
 """
 
-from typing import Any
-
 import torch
 from torch import nn
 
+from retrofit.adapters.attention import AttentionSettings
 from retrofit.adapters.tabpfn_v3 import scale_queries
 from retrofit.ops import o_attention, o_ffn, o_inject
 
 
 def o_distribution_embedder(
-    embedder: nn.Module, x_BRCE: torch.Tensor, p_BRC: torch.Tensor, num_train: int, attention: dict[str, Any]
+    embedder: nn.Module, x_BRCE: torch.Tensor, p_BRC: torch.Tensor, num_train: int, attention: AttentionSettings
 ) -> torch.Tensor:
     """`FeatureDistributionEmbedder` on cells (B, R, C, E) with presence (B, R, C); same shape.
 
-    `attention`: keyword arguments of `o_attention` (eps_den, eps_mode, compact).
+    `attention`: the OAttention settings (`AttentionSettings`).
     """
     B, R, C, E = x_BRCE.shape
     x_bRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
@@ -44,7 +43,7 @@ def o_distribution_embedder(
 
 
 def o_column_aggregator(
-    aggregator: nn.Module, x_BRCE: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, attention: dict[str, Any]
+    aggregator: nn.Module, x_BRCE: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, attention: AttentionSettings
 ) -> torch.Tensor:
     """`ColumnAggregator` on cells (B, R, C, E): the CLS readout (B, R, CLS, E), 0 for absent rows."""
     B, R, _, E = x_BRCE.shape
@@ -56,12 +55,12 @@ def o_column_aggregator(
     rope = _RankRope(aggregator.rope, ((p_BT > 0).cumsum(1) - 1).clamp(min=0))
     for block in aggregator.blocks[:-1]:
         h_bTE = block.layernorm(x_bTE)
-        x_bTE = x_bTE + _o_self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT, rope, **attention)
+        x_bTE = x_bTE + _o_self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT, rope, attention)
         x_bTE = o_ffn(x_bTE, p_bT, block.mlp, block.layernorm_mlp)
     last = aggregator.blocks[-1]
     cls_bLE, p_bL = x_bTE[:, :n_cls], p_bT[:, :n_cls]
     attended_bLE = _o_self_attention(
-        last.attention, last.layernorm(cls_bLE), last.layernorm(x_bTE), p_bL, p_bT, rope, **attention
+        last.attention, last.layernorm(cls_bLE), last.layernorm(x_bTE), p_bL, p_bT, rope, attention
     )
     cls_bLE = o_ffn(cls_bLE + attended_bLE, p_bL, last.mlp, last.layernorm_mlp)
     return aggregator.out_ln(cls_bLE).view(B, R, n_cls, E)
@@ -73,7 +72,7 @@ def _o_cross_block(
     context_bKE: torch.Tensor,
     p_bQ: torch.Tensor,
     p_bK: torch.Tensor,
-    attention: dict[str, Any],
+    attention: AttentionSettings,
 ) -> torch.Tensor:
     """tabpfn_v3 `CrossAttentionBlock`: `x + attn(norm_q(x), norm_kv(context))`, then OFFN."""
     attn = block.attn
@@ -86,7 +85,7 @@ def _o_cross_block(
     if attn.softmax_scaling_layer is not None:
         q_bQHD = scale_queries(attn.softmax_scaling_layer, q_bQHD, n_B=p_bK.sum(1, dtype=torch.float64))
     out_bHQD = o_attention(
-        q_bQHD.transpose(1, 2), k_bKHD.transpose(1, 2), v_bKHD.transpose(1, 2), p_bQ, p_bK, **attention
+        q_bQHD.transpose(1, 2), k_bKHD.transpose(1, 2), v_bKHD.transpose(1, 2), p_bQ, p_bK, **attention.kwargs()
     )
     x_bQE = x_bQE + attn.out_projection(out_bHQD.transpose(1, 2).reshape(b, Q, -1))
     return o_ffn(x_bQE, p_bQ, block.mlp, block.layernorm2)
@@ -99,7 +98,7 @@ def _o_self_attention(
     p_bQ: torch.Tensor,
     p_bT: torch.Tensor,
     rope: "_RankRope",
-    **attention: Any,
+    attention: AttentionSettings,
 ) -> torch.Tensor:
     """tabpfn_v3 `Attention` (the aggregator's) with OAttention; queries are the first Q tokens."""
     b, Q, _ = h_query_bQE.shape
@@ -107,7 +106,7 @@ def _o_self_attention(
     q_bHQD = rope(attn.q_projection(h_query_bQE).view(b, Q, -1, D).transpose(1, 2))
     k_bHTD = rope(attn.k_projection(h_bTE).view(b, T, -1, D).transpose(1, 2))
     v_bHTD = attn.v_projection(h_bTE).view(b, T, -1, D).transpose(1, 2)
-    out_bHQD = o_attention(q_bHQD, k_bHTD, v_bHTD, p_bQ, p_bT, **attention)
+    out_bHQD = o_attention(q_bHQD, k_bHTD, v_bHTD, p_bQ, p_bT, **attention.kwargs())
     return attn.out_projection(out_bHQD.transpose(1, 2).reshape(b, Q, -1))
 
 

@@ -26,7 +26,7 @@ from tabpfn import TabPFNRegressor
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters import architecture_of
+from retrofit.adapters import AttentionSettings, architecture_of
 from retrofit.adapters.tau import TauRule
 from retrofit.audit.hooks import ModelHooks, in_context_blocks_of
 from retrofit.data import DatasetSpec
@@ -79,7 +79,7 @@ class SinkProbe(ModelHooks):
         wrapper = architecture_of(model).wrapper
         handles = []
         for i, _, block in in_context_blocks_of(model):
-            probe = wrapper(block, frozenset({"attention"}), self.tau, self.eps_den, False)
+            probe = wrapper(block, frozenset({"attention"}), self.tau, AttentionSettings(self.eps_den))
             handles += probe.probe_attention(partial(self._record, i))
         return handles
 
