@@ -135,18 +135,55 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     return check_checkpoint(resolve(base_dir, host.path))
 
 
-def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
-    """The `Case` fields every case of a config shares (host, start directory, regressor, device
-    and split settings, `overwrite`), read from `cfg` as given (`Case` validates them). `device=cuda`
-    without CUDA fails here, as do a `cache_dir` or `results_dir` that is null, a file or not writable,
-    a `cache_dir` inside the committed `results/`, and a `host.name` that is not a plain label."""
+@dataclass(frozen=True)
+class RunSettings:
+    """The `Case` fields every case of a run shares: the host (label and checked checkpoint file),
+    the start directory, the regressor, device and split settings and `overwrite` (`run_settings`
+    reads them once; `Case` checks their ranges)."""
+
+    host: str
+    host_path: Path
+    base_dir: Path
+    n_estimators: int
+    test_size: float
+    overwrite: bool
+    device: str
+    precision: str
+    threads: int
+
+    def case(
+        self, dataset: DatasetSpec, seed: int, units: tuple[UnitSpec, ...], runs_dir: Path, timing_rounds: int
+    ) -> Case:
+        """The `Case` of `dataset` × `seed` running `units` under these settings."""
+        return Case(
+            dataset=dataset,
+            seed=seed,
+            host=self.host,
+            host_path=self.host_path,
+            units=units,
+            runs_dir=runs_dir,
+            base_dir=self.base_dir,
+            n_estimators=self.n_estimators,
+            test_size=self.test_size,
+            overwrite=self.overwrite,
+            device=self.device,
+            precision=self.precision,
+            timing_rounds=timing_rounds,
+            threads=self.threads,
+        )
+
+
+def run_settings(cfg: DictConfig, base_dir: Path) -> RunSettings:
+    """The `RunSettings` of a typed `RunConfig` node. `device=cuda` without CUDA fails here, as do a
+    `cache_dir` or `results_dir` that is null, a file or not writable, a `cache_dir` inside the
+    committed `results/`, and a `host.name` that is not a plain label."""
     outside_record(output_dir(cfg, base_dir, "cache_dir"), "cache_dir")
     output_dir(cfg, base_dir, "results_dir")
     try:
         device = resolve_device(cfg.device)
     except RetrofitError as err:
         raise RunnerError(str(err)) from None
-    return dict(
+    return RunSettings(
         host=str(cfg.host.name),
         host_path=host_path(cfg, base_dir),
         base_dir=Path(base_dir),
@@ -320,15 +357,11 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
     hparams = OmegaConf.to_container(cfg.hparams, resolve=True)
     settings = run_settings(cfg, base_dir)
     results_dir_of(cfg, hydra_cfg)
-    return Case(
-        dataset=dataset_spec(cfg.dataset),
-        seed=cfg.seed,
-        units=applicable(
-            with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.get("decomposition")),
-            settings["host_path"],
-            settings["host"],
-        ),
-        runs_dir=resolve(base_dir, cfg.cache_dir) / "runs",
-        timing_rounds=timing_rounds(cfg, cfg.seed),
-        **settings,
+    units = with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.decomposition)
+    return settings.case(
+        dataset_spec(cfg.dataset),
+        cfg.seed,
+        applicable(units, settings.host_path, settings.host),
+        resolve(base_dir, cfg.cache_dir) / "runs",
+        timing_rounds(cfg, cfg.seed),
     )
