@@ -8,10 +8,14 @@ keeps small-table skill from drifting down.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+from omegaconf import MISSING
 
+from retrofit.errors import RetrofitError
 from retrofit.prior import TableShape, sample_shape
+from retrofit.typed import typed_object
 
 
 @dataclass(frozen=True)
@@ -28,29 +32,52 @@ class Stage:
     buckets: tuple[ShapeBucket, ...]
 
 
-def parse_curriculum(stages: Sequence[dict]) -> tuple[Stage, ...]:
-    """Stages from plain config data; checked: starts at step 0, increasing, positive weights."""
+@dataclass
+class BucketConfig:
+    """The schema of one bucket as written in a curriculum: `rows` and `features` as [low, high]."""
+
+    rows: list[int] = MISSING
+    features: list[int] = MISSING
+    batch_size: int = MISSING
+    weight: float = 1.0
+
+
+@dataclass
+class StageConfig:
+    """The schema of one curriculum stage as written in `configs/pretrain/`."""
+
+    from_step: int = MISSING
+    buckets: list[BucketConfig] = MISSING
+
+
+def parse_curriculum(stages: Sequence[Any]) -> tuple[Stage, ...]:
+    """Stages from config data, each typed by `StageConfig` (an unknown or missing key, or a value of
+    the wrong type, is refused naming it); checked: starts at step 0, increasing, [low, high] ranges,
+    positive weights and batch sizes. RetrofitError otherwise."""
+    typed_stages = [typed_object(StageConfig, stage, f"curriculum stage {i}") for i, stage in enumerate(stages)]
     parsed = tuple(
         Stage(
-            from_step=int(s["from_step"]),
+            from_step=stage.from_step,
             buckets=tuple(
-                ShapeBucket(
-                    rows=(int(b["rows"][0]), int(b["rows"][1])),
-                    features=(int(b["features"][0]), int(b["features"][1])),
-                    batch_size=int(b["batch_size"]),
-                    weight=float(b.get("weight", 1.0)),
-                )
-                for b in s["buckets"]
+                ShapeBucket(_range(b.rows, "rows"), _range(b.features, "features"), b.batch_size, b.weight)
+                for b in stage.buckets
             ),
         )
-        for s in stages
+        for stage in typed_stages
     )
     starts = [s.from_step for s in parsed]
     if not parsed or starts[0] != 0 or starts != sorted(set(starts)):
-        raise ValueError(f"curriculum stages must start at step 0 and increase strictly; got {starts}")
+        raise RetrofitError(f"curriculum stages must start at step 0 and increase strictly; got {starts}")
     if any(b.weight <= 0 or b.batch_size < 1 for s in parsed for b in s.buckets):
-        raise ValueError("curriculum bucket weights and batch sizes must be positive")
+        raise RetrofitError("curriculum bucket weights and batch sizes must be positive")
     return parsed
+
+
+def _range(bounds: list[int], key: str) -> tuple[int, int]:
+    """A bucket's [low, high] as a pair; RetrofitError naming `key` for anything else."""
+    if len(bounds) != 2 or not 1 <= bounds[0] <= bounds[1]:
+        raise RetrofitError(f"curriculum bucket {key} must be [low, high] with 1 <= low <= high, got {bounds}")
+    return bounds[0], bounds[1]
 
 
 def draw_shape(curriculum: Sequence[Stage], step: int, g: torch.Generator) -> tuple[TableShape, int]:
