@@ -1,13 +1,11 @@
 """Two-block hosts under null insertion -> results/ablation.{csv,md} (`configs/ablation.yaml`)."""
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig
 
+from retrofit.jobs.start import start
 from retrofit.measure.ablation import ablation_markdown, ablation_table
-from retrofit.runner.config import job_config, resolve
-from retrofit.runner.guard import check_record_outputs
 
 NOTE = (
     "OA-only is exact in block 1 (OAttention ignores the null token) but its FFN and LayerNorm bias\n"
@@ -38,10 +36,9 @@ class AblationConfig:
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure the ablation `cfg` describes, write its CSV and Markdown table and print the table."""
-    settings: AblationConfig = OmegaConf.to_object(job_config(cfg, AblationConfig, "configs/ablation.yaml"))
-    base_dir = Path(hydra_cfg.runtime.cwd)
-    csv_path, md_path = resolve(base_dir, settings.output_csv), resolve(base_dir, settings.output_md)
-    check_record_outputs([csv_path, md_path], hydra_cfg.overrides.task)
+    job = start(cfg, hydra_cfg, AblationConfig, "configs/ablation.yaml")
+    settings: AblationConfig = job.settings
+    csv_path, md_path = job.outputs(settings.output_csv, settings.output_md)
     keys = [key for key in AblationConfig.__dataclass_fields__ if not key.startswith("output")]
     table = ablation_table(**{key: getattr(settings, key) for key in keys})
     csv_path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,8 @@ from retrofit.audit.run import audit_summary
 from retrofit.errors import RunnerError
 from retrofit.hosts import get_path
 from retrofit.hosts.random_host import TINY_ARCHS, random_host
-from retrofit.runner.config import HostConfig, dataset_specs, host_path, job_config, resolve
-from retrofit.runner.guard import check_record_outputs
+from retrofit.jobs.start import start
+from retrofit.runner.config import HostConfig, dataset_specs, host_path
 
 
 @dataclass
@@ -77,11 +77,10 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Audit every host of `cfg` under every variant and insertion; write the table and print the
     largest relative prediction change per host, variant and insertion."""
-    cfg = job_config(cfg, AuditConfig, "configs/audit.yaml")
+    job = start(cfg, hydra_cfg, AuditConfig, "configs/audit.yaml", as_object=False)
+    cfg, base_dir = job.settings, job.base_dir
     logging.getLogger("retrofit").setLevel(logging.WARNING)
-    base_dir = Path(hydra_cfg.runtime.cwd)
-    output = resolve(base_dir, cfg.output)
-    check_record_outputs([output], hydra_cfg.overrides.task)
+    (output,) = job.outputs(cfg.output)
     with tempfile.TemporaryDirectory() as folder:
         table = audit_table(
             audited_hosts(cfg, hydra_cfg, Path(folder)),

@@ -4,29 +4,20 @@
 import logging
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig
 
 from retrofit.batching import ForwardCost, batched_tables, bucket_members, member_inputs
-from retrofit.fitting import fit_cases
-from retrofit.hosts import get_path
+from retrofit.jobs.start import CasesConfig, fitted_cases, start
 from retrofit.measure.batch_bench import bench_batch, sequential_seconds_by_table
 from retrofit.patching import retrofit
-from retrofit.runner.config import dataset_specs, job_config, resolve
-from retrofit.runner.guard import check_record_outputs
 
 
 @dataclass
-class BenchBatchConfig:
+class BenchBatchConfig(CasesConfig):
     """The schema of `configs/bench_batch.yaml` (each key's role is written there)."""
 
-    benchmark_datasets: str = MISSING
-    host: str = MISSING
-    datasets: list[str] = MISSING
-    seeds: list[int] = MISSING
-    n_estimators: int = MISSING
     variant: str = MISSING
     rounds: int = MISSING
     threads: int = MISSING
@@ -36,16 +27,12 @@ class BenchBatchConfig:
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Time predict_many against one predict after another on every fitted case of `cfg`, write
     the rounds and print the speed-up (and, below 1.5x, where the time goes)."""
-    settings: BenchBatchConfig = OmegaConf.to_object(job_config(cfg, BenchBatchConfig, "configs/bench_batch.yaml"))
+    job = start(cfg, hydra_cfg, BenchBatchConfig, "configs/bench_batch.yaml")
+    settings: BenchBatchConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     torch.set_num_threads(settings.threads)
-    base_dir = Path(hydra_cfg.runtime.cwd)
-    output = resolve(base_dir, settings.output)
-    check_record_outputs([output], hydra_cfg.overrides.task)
-    datasets = dataset_specs(hydra_cfg, settings.datasets)
-    cases = fit_cases(
-        get_path(settings.host), datasets, settings.seeds, base_dir=base_dir, n_estimators=settings.n_estimators
-    )
+    (output,) = job.outputs(settings.output)
+    cases = fitted_cases(job)
     pairs = [(retrofit(case.regressor, settings.variant), case.X_test) for case in cases]
     table = bench_batch(settings.host, pairs, settings.rounds)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -6,16 +6,14 @@ inputs from `seed` afresh, so measuring one point at a time gives the same rows 
 
 import itertools
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig
 from tqdm.auto import tqdm
 
 from retrofit.io import write_atomic
+from retrofit.jobs.start import start
 from retrofit.measure.exactness import Shape, exactness_table
-from retrofit.runner.config import job_config, resolve
-from retrofit.runner.guard import check_record_outputs
 
 
 @dataclass
@@ -44,9 +42,9 @@ class ExactnessConfig:
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure every grid point of `cfg`, write the table atomically and print it."""
-    settings: ExactnessConfig = OmegaConf.to_object(job_config(cfg, ExactnessConfig, "configs/exactness.yaml"))
-    path = resolve(Path(hydra_cfg.runtime.cwd), settings.output_csv)
-    check_record_outputs([path], hydra_cfg.overrides.task)
+    job = start(cfg, hydra_cfg, ExactnessConfig, "configs/exactness.yaml")
+    settings: ExactnessConfig = job.settings
+    (path,) = job.outputs(settings.output_csv)
     shapes = [Shape(**vars(shape)) for shape in settings.shapes]
     grid = list(itertools.product(shapes, settings.score_stds, settings.dtypes))
     parts = []

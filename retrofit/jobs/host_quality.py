@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig
 
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path
 from retrofit.hosts.card import render_card
+from retrofit.jobs.start import start
 from retrofit.measure.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
-from retrofit.runner.config import dataset_specs, job_config, resolve
-from retrofit.runner.guard import check_record_outputs
+from retrofit.runner.config import dataset_specs, resolve
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +39,11 @@ class HostQualityConfig:
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Score every host and preset of `cfg` against the baselines on every case; write the tables
     (and the model cards when `cards_dir` is set) and print the summary and the extrapolation probe."""
-    settings: HostQualityConfig = OmegaConf.to_object(job_config(cfg, HostQualityConfig, "host quality config"))
-    base_dir = Path(hydra_cfg.runtime.cwd)
+    job = start(cfg, hydra_cfg, HostQualityConfig, "host quality config")
+    settings: HostQualityConfig = job.settings
+    base_dir = job.base_dir
     hosts = {name: get_path(name) for name in settings.hosts}
-    out = resolve(base_dir, settings.results_dir) / "host_quality.csv"
-    check_record_outputs([out], hydra_cfg.overrides.task)
+    (out,) = job.outputs(Path(settings.results_dir) / "host_quality.csv")
     rows = []
     for spec in dataset_specs(hydra_cfg, settings.datasets):
         for seed in settings.seeds:

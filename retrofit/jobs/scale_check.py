@@ -8,9 +8,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from retrofit.jobs.start import start
 from retrofit.measure.scale import ScaleConfig, goal_lines, goals_text, miss_profiles, refused_lines, scale_table
-from retrofit.runner.config import job_config, resolve
-from retrofit.runner.guard import check_record_outputs
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
@@ -18,9 +17,9 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     (met or not), where the time goes for each architecture's worst time miss, and the machine's
     load average at the start and the end."""
     logging.getLogger("retrofit").setLevel(logging.INFO)
-    config = ScaleConfig.from_config(job_config(cfg, ScaleConfig, "configs/scale_check.yaml"))
-    output = resolve(Path(hydra_cfg.runtime.cwd), config.output)
-    check_record_outputs([output], hydra_cfg.overrides.task)
+    job = start(cfg, hydra_cfg, ScaleConfig, "configs/scale_check.yaml", as_object=False)
+    config = ScaleConfig.from_config(job.settings)
+    (output,) = job.outputs(config.output)
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         table = scale_table(config, Path(folder))

@@ -3,14 +3,13 @@
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.audit.sink import sink_mass_table
 from retrofit.hosts import SHIPPED_HOSTS, get_path
-from retrofit.runner.config import HostConfig, dataset_specs, host_path, job_config, resolve
-from retrofit.runner.guard import check_record_outputs
+from retrofit.jobs.start import start
+from retrofit.runner.config import HostConfig, dataset_specs, host_path
 from retrofit.variants import TauConfig
 
 
@@ -32,11 +31,10 @@ class SinkMassConfig:
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure the sink mass of every host of `cfg` (the shipped ones, or `host`); write and print it."""
-    cfg = job_config(cfg, SinkMassConfig, "configs/sink_mass.yaml")
+    job = start(cfg, hydra_cfg, SinkMassConfig, "configs/sink_mass.yaml", as_object=False)
+    cfg, base_dir = job.settings, job.base_dir
     logging.getLogger("retrofit").setLevel(logging.WARNING)
-    base_dir = Path(hydra_cfg.runtime.cwd)
-    output = resolve(base_dir, cfg.output)
-    check_record_outputs([output], hydra_cfg.overrides.task)
+    (output,) = job.outputs(cfg.output)
     if cfg.host is None:
         hosts = {name: get_path(name) for name in SHIPPED_HOSTS}
     else:

@@ -6,19 +6,19 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig
 
+from retrofit.jobs.start import start
 from retrofit.runner import console
 from retrofit.runner.case import run_case
-from retrofit.runner.config import job_config, resolve
-from retrofit.runner.guard import check_record_outputs
 from retrofit.runner.tau_sweep import TauSweepConfig, default_c, plot_tau, tau_cases, write_tau_results
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Run every unit of the sweep `cfg` describes (one progress bar), write the table and plot and
     report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
-    settings = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
-    results_dir = resolve(Path(hydra_cfg.runtime.cwd), settings.results_dir)
-    check_record_outputs([results_dir / "tau_sweep.csv"], hydra_cfg.overrides.task)
+    job = start(cfg, hydra_cfg, TauSweepConfig, "configs/tau_sweep.yaml", as_object=False)
+    settings = job.settings
+    (table_path,) = job.outputs(Path(settings.results_dir) / "tau_sweep.csv")
+    results_dir = table_path.parent
     if settings.plot_only:
         table = pd.read_csv(results_dir / "tau_sweep.csv")
         console.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(settings.variants)))}")
