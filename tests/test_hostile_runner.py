@@ -155,8 +155,9 @@ def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(h
     """The Makefile's own overrides: a whole sweep may write results/, against the committed CSV,
     whose every row one of its units reruns; the same overrides in a single run are refused."""
     makefile = (ROOT / "Makefile").read_text()
-    line = makefile.split("\nretrofit:")[1].split("\n\n")[0].replace("\\\n", " ").splitlines()[1]
-    overrides = [arg for arg in shlex.split(line)[2:] if arg != "-m" and not arg.startswith("hydra")]
+    recipe = makefile.split("\nretrofit:")[1].split("\n\n")[0].replace("\\\n", " ")
+    sweep = recipe.split("experiments/sweep.py", 1)[1].split("&&")[0]  # the sweep's own arguments
+    overrides = [arg for arg in shlex.split(sweep) if arg != "-m" and not arg.startswith("hydra")]
     assert "record=true" in overrides and "results_dir=results" in overrides
     cfg = hydra_compose(overrides=overrides)
     with open_dict(cfg):
