@@ -58,6 +58,21 @@ class Runtime:
         }
 
     @classmethod
+    def ending_now(cls, target: str, wall_s: float, cpu_s: float, load_start: float, command: str) -> "Runtime":
+        """A run of `target` that ends now: the CPU count, end load, commit and date stamped here."""
+        return cls(
+            target=target,
+            wall_s=wall_s,
+            cpu_s=cpu_s,
+            cpus=os.cpu_count() or 1,
+            load_start=load_start,
+            load_end=os.getloadavg()[0],
+            commit=_commit(),
+            date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
+            command=command,
+        )
+
+    @classmethod
     def from_row(cls, row: dict[str, str]) -> "Runtime":
         types = {f.name: f.type for f in fields(cls)}
         return cls(**{key: types[key](row[key]) for key in types})
@@ -83,17 +98,7 @@ def measure(target: str, command: Sequence[str]) -> tuple[int, Runtime]:
     load_start, cpu_start, start = os.getloadavg()[0], _children_cpu_s(), time.perf_counter()
     status = subprocess.call(list(command))
     wall = time.perf_counter() - start
-    return status, Runtime(
-        target=target,
-        wall_s=wall,
-        cpu_s=_children_cpu_s() - cpu_start,
-        cpus=os.cpu_count() or 1,
-        load_start=load_start,
-        load_end=os.getloadavg()[0],
-        commit=_commit(),
-        date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
-        command=" ".join(command),
-    )
+    return status, Runtime.ending_now(target, wall, _children_cpu_s() - cpu_start, load_start, " ".join(command))
 
 
 def read(path: Path = RECORD) -> dict[str, Runtime]:
@@ -159,22 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument("--since", type=float, required=True, help="its start, in seconds since the epoch")
     args = parser.parse_args(argv)
     if args.action == "add":
-        load = os.getloadavg()[0]
-        update(
-            Runtime(
-                target=args.target,
-                wall_s=time.time() - args.since,
-                cpu_s=float("nan"),
-                cpus=os.cpu_count() or 1,
-                load_start=load,
-                load_end=load,
-                commit=_commit(),
-                date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
-                command=args.target,
-            ),
-            RECORD,
-            README,
-        )
+        wall = time.time() - args.since  # the load at its start was not taken: the current one stands in
+        update(Runtime.ending_now(args.target, wall, float("nan"), os.getloadavg()[0], args.target), RECORD, README)
         return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
