@@ -18,7 +18,6 @@ the shapes.
 """
 
 import math
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -50,6 +49,8 @@ CALIBRATION_SHAPES = ((8, 2, 3), (256, 64, 6))
 """(train rows, test rows, columns) of the two synthetic tables whose forward times calibrate a
 model's fixed cost per forward (`ForwardCost.calibrated`): one where the fixed cost is nearly
 all, one where the work shows."""
+CALIBRATION_ROUNDS = 5
+"""Alternating timed forwards per calibration shape (after a warm-up each); each keeps its fastest."""
 
 
 @dataclass(frozen=True)
@@ -142,14 +143,14 @@ class ForwardCost:
     def calibrated(cls, regressor: TabPFNRegressor) -> "ForwardCost":
         """The cost model of the regressor's model with its measured fixed cost, measured on the first
         call and kept on the model (`predict_many_cost`): the seconds of a forward of the first of
-        `CALIBRATION_SHAPES` (median of 3, after a warm-up), times the multiply-adds per second
-        between the two shapes' forwards. If the larger forward is no slower, the fixed cost is
-        all there is and is infinite (every bucket of several tables pays)."""
+        `CALIBRATION_SHAPES`, times the multiply-adds per second between the two shapes' forwards
+        (`_calibration_seconds`). If the larger forward is no slower, the fixed cost is all there
+        is and is infinite (every bucket of several tables pays)."""
         model = regressor.models_[0]
         cached = getattr(model, "predict_many_cost", None)
         if cached is None:
             cost = cls.of(model, overhead=0.0)
-            small, large = (_calibration_seconds(regressor, shape) for shape in CALIBRATION_SHAPES)
+            small, large = _calibration_seconds(regressor)
             extra = cost.work(CALIBRATION_SHAPES[1]) - cost.work(CALIBRATION_SHAPES[0])
             overhead = small * extra / (large - small) if large > small else math.inf
             cached = model.predict_many_cost = replace(cost, overhead=overhead)
@@ -191,19 +192,27 @@ class ForwardCost:
         return (tables - 1) * self.overhead > added
 
 
-def _calibration_seconds(regressor: TabPFNRegressor, shape: tuple[int, int, int]) -> float:
-    """Median seconds of 3 forwards (after a warm-up) of the regressor's model on a synthetic
-    normal table of `shape` (train rows, test rows, columns)."""
-    N, T, C = shape
+def _calibration_seconds(regressor: TabPFNRegressor) -> tuple[float, float]:
+    """Seconds of a forward of the regressor's model on a synthetic normal table of each of
+    `CALIBRATION_SHAPES` (train rows, test rows, columns): after a warm-up each, the two shapes
+    run alternately for `CALIBRATION_ROUNDS` rounds, and each keeps its fastest. Other jobs on
+    the machine only ever add time to a forward, so the minimum is the estimate they disturb
+    least, and alternating lets a slow phase of the machine hit both shapes alike."""
     generator = torch.Generator().manual_seed(0)
-    member = MemberInput(0, 0, torch.randn(N + T, C, generator=generator), torch.randn(N, generator=generator))
-    _forward_bucket(regressor, [member])
-    seconds = []
-    for _ in range(3):
-        start = time.perf_counter()
+    members = [
+        MemberInput(0, 0, torch.randn(N + T, C, generator=generator), torch.randn(N, generator=generator))
+        for N, T, C in CALIBRATION_SHAPES
+    ]
+    seconds: list[list[float]] = [[] for _ in members]
+    for member in members:
         _forward_bucket(regressor, [member])
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+    for _ in range(CALIBRATION_ROUNDS):
+        for member, times in zip(members, seconds, strict=True):
+            start = time.perf_counter()
+            _forward_bucket(regressor, [member])
+            times.append(time.perf_counter() - start)
+    small, large = (min(times) for times in seconds)
+    return small, large
 
 
 def batched_tables(

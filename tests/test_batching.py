@@ -220,3 +220,26 @@ def test_predict_many_equals_predict_whichever_tables_it_batches(random_v3_path)
                 assert np.max(np.abs(predicted - own)) <= 1e-5 * np.max(np.abs(own))
             else:
                 np.testing.assert_array_equal(predicted, own)  # its own predict
+
+
+def test_calibration_keeps_each_shapes_fastest_forward_through_a_slow_phase(random_v3_path, monkeypatch):
+    """A fake forward whose seconds are a fixed 2e-3 plus 1e-9 per multiply-add, with three slow
+    rounds (+1 s per forward, as when other jobs take the cores): the calibrated fixed cost is the
+    one of the quiet rounds."""
+    regressor = _tables(random_v3_path)[0][0]
+    work = ForwardCost.of(regressor.models_[0], overhead=0.0).work
+    clock, calls = [0.0], []
+
+    def forward(_regressor, members):
+        calls.append(members[0].shape)
+        slow = 1.0 if 2 < len(calls) <= 8 else 0.0  # after the two warm-ups: rounds 1-3 of 5
+        clock[0] += 2e-3 + 1e-9 * work(members[0].shape) + slow
+
+    monkeypatch.setattr(retrofit.batching, "_forward_bucket", forward)
+    monkeypatch.setattr(retrofit.batching, "time", type("Clock", (), {"perf_counter": staticmethod(lambda: clock[0])}))
+    cost = ForwardCost.calibrated(regressor)
+    assert len(calls) == 2 + 2 * retrofit.batching.CALIBRATION_ROUNDS
+    small = retrofit.batching.CALIBRATION_SHAPES[0]
+    # `calibrated` takes the small forward's seconds (2e-3 + its work) at the measured 1e9
+    # multiply-adds per second: 2e6 multiply-add equivalents plus the small shape's own work.
+    assert cost.overhead == pytest.approx(2e6 + work(small), rel=1e-9)
