@@ -18,13 +18,16 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-import retrofit.jobs  # noqa: F401  (registers the root configs' schemas)
 from retrofit.errors import exit_on_user_error
+from retrofit.jobs import register
 from retrofit.runner import console
 from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.collect import sweep_records
-from retrofit.runner.config import case_from_hydra, reference_of, results_dir_of
+from retrofit.runner.config import case_from_hydra
 from retrofit.runner.reproduce import verify
+from retrofit.runner.schema import reference_of, results_dir_of
+
+register("config")  # this entry point's schema, before Hydra composes
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")

@@ -5,7 +5,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs import bench
+from retrofit.jobs import bench, register
+
+register("bench")  # this entry point's schema, before Hydra composes
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="bench")

@@ -8,7 +8,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs import host_quality
+from retrofit.jobs import host_quality, register
+
+register("host_quality")  # this entry point's schema, before Hydra composes
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="host_quality")

@@ -5,7 +5,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs import pretrain_host
+from retrofit.jobs import pretrain_host, register
+
+register("pretrain_host")  # this entry point's schema, before Hydra composes
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="pretrain_host")

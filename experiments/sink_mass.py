@@ -9,7 +9,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs import sink_mass
+from retrofit.jobs import register, sink_mass
+
+register("sink_mass")  # this entry point's schema, before Hydra composes
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="sink_mass")

@@ -20,13 +20,16 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-import retrofit.jobs  # noqa: F401  (registers the root configs' schemas)
 from retrofit.errors import exit_on_user_error
+from retrofit.jobs import register
 from retrofit.runner import console
 from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.case import run_case
 from retrofit.runner.collect import case_records
-from retrofit.runner.config import case_from_hydra, resolve, results_dir_of
+from retrofit.runner.config import case_from_hydra
+from retrofit.runner.schema import resolve, results_dir_of
+
+register("config")  # this entry point's schema, before Hydra composes
 
 VERBOSE = ("-v", "--verbose")
 """Flags read as `log_level=INFO` (Hydra itself takes only overrides)."""

@@ -12,7 +12,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs import tau_sweep
+from retrofit.jobs import register, tau_sweep
+
+register("tau_sweep")  # this entry point's schema, before Hydra composes
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="tau_sweep")

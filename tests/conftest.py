@@ -38,7 +38,9 @@ def hydra_compose():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    import retrofit.jobs  # noqa: F401  (registers the root configs' schemas)
+    from retrofit.jobs import register
+
+    register()  # every root config's schema
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "configs"), version_base="1.3"):

@@ -15,13 +15,13 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
-from processes import run_entry_point
+from processes import run_entry_point, run_python
 
 from retrofit.errors import RunnerError
 from retrofit.hosts import check_checkpoint
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.jobs import SCHEMAS
-from retrofit.runner.config import job_config
+from retrofit.runner.schema import job_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOT_CONFIGS = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
@@ -67,6 +67,32 @@ def test_a_key_added_on_the_command_line_is_refused_before_any_work(hydra_compos
         job_config(cfg, schema, name)
     with pytest.raises(ConfigCompositionException, match=r"n_estimatorz"):
         hydra_compose(name, ["n_estimatorz=4"])
+
+
+IMPORTS_OF_AN_ENTRY_POINT = """
+import runpy, sys
+sys.argv = [sys.argv[1], "--help"]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.startswith("retrofit.jobs.")))
+"""
+
+
+@pytest.mark.parametrize(
+    "script, imported",
+    [
+        ("exactness.py", ["retrofit.jobs.exactness", "retrofit.jobs.start", "torch"]),
+        ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.start", "tabpfn", "torch"]),
+    ],
+)
+def test_an_entry_point_imports_its_own_job_and_no_other(script, imported):
+    """Each entry point registers only its own root config's schema (`retrofit.jobs.register`), so
+    it imports no other job's module (nor shapiq, which only the removal explanations use)."""
+    out = run_python("-c", IMPORTS_OF_AN_ENTRY_POINT, str(ROOT / "experiments" / script))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines()[-1].split() == imported  # the last line, after --help's text
 
 
 def test_ablation_writes_its_table_and_the_otransformer_holds_the_old_tokens(tmp_path):

@@ -24,10 +24,11 @@ from processes import run_python
 from retrofit.errors import RunnerError
 from retrofit.runner import aggregate as agg
 from retrofit.runner.case import UnitSpec, run_case, stored_rows
-from retrofit.runner.config import case_from_hydra, reference_of, results_dir_of
+from retrofit.runner.config import case_from_hydra
 from retrofit.runner.guard import RECORD_DIR, check_results_dir
 from retrofit.runner.hydra_callbacks import sweep_cases
 from retrofit.runner.reproduce import NOT_COMPARED, compare, read_reference, require_covered
+from retrofit.runner.schema import reference_of, results_dir_of
 from retrofit.runner.units import UnitStore
 
 ROOT = Path(__file__).resolve().parents[1]

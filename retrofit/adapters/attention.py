@@ -13,14 +13,15 @@ import torch
 from torch import nn
 
 from retrofit.errors import RetrofitError
-from retrofit.ops import EPS_MODES, o_attention
+from retrofit.ops import check_eps_mode, o_attention
 
 
 @dataclass(frozen=True)
 class AttentionSettings:
     """OAttention's settings in a retrofitted model, checked once here: `eps_den` the sink mass, a
     finite number > 0 (0 gives 0/0 on an empty support, inf or nan give no attention at all);
-    `eps_mode` one of `retrofit.ops.EPS_MODES`; `compact` true or false (gather the present keys).
+    `eps_mode` one of `retrofit.ops.EPS_MODES` (`retrofit.ops.check_eps_mode`, the check the operators
+    make of their own inputs); `compact` true or false (gather the present keys).
     Every wrapper (in-context blocks, the closed column stage) takes one; RetrofitError naming the
     setting otherwise."""
 
@@ -34,8 +35,7 @@ class AttentionSettings:
             raise RetrofitError(
                 f"eps_den must be a finite number > 0 (OAttention's sink mass, e.g. 1e-6), got {self.eps_den!r}"
             )
-        if self.eps_mode not in EPS_MODES:
-            raise RetrofitError(f"eps_mode must be one of {EPS_MODES}, got {self.eps_mode!r}; set it in the variant")
+        check_eps_mode(self.eps_mode, fix="; set it in the variant")
         if not isinstance(self.compact, bool):
             raise RetrofitError(f"compact must be true or false, got {self.compact!r}")
 

@@ -2,46 +2,59 @@
 holding its schema (a dataclass) and `run(cfg, hydra_cfg)`, which does what the entry point promises
 from the composed config and `HydraConfig.get()`.
 
-Importing this package registers every root config's schema in Hydra's ConfigStore under
-`<config>_schema` (`SCHEMAS`); each root config lists its schema first in its defaults, so a key
-the schema lacks, or a value of the wrong type, in a config file or an override fails when the
-config is composed, naming the key. `+key=value` adds a key Hydra leaves unchecked; each `run` (and
-`retrofit.runner.config.job_config`) refuses it before any work.
+Each root config lists its schema first in its defaults (`<config>_schema`), so a key the schema
+lacks, or a value of the wrong type, in a config file or an override fails when the config is
+composed, naming the key. An entry point stores its own root config's schema in Hydra's ConfigStore
+(`register("audit")`) before Hydra composes; `SCHEMAS` imports a schema's module only when that
+schema is asked for, so an entry point imports what its own job needs and no other job (importing
+this package imports no job). `+key=value` adds a key Hydra leaves unchecked; each `run` (and
+`retrofit.runner.schema.job_config`) refuses it before any work.
 """
+
+from collections.abc import Iterator, Mapping
+from importlib import import_module
 
 from hydra.core.config_store import ConfigStore
 
-from retrofit.jobs.ablation import AblationConfig
-from retrofit.jobs.audit import AuditConfig
-from retrofit.jobs.bench import BenchConfig
-from retrofit.jobs.bench_batch import BenchBatchConfig
-from retrofit.jobs.exactness import ExactnessConfig
-from retrofit.jobs.explain_bench import ExplainBenchRootConfig
-from retrofit.jobs.host_quality import HostQualityConfig
-from retrofit.jobs.padding_demo import PaddingDemoConfig
-from retrofit.jobs.pretrain_host import PretrainHostConfig
-from retrofit.jobs.sink_mass import SinkMassConfig
-from retrofit.measure.scale import ScaleConfig
-from retrofit.runner.config import SweepConfig
-from retrofit.runner.tau_sweep import TauSweepConfig
-
-SCHEMAS: dict[str, type] = {
-    "ablation": AblationConfig,
-    "audit": AuditConfig,
-    "bench": BenchConfig,
-    "bench_batch": BenchBatchConfig,
-    "config": SweepConfig,
-    "exactness": ExactnessConfig,
-    "explain_bench": ExplainBenchRootConfig,
-    "host_quality": HostQualityConfig,
-    "padding_demo": PaddingDemoConfig,
-    "pretrain_host": PretrainHostConfig,
-    "scale_check": ScaleConfig,
-    "sink_mass": SinkMassConfig,
-    "tau_sweep": TauSweepConfig,
+_SOURCES = {
+    "ablation": "retrofit.jobs.ablation:AblationConfig",
+    "audit": "retrofit.jobs.audit:AuditConfig",
+    "bench": "retrofit.jobs.bench:BenchConfig",
+    "bench_batch": "retrofit.jobs.bench_batch:BenchBatchConfig",
+    "config": "retrofit.runner.schema:SweepConfig",
+    "exactness": "retrofit.jobs.exactness:ExactnessConfig",
+    "explain_bench": "retrofit.jobs.explain_bench:ExplainBenchRootConfig",
+    "host_quality": "retrofit.jobs.host_quality:HostQualityConfig",
+    "padding_demo": "retrofit.jobs.padding_demo:PaddingDemoConfig",
+    "pretrain_host": "retrofit.jobs.pretrain_host:PretrainHostConfig",
+    "scale_check": "retrofit.measure.scale:ScaleConfig",
+    "sink_mass": "retrofit.jobs.sink_mass:SinkMassConfig",
+    "tau_sweep": "retrofit.runner.tau_sweep:TauSweepConfig",
 }
-"""Root config name (`configs/<name>.yaml`) -> its schema; `preset_selection` reuses `host_quality`'s
-through its defaults."""
+"""Root config name (`configs/<name>.yaml`) -> `module:class` of its schema; `preset_selection`
+reuses `host_quality`'s and `aggregate` the sweep's (`config`) through their defaults."""
 
-for _name, _schema in SCHEMAS.items():
-    ConfigStore.instance().store(name=f"{_name}_schema", node=_schema)
+
+class _Schemas(Mapping[str, type]):
+    """Root config name -> its schema class, the schema's module imported on first access."""
+
+    def __getitem__(self, name: str) -> type:
+        module, schema = _SOURCES[name].split(":")
+        return getattr(import_module(module), schema)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_SOURCES)
+
+    def __len__(self) -> int:
+        return len(_SOURCES)
+
+
+SCHEMAS: Mapping[str, type] = _Schemas()
+"""Root config name -> its schema (a read-only mapping; see `_SOURCES`)."""
+
+
+def register(*names: str) -> None:
+    """Store the schema of each root config in `names` (none given: every one) in Hydra's ConfigStore
+    as `<name>_schema`, where the root configs' defaults find it."""
+    for name in names or tuple(SCHEMAS):
+        ConfigStore.instance().store(name=f"{name}_schema", node=SCHEMAS[name])

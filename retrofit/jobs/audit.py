@@ -14,7 +14,8 @@ from retrofit.errors import RunnerError
 from retrofit.hosts import get_path
 from retrofit.hosts.random_host import TINY_ARCHS, random_host
 from retrofit.jobs.start import start
-from retrofit.runner.config import HostConfig, dataset_specs, host_path
+from retrofit.runner.config import dataset_specs, host_path
+from retrofit.runner.schema import HostConfig
 
 
 @dataclass

@@ -6,7 +6,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.measure.bench import BenchGrid, memory_table, time_table
 from retrofit.measure.memory import make_rss_track_live_memory
-from retrofit.runner.config import job_config
+from retrofit.runner.schema import job_config
 
 
 @dataclass

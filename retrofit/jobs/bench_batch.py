@@ -9,7 +9,8 @@ import torch
 from omegaconf import MISSING, DictConfig
 
 from retrofit.batching import ForwardCost, batched_tables, bucket_members, member_inputs
-from retrofit.jobs.start import CasesConfig, fitted_cases, start
+from retrofit.jobs.cases import CasesConfig, fitted_cases
+from retrofit.jobs.start import start
 from retrofit.measure.batch_bench import bench_batch, sequential_seconds_by_table
 from retrofit.patching import retrofit
 

@@ -9,8 +9,9 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.removal.bench import ExplainBenchConfig
 from retrofit.removal.bench import run as run_bench
-from retrofit.runner.config import dataset_specs, job_config
+from retrofit.runner.config import dataset_specs
 from retrofit.runner.guard import check_record_outputs
+from retrofit.runner.schema import job_config
 
 
 @dataclass

@@ -15,7 +15,8 @@ from retrofit.hosts import get_path
 from retrofit.hosts.card import render_card
 from retrofit.jobs.start import start
 from retrofit.measure.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
-from retrofit.runner.config import dataset_specs, resolve
+from retrofit.runner.config import dataset_specs
+from retrofit.runner.schema import resolve
 
 log = logging.getLogger(__name__)
 

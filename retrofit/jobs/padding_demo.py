@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
-from retrofit.jobs.start import CasesConfig, fitted_cases, start
+from retrofit.jobs.cases import CasesConfig, fitted_cases
+from retrofit.jobs.start import start
 from retrofit.measure.padding import padding_effect
 
 

@@ -7,7 +7,7 @@ from omegaconf import MISSING, DictConfig
 
 from retrofit.pretrain.config import PretrainConfig
 from retrofit.pretrain.trainer import Pretrainer
-from retrofit.runner.config import job_config
+from retrofit.runner.schema import job_config
 
 
 @dataclass

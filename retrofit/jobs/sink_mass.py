@@ -9,7 +9,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from retrofit.audit.sink import sink_mass_table
 from retrofit.hosts import SHIPPED_HOSTS, get_path
 from retrofit.jobs.start import start
-from retrofit.runner.config import HostConfig, dataset_specs, host_path
+from retrofit.runner.config import dataset_specs, host_path
+from retrofit.runner.schema import HostConfig
 from retrofit.variants import TauConfig
 
 

@@ -3,7 +3,13 @@
 Knows nothing of TabPFN. Every function states its contract (shapes, what is exact).
 """
 
-from retrofit.ops.attention import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
+from retrofit.ops.attention import (
+    EPS_MODES,
+    check_eps_mode,
+    o_attention,
+    o_attention_materialised,
+    o_attention_reference,
+)
 from retrofit.ops.blocks import OAOnlyBlock, OTransformerBlock, StandardBlock
 from retrofit.ops.closure import OFFN, OInject, ONorm, o_ffn, o_inject, o_linear, o_norm
 from retrofit.ops.presence import presence
@@ -18,6 +24,7 @@ __all__ = [
     "OStandardize",
     "OTransformerBlock",
     "StandardBlock",
+    "check_eps_mode",
     "o_attention",
     "o_attention_materialised",
     "o_attention_reference",

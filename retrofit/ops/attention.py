@@ -236,10 +236,17 @@ def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, dtype):
     return p_B1Q1 * (e_BHQK @ v_BHKD) / ((1 + eps_den) * den_BHQ1.masked_fill(den_BHQ1 == 0, 1.0))
 
 
+def check_eps_mode(eps_mode: str, where: str = "", fix: str = "") -> None:
+    """RetrofitError unless `eps_mode` is one of `EPS_MODES`: the one check of the sink semantics, by
+    the operators on their own inputs and by `retrofit.adapters.AttentionSettings` (`where` prefixes
+    the message, `fix` ends it)."""
+    if eps_mode not in EPS_MODES:
+        raise RetrofitError(f"{where}eps_mode must be one of {EPS_MODES}, got {eps_mode!r}{fix}")
+
+
 def _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode) -> None:
     """Raise ValueError naming the first shape/dtype/argument problem and how to fix it."""
-    if eps_mode not in EPS_MODES:
-        raise RetrofitError(f"o_attention: eps_mode must be one of {EPS_MODES}, got {eps_mode!r}")
+    check_eps_mode(eps_mode, "o_attention: ")
     if q_BHQD.dim() != 4 or k_BGKD.dim() != 4 or v_BGKD.dim() != 4:
         raise ValueError(
             "o_attention: q, k, v must be 4-D (B, H, L, D); got shapes "

@@ -22,25 +22,17 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.runner.case import UnitSpec
+from retrofit.runner.schema import DecompositionConfig
 from retrofit.runner.units import hparams_key
 from retrofit.typed import typed
 from retrofit.variants import resolve_variant
 
 ARMS_FILE = Path(str(files("retrofit.configs") / "decomposition" / "sink_presence.yaml"))
 """The arms of the paper table's decomposition (`+experiment=paper_table` selects them)."""
-
-
-@dataclass
-class DecompositionConfig:
-    """The schema of `decomposition/*.yaml` (in `retrofit/configs/`): `variants` to split, and `arms` (name ->
-    retrofit hyper-parameter overrides; `{}` is the variant's own settings)."""
-
-    variants: list[str] = MISSING
-    arms: dict[str, Any] = MISSING
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ from retrofit.runner import console
 from retrofit.runner.aggregate import aggregate, headline, outputs
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.collect import sweep_records
-from retrofit.runner.config import case_from_hydra, reference_of, resolve, results_dir_of
+from retrofit.runner.config import case_from_hydra
 from retrofit.runner.reproduce import Reference, require_covered, verify
+from retrofit.runner.schema import reference_of, resolve, results_dir_of
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:

@@ -1,0 +1,37 @@
+"""The jobs measured on fitted benchmark cases: their shared keys (`CasesConfig`) and the cases,
+loaded, split and fitted (`fitted_cases`).
+
+    job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
+    cases = fitted_cases(job)
+"""
+
+from dataclasses import dataclass
+
+from omegaconf import MISSING
+
+from retrofit.fitting import FittedCase, fit_cases
+from retrofit.hosts import get_path
+from retrofit.jobs.start import JobStart
+from retrofit.runner.config import dataset_specs
+
+
+@dataclass
+class CasesConfig:
+    """The keys of a job measured on fitted benchmark cases: the shipped `host` fitted with
+    `n_estimators` members on each of `datasets` (options of `configs/dataset/`; the default list
+    is `benchmark_datasets`) × `seeds`."""
+
+    benchmark_datasets: str = MISSING
+    host: str = MISSING
+    datasets: list[str] = MISSING
+    seeds: list[int] = MISSING
+    n_estimators: int = MISSING
+
+
+def fitted_cases(job: JobStart) -> list[FittedCase]:
+    """Every case of a `CasesConfig` job, loaded, split and fitted (`retrofit.fitting.fit_cases`)."""
+    settings: CasesConfig = job.settings
+    datasets = dataset_specs(job.hydra_cfg, settings.datasets)
+    return fit_cases(
+        get_path(settings.host), datasets, settings.seeds, base_dir=job.base_dir, n_estimators=settings.n_estimators
+    )

@@ -1,0 +1,127 @@
+"""The sweep's root config read without torch or tabpfn: the schemas of `configs/config.yaml` and
+the keys `configs/tau_sweep.yaml` shares (`RunConfig`), `job_config` (a composed root config checked
+against its schema), and the keys that say where a run reads and writes (`resolve`, `output_dir`,
+`results_dir_of`, `reference_of`). The entry points register these schemas and the aggregation
+reads these keys without importing the models (`retrofit.runner.config` builds the cases).
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.types import RunMode
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from retrofit.errors import RunnerError
+from retrofit.runner.guard import check_results_dir, writable_dir
+from retrofit.runner.reproduce import Reference, read_reference
+from retrofit.typed import typed
+
+
+@dataclass
+class DecompositionConfig:
+    """The schema of `decomposition/*.yaml` (in `retrofit/configs/`): `variants` to split, and `arms` (name ->
+    retrofit hyper-parameter overrides; `{}` is the variant's own settings)."""
+
+    variants: list[str] = MISSING
+    arms: dict[str, Any] = MISSING
+
+
+@dataclass
+class HostConfig:
+    """The schema of `configs/host/*.yaml`: `name` labels results, `path` (null: the shipped host
+    `name`) is a TabPFN checkpoint file."""
+
+    name: str = MISSING
+    path: str | None = MISSING
+
+
+@dataclass
+class TimingConfig:
+    """Interleaved predict timing (`retrofit.runner.case`): `rounds` per unit after a warm-up, on
+    the cases whose seed is in `seeds` (null: every case)."""
+
+    rounds: int = 3
+    seeds: list[int] | None = None
+
+
+@dataclass
+class RunConfig:
+    """The keys `configs/config.yaml` and `configs/tau_sweep.yaml` share: where units and results go
+    (`configs/paths/`), the host, and the settings every case of the run shares (`run_settings`).
+    Values live in the YAML files; the schema gives their types, so a misspelt or mistyped key fails
+    when the config is composed."""
+
+    results_dir: str | None = MISSING
+    cache_dir: str | None = MISSING
+    host: HostConfig = MISSING
+    overwrite: bool = MISSING
+    n_estimators: int = MISSING
+    test_size: float = MISSING
+    device: str = MISSING
+    precision: str = MISSING
+    threads: int = MISSING
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    log_level: str = "WARNING"
+
+
+@dataclass
+class SweepConfig(RunConfig):
+    """The schema of `configs/config.yaml` (each key's role is written there). `dataset` is checked
+    by `retrofit.data.DatasetSpec` (its keys depend on its source), `variant` by
+    `retrofit.variants.VariantConfig` (a search-path variant is refused naming its file), `hparams` by
+    `retrofit.variants.resolve_variant`; `decomposition` and `benchmark_datasets` come with
+    `+experiment=paper_table` or `+decomposition=<name>`."""
+
+    dataset: dict[str, Any] = MISSING
+    variant: Any = None
+    seed: int = MISSING
+    hparams: dict[str, Any] = field(default_factory=dict)
+    reference: str | None = None
+    reference_commit: str | None = None
+    record: bool = False
+    decomposition: DecompositionConfig | None = None
+    benchmark_datasets: str | None = None
+
+
+def job_config(cfg: DictConfig, schema: type, where: str) -> DictConfig:
+    """A composed root config (its `hydra` node left out) checked against its `schema` once more:
+    Hydra composes `+key=value` onto the schema unchecked, and this refuses such a key, naming it,
+    before any work (RunnerError)."""
+    job = {key: value for key, value in OmegaConf.to_container(cfg).items() if key != "hydra"}
+    return typed(schema, job, where, RunnerError)
+
+
+def resolve(base_dir: Path, path: str | Path) -> Path:
+    """`path` made absolute against `base_dir` (where the command was started)."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else Path(base_dir) / path
+
+
+def output_dir(cfg: DictConfig, base_dir: Path, key: str) -> Path:
+    """The directory config key `key` names, resolved (`resolve`) and checked writable
+    (`retrofit.runner.guard.writable_dir`) before any work."""
+    value = cfg.get(key)
+    return writable_dir(None if value is None else resolve(base_dir, value), key)
+
+
+def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
+    """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
+    null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. With
+    `record=true` every reference row must be reproduced (`Reference.require_all`)."""
+    if not cfg.reference:
+        if cfg.get("reference_commit") is not None:
+            raise RunnerError(f"reference_commit={cfg.reference_commit} needs reference=<a retrofit_rmse.csv>")
+        return None
+    return read_reference(resolve(base_dir, cfg.reference), cfg.get("reference_commit"), require_all=cfg.record)
+
+
+def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
+    """The `results_dir` this run may write (`retrofit.runner.guard.check_results_dir`: the
+    committed record only with `record=true`, a reference, in a whole sweep)."""
+    if not isinstance(cfg.record, bool):
+        raise RunnerError(f"record={cfg.record!r}: must be true or false (true only in make retrofit)")
+    if cfg.record and not cfg.reference:
+        raise RunnerError("record=true rewrites the committed results/ only when checked: pass reference=<csv>")
+    path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
+    return check_results_dir(path, record=cfg.record, whole_sweep=hydra_cfg.mode == RunMode.MULTIRUN)
