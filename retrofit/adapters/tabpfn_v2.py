@@ -64,7 +64,9 @@ class OTabPFNBlockV2(OBlock):
         """The between-cells branch (B, R, C, E): each column's rows attend to its train rows."""
         attention = self.base_layer.per_column_attention_between_cells
         B, R, C, E = x_BRCE.shape
-        x_BcRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
+        # Contiguous, as stock's layout is: with B = 1 the reshape would be a strided view, on
+        # which every projection runs as a batched matmul against a broadcast weight.
+        x_BcRE = x_BRCE.transpose(1, 2).contiguous().view(B * C, R, E)
         if "attention" in self.parts:
             p_BcR = self._cell_presence(x_BRCE, single_eval_pos)
             out_BcRE = o_in_context_attention(
