@@ -158,17 +158,19 @@ class CountingModel:
         return np.full(len(X), self.value)
 
 
-def test_predict_all_warms_up_then_interleaves_rotated_rounds(monkeypatch):
-    monkeypatch.setattr(predictions, "predict", lambda model, X: model.predict(X))
+def test_predict_all_predicts_once_then_interleaves_rotated_rounds(monkeypatch):
+    """The first call of each model is its prediction and its warm-up; untimed models run only it."""
+    monkeypatch.setattr(predictions, "predict", lambda model, X, stages=None: model.predict(X))
     order: list[str] = []
     models = {name: CountingModel(name, v, order) for name, v in (("baseline", 1.0), ("a", 2.0), ("b", 3.0))}
-    preds, times = predict_all(models, np.zeros((4, 2)), rounds=3)
-    assert order == ["baseline", "a", "b", "baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
-    assert {k: v[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0}
-    assert {k: len(v) for k, v in times.items()} == {"baseline": 3, "a": 3, "b": 3}
+    models["arm"] = CountingModel("arm", 4.0, order)
+    preds, times = predict_all(models, np.zeros((4, 2)), rounds=3, untimed={"arm"})
+    assert order == ["baseline", "a", "b", "arm", "baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
+    assert {k: v[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0, "arm": 4.0}
+    assert {k: len(v) for k, v in times.items()} == {"baseline": 3, "a": 3, "b": 3, "arm": 0}
     order.clear()
     preds, times = predict_all(models, np.zeros((4, 2)), rounds=0)
-    assert order == ["baseline", "a", "b"] and times == {"baseline": [], "a": [], "b": []}
+    assert order == ["baseline", "a", "b", "arm"] and times == {"baseline": [], "a": [], "b": [], "arm": []}
 
 
 def test_timing_columns_are_median_and_range_of_per_round_ratios():

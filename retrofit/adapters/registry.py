@@ -26,7 +26,10 @@ class ArchitectureSpec:
     of the `nn.ModuleList` of in-context blocks; `block_class`: the class name every block must
     have; `wrapper`: the `OBlock` subclass wrapping one block; `closed_wrapper`: the
     `OClosedModel` subclass closing the whole model (variants with `closed: true`), or None with
-    `closed_refusal` saying why the architecture cannot be closed.
+    `closed_refusal` saying why the architecture cannot be closed; `shared_stages`: the model method
+    that computes every stage before the in-context blocks from its arguments and the modules
+    outside those blocks, which models patching only the blocks compute alike
+    (`retrofit.adapters.shared_stages`), "" when the architecture has none.
     """
 
     name: str
@@ -36,6 +39,7 @@ class ArchitectureSpec:
     wrapper: type[nn.Module]
     closed_wrapper: type[nn.Module] | None = None
     closed_refusal: str = ""
+    shared_stages: str = ""
 
     def refusal(self, variant: Any) -> str:
         """Why this architecture cannot run `variant` (anything with a `closed` flag, e.g. a

@@ -14,6 +14,7 @@ register_architecture(
         block_class="ICLTransformerBlock",
         wrapper=OICLBlockV3,
         closed_wrapper=OClosedTabPFNV3,
+        shared_stages="_stages_0_to_2",
     )
 )
 register_architecture(
@@ -24,6 +25,7 @@ register_architecture(
         block_class="ICLTransformerBlock",
         wrapper=OICLBlockV3p5,
         closed_refusal=V3_5_REFUSAL,
+        shared_stages="_stages_0_to_2",
     )
 )
 for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):

@@ -31,7 +31,8 @@ from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case
 from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
-from retrofit.runner.predictions import BASELINE, predict, predict_all, timing_columns
+from retrofit.runner.costs import PhaseCosts
+from retrofit.runner.predictions import BASELINE, predict_all, timing_columns
 from retrofit.runner.rows import case_columns, unit_row
 from retrofit.runner.units import (
     UnitKey,
@@ -191,17 +192,19 @@ def stored_rows(case: Case, stamps: dict[UnitKey, str] | None = None) -> dict[Un
     return {key: store.finished(key, stamp) for key, stamp in stamps.items()}
 
 
-def run_case(case: Case) -> list[dict[str, Any]]:
+def run_case(case: Case, *, costs: PhaseCosts | None = None, shared_stages: bool = True) -> list[dict[str, Any]]:
     """Run the unfinished units of `case` with `case.threads` torch threads; return one results row
-    per unit (finished ones read back).
+    per unit (finished ones read back). `costs` collects the CPU seconds of each phase
+    (`retrofit.runner.costs`); `shared_stages=False` computes every model's stages before the
+    in-context blocks itself (the same numbers, bit for bit; what `make sweep-cost` compares).
 
     Raises DatasetError / RunnerError for user-fixable problems before any unit file is written.
     """
     with torch_threads(case.threads):
-        return _run_case(case)
+        return _run_case(case, PhaseCosts() if costs is None else costs, shared_stages)
 
 
-def _run_case(case: Case) -> list[dict[str, Any]]:
+def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[str, Any]]:
     keys = [case.key(u) for u in case.units]
     reject_duplicates(keys)
     stamps = case.fingerprints()
@@ -212,31 +215,33 @@ def _run_case(case: Case) -> list[dict[str, Any]]:
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(keys))
         return [done[k] for k in keys]
 
-    fitted = fit_case(case.fit_spec)
+    with costs.phase("fit"):
+        fitted = fit_case(case.fit_spec)
     data = fitted.data
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fitted.fit_seconds)
-    # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
-    models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
-    patched = {key: unit.patch(fitted.regressor) for unit, key in todo}
+    with costs.phase("patch"):
+        # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
+        models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
+        patched = {key: unit.patch(fitted.regressor) for unit, key in todo}
     models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
     untimed = {str(key.relpath()) for unit, key in todo if not unit.timed} & set(models)
-    timed = {name: model for name, model in models.items() if name not in untimed}
-    log.info("%s: predicting %d models (%d timed rounds each)", label, len(timed), case.timing_rounds)
-    preds, times = predict_all(timed, data.X_test, case.timing_rounds)
-    preds |= {name: predict(models[name], data.X_test) for name in untimed}
-    common = case_columns(case, fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"])
-    baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
-    log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
-
-    store = UnitStore(case.runs_dir)
-    for unit, key in todo:
-        # Nothing patched: the baseline prediction and timing, bit-identical by contract.
-        name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
-        if not np.isfinite(preds[name].mean).all():
-            raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
-        timing = timing_columns(times, name)
-        row = unit_row(common, unit, key, preds[name], baseline_scores, data.y_test, timing, patched[key], stamps[key])
-        store.write(key, row)
-        done[key] = row
-        log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
+    log.info("%s: predicting %d models (%d timed rounds each)", label, len(models) - len(untimed), case.timing_rounds)
+    preds, times = predict_all(models, data.X_test, case.timing_rounds, untimed, costs=costs, shared=shared_stages)
+    with costs.phase("rows"):
+        common = case_columns(case, fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"])
+        baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
+        log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
+        store = UnitStore(case.runs_dir)
+        for unit, key in todo:
+            # Nothing patched: the baseline prediction and timing, bit-identical by contract.
+            name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
+            if not np.isfinite(preds[name].mean).all():
+                raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
+            timing = timing_columns(times, name)
+            row = unit_row(
+                common, unit, key, preds[name], baseline_scores, data.y_test, timing, patched[key], stamps[key]
+            )
+            store.write(key, row)
+            done[key] = row
+            log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
     return [done[k] for k in keys]
