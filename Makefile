@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check clean
+.PHONY: help install retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per 
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (both hosts) -> results/sink_mass.csv
 	$(TIMED) $(PY) experiments/sink_mass.py
+
+sweep-cost: $(STAMP) ## where the sweep's time goes: CPU seconds per phase of its cases, shared stages on / off -> results/sweep_cost.csv
+	$(TIMED) $(PY) experiments/sweep_cost.py
 
 sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local mode; SLURM: hydra/launcher=slurm)
 	$(TIMED) $(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \

@@ -29,6 +29,7 @@ _SOURCES = {
     "pretrain_host": "retrofit.jobs.pretrain_host:PretrainHostConfig",
     "scale_check": "retrofit.measure.scale:ScaleConfig",
     "sink_mass": "retrofit.jobs.sink_mass:SinkMassConfig",
+    "sweep_cost": "retrofit.jobs.sweep_cost:SweepCostConfig",
     "tau_sweep": "retrofit.runner.tau_sweep:TauSweepConfig",
 }
 """Root config name (`configs/<name>.yaml`) -> `module:class` of its schema; `preset_selection`

@@ -1,0 +1,46 @@
+"""Where the sweep's time goes (`make sweep-cost` -> results/sweep_cost.csv): real sweep cases run
+afresh with their phases' CPU seconds (`retrofit.runner.costs`), with and without the shared
+stages, and what a fresh process pays to import the sweep.
+"""
+
+import resource
+import subprocess
+import sys
+from dataclasses import replace
+
+import pandas as pd
+
+from retrofit.adapters import ARCHITECTURES
+from retrofit.hosts.validation import architecture_name
+from retrofit.runner.case import Case, run_case
+from retrofit.runner.costs import PHASES, PhaseCosts
+
+COLUMNS = ("host", "dataset", "seed", "timing_rounds", "shared_stages", "repeat", "phase", "cpu_s")
+
+
+def cost_table(cases: list[Case], repeats: int) -> pd.DataFrame:
+    """CPU seconds per phase (`COLUMNS`) of every case of `cases`, each run afresh (`overwrite`)
+    `repeats` times, with and without the shared stages where its host's architecture has them
+    (the two in rotating order, interleaved with the other cases, so slow phases of the machine
+    hit both)."""
+    rows = []
+    for repeat in range(repeats):
+        for case in cases:
+            modes = (True, False) if ARCHITECTURES[architecture_name(case.host_path)].shared_stages else (True,)
+            for shared in modes[repeat % len(modes) :] + modes[: repeat % len(modes)]:
+                costs = PhaseCosts()
+                run_case(replace(case, overwrite=True), costs=costs, shared_stages=shared)
+                settings = (case.host, case.dataset.name, case.seed, case.timing_rounds, shared, repeat)
+                rows += [
+                    dict(zip(COLUMNS, (*settings, phase, costs.seconds.get(phase, 0.0)), strict=True))
+                    for phase in PHASES
+                ]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def import_seconds(modules: tuple[str, ...] = ("retrofit.jobs", "retrofit.runner.case")) -> float:
+    """CPU seconds a fresh interpreter takes to import `modules` (what every sweep process pays first)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", "import " + ", ".join(modules)], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
