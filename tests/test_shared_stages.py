@@ -2,7 +2,10 @@
 the uncached ones, and a model that patches those stages or has other weights never meets another
 model's tensors."""
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from synthetic import fit_synthetic
@@ -125,3 +128,41 @@ def test_predict_all_times_full_forwards_after_the_shared_stage_predictions(tiny
     assert sorted(calls[len(models) :]) == sorted([(name, False) for name in timed] * 2)
     assert {name: len(t) for name, t in times.items()} == {name: 2 * (name in timed) for name in models}
     assert all(_same(preds[name], real(model, X_test)) for name, model in models.items())
+
+
+NOT_NUMBERS = ["predict_seconds", "baseline_predict_seconds", "fit_seconds", "date"]
+"""Row fields of the machine and the clock, not numbers of the method."""
+
+
+def test_a_case_with_and_without_shared_stages_writes_the_same_numbers(make_case, tmp_path):
+    """Every unit row of a tiny_v3 case (variants, o_closed, an arm; timed) is the same with the
+    shared stages as without them, and `costs` gets the CPU seconds of every phase."""
+    from retrofit.runner.case import UnitSpec, run_case
+    from retrofit.runner.costs import PHASES, PhaseCosts
+
+    units = (UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("o_closed"), UnitSpec("full_o", PRESENCE, timed=False))
+    case = make_case(get_path("tiny_v3"), tmp_path / "runs", "carseats", host="tiny_v3", units=units, n_estimators=2)
+    costs = PhaseCosts()
+    shared = run_case(case, costs=costs)
+    own = run_case(replace(case, overwrite=True), shared_stages=False)
+    numbers = [
+        pd.DataFrame(rows).drop(columns=NOT_NUMBERS).filter(regex="^(?!predict_time_ratio)") for rows in (shared, own)
+    ]
+    assert len(numbers[0]) == len(units) and numbers[0].equals(numbers[1])  # NaN matches NaN
+    assert set(costs.seconds) == set(PHASES) and all(costs.seconds[p] > 0 for p in PHASES if p != "timing")
+    timed = PhaseCosts()
+    run_case(replace(case, overwrite=True, timing_rounds=1), costs=timed)
+    assert timed.seconds["timing"] > costs.seconds["timing"]
+
+
+def test_the_sweep_cost_entry_point_writes_every_phase_of_both_modes(tmp_path):
+    from processes import run_entry_point
+
+    csv = tmp_path / "cost.csv"
+    settings = ["hosts=[tiny_v3]", "datasets=[hitters]", "seeds=[1]", "repeats=1", f"cache_dir={tmp_path}/cache"]
+    out = run_entry_point("sweep_cost.py", *settings, f"output={csv}", cwd=tmp_path, OMP_NUM_THREADS="1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = pd.read_csv(csv)
+    cases = table[table.phase != "import"]
+    assert len(cases) == 2 * 5 and set(cases.shared_stages) == {True, False}  # 5 phases, shared and not
+    assert (cases.cpu_s >= 0).all() and table[table.phase == "import"].cpu_s.item() > 0
