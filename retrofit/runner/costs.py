@@ -32,4 +32,3 @@ class PhaseCosts:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.process_time() - start
-
