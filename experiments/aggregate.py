@@ -9,9 +9,12 @@ run, or after SLURM jobs that wrote into a shared cache_dir):
 It takes the sweep's command line and aggregates exactly that sweep's units (as the sweep does at
 its end), whatever else the cache holds; a unit without a current result is named and nothing is
 written. Without -m it aggregates the one case the overrides describe, as a single run would.
+Configs: configs/config.yaml, the sweep's, with the aggregation's callback in place of the sweep's
+(`AS_AGGREGATION`): each sweep job's manifest (`retrofit.runner.manifest`) names its units, so this
+builds no case and imports neither torch nor tabpfn.
 """
 
-from pathlib import Path
+import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -19,33 +22,27 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs import register
-from retrofit.runner import console
-from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
-from retrofit.runner.collect import sweep_records
-from retrofit.runner.config import case_from_hydra
-from retrofit.runner.reproduce import verify
-from retrofit.runner.schema import reference_of, results_dir_of
+from retrofit.jobs import aggregate, register
 
 register("config")  # this entry point's schema, before Hydra composes
+
+AS_AGGREGATION = [
+    "hydra.callbacks.check_sweep._target_=retrofit.jobs.aggregate.AggregateSweep",
+    "hydra.job.name=aggregate",
+]
+"""Hydra overrides appended to the command line: a multirun reads its jobs' manifests
+(`retrofit.jobs.aggregate.AggregateSweep`) and logs under outputs/aggregate/."""
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode == RunMode.MULTIRUN:  # nothing per job: the sweep callback aggregates at the end
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # nothing per job: the callback aggregates at the end
         return
     with exit_on_user_error():
-        results_dir = results_dir_of(cfg, hydra_cfg)
-        reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))
-        with console.collected_notices() as notices:
-            case = case_from_hydra(cfg, hydra_cfg)
-        frame = aggregate(results_dir, accumulated(results_dir, sweep_records([case])))
-        written = [results_dir / name for name in outputs(frame)]
-        console.report(headline(frame), written, str(Path(hydra_cfg.runtime.output_dir)), notices)
-        if reference is not None:
-            verify(results_dir, reference)
+        aggregate.run(cfg, hydra_cfg)
 
 
 if __name__ == "__main__":
+    sys.argv += AS_AGGREGATION
     main()

@@ -27,6 +27,7 @@ from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
 from retrofit.runner.case import run_case
 from retrofit.runner.collect import case_records
 from retrofit.runner.config import case_from_hydra
+from retrofit.runner.manifest import record_job
 from retrofit.runner.schema import resolve, results_dir_of
 
 register("config")  # this entry point's schema, before Hydra composes
@@ -51,6 +52,7 @@ def main(cfg: DictConfig) -> None:
             case = case_from_hydra(cfg, hydra_cfg)
             with console.UnitProgress([case], markers), console.job_marker(markers, case):
                 rows = run_case(case)
+            record_job(cfg, hydra_cfg, case)  # which units this run computed, for experiments/aggregate.py
         results_dir = results_dir_of(cfg, hydra_cfg)
         frame = aggregate(results_dir, accumulated(results_dir, case_records(case, rows)))
         written = [results_dir / name for name in outputs(frame)]

@@ -6,6 +6,7 @@ which layer refused. Entry points wrap their work in `exit_on_user_error`: the m
 exit status 1, no traceback; any other exception is a bug and keeps its traceback.
 """
 
+import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -34,6 +35,18 @@ def exit_on_user_error() -> Iterator[None]:
         yield
     except RetrofitError as err:
         raise SystemExit(f"error: {err}") from None
+
+
+@contextmanager
+def exit_on_any_error() -> Iterator[None]:
+    """`exit_on_user_error`, and any other exception (a bug) printed with its traceback, then exit 1:
+    Hydra turns an exception in a callback into a warning, which would let a failed check pass."""
+    try:
+        with exit_on_user_error():
+            yield
+    except Exception:
+        traceback.print_exc()
+        raise SystemExit(1) from None
 
 
 def listing(names: Sequence[object], limit: int = LISTED) -> str:

@@ -16,11 +16,10 @@ from omegaconf import open_dict
 from processes import run_python
 
 from retrofit.data import DatasetError, DatasetSpec
-from retrofit.errors import RunnerError
-from retrofit.runner import hydra_callbacks
+from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.runner.case import check_cases
-from retrofit.runner.config import BUILTIN_SEARCHPATH, case_from_hydra
-from retrofit.runner.hydra_callbacks import sweep_jobs
+from retrofit.runner.compose import BUILTIN_SEARCHPATH, sweep_jobs
+from retrofit.runner.config import case_from_hydra
 from retrofit.runner.tau_sweep import tau_cases
 from retrofit.variants import VARIANT_DIR, available_variants
 
@@ -427,10 +426,10 @@ def test_tau_sweep_writes_one_row_per_variant_and_c(hydra_compose, host, tmp_pat
 
 
 def test_a_failing_sweep_callback_exits_nonzero_instead_of_warning(capsys):
-    with pytest.raises(SystemExit) as user, hydra_callbacks.exit_on_any_error():
+    with pytest.raises(SystemExit) as user, exit_on_any_error():
         raise RunnerError("bad sweep")
     assert user.value.code == "error: bad sweep"
-    with pytest.raises(SystemExit) as bug, hydra_callbacks.exit_on_any_error():
+    with pytest.raises(SystemExit) as bug, exit_on_any_error():
         raise KeyError("a bug")
     assert bug.value.code == 1 and "KeyError: 'a bug'" in capsys.readouterr().err
 

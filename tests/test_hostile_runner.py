@@ -169,7 +169,7 @@ def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(h
     assert results_dir_of(cfg, cfg.hydra) == RECORD_DIR
     reference = reference_of(cfg, ROOT)
     assert reference.require_all and " at HEAD (" in reference.source
-    cases = sweep_cases(cfg)
+    cases = [case for _, case in sweep_cases(cfg)]
     assert len(cases) == 36
     keys = [case.key(unit) for case in cases for unit in case.units]
     require_covered(reference, keys)
@@ -219,9 +219,72 @@ def test_aggregating_a_mistyped_cache_writes_nothing_and_says_why(tmp_path):
         f"cache_dir={tmp_path / 'cahce'}",
         f"hydra.run.dir={tmp_path / 'run'}",
     )
-    assert out.returncode == 1 and "units of this sweep have no current result, e.g. host=tiny_v3/" in out.stderr
+    assert out.returncode == 1 and "1 of the 1 jobs of this command match no sweep started on " in out.stderr
+    assert str(tmp_path / "cahce" / "jobs") in out.stderr and "Traceback" not in out.stderr
     assert (results / "retrofit_rmse.csv").read_text() == "dataset,rmse\nwage,1.0\n"
     assert sorted(p.name for p in results.iterdir()) == ["retrofit_rmse.csv"]
+
+
+AGGREGATE_COUNTING_MODELS = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    print("imported:", sorted(name for name in ("torch", "tabpfn", "retrofit.adapters") if name in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_is_missing(host, tmp_path):
+    """A sweep leaves one manifest per job in its cache; `aggregate.py` with the sweep's overrides
+    (another results_dir, timing and launcher) writes the sweep's own CSV from them without importing
+    torch or tabpfn; a job the sweep did not run, a unit deleted from the store and a host file
+    changed since are each named, and nothing is written."""
+    sweep = [
+        "-m",
+        "dataset=diabetes",
+        "variant=oa_only",
+        "seed=0,1",
+        f"cache_dir={tmp_path / 'cache'}",
+        *host_args(host),
+    ]
+    out = run(str(ROOT / "experiments" / "sweep.py"), *sweep, f"results_dir={tmp_path / 'a'}", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "cache" / "jobs").glob("*.json"))) == 2
+
+    def aggregate(*args: str, results: str = "b") -> subprocess.CompletedProcess:
+        command = [str(ROOT / "experiments" / "aggregate.py"), *sweep, *args, f"results_dir={tmp_path / results}"]
+        return run("-c", AGGREGATE_COUNTING_MODELS, *command, "timing.rounds=3", cwd=tmp_path)
+
+    out = aggregate()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "imported: []"
+    assert (tmp_path / "b" / "retrofit_rmse.csv").read_bytes() == (tmp_path / "a" / "retrofit_rmse.csv").read_bytes()
+    out = aggregate("seed=0,1,2", results="c")
+    assert out.returncode == 1 and "1 of the 3 jobs of this command match no sweep started on " in out.stderr
+    assert "e.g. the job dataset=diabetes variant=oa_only seed=2 " in out.stderr and not (tmp_path / "c").exists()
+    unit = next((tmp_path / "cache" / "runs").rglob("seed=1/*/variant=oa_only.json"))
+    unit.unlink()
+    out = aggregate(results="c")
+    assert out.returncode == 1 and not (tmp_path / "c").exists()
+    assert (
+        f"1 units of this sweep have no current result, e.g. {unit.relative_to(tmp_path / 'cache' / 'runs')};"
+        in out.stderr
+    )
+    changed = tmp_path / "copy" / host.name
+    changed.parent.mkdir()
+    shutil.copy(host, changed)
+    sweep[sweep.index(f"host.path={host}")] = f"host.path={changed}"
+    assert (
+        run(str(ROOT / "experiments" / "sweep.py"), *sweep, f"results_dir={tmp_path / 'a'}", cwd=tmp_path).returncode
+        == 0
+    )
+    with changed.open("ab") as file:
+        file.write(b" ")  # the host file changes after the sweep
+    out = aggregate(results="c")
+    assert out.returncode == 1 and f"(the host file {changed} changed since the sweep started)" in out.stderr
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.slow

@@ -33,7 +33,7 @@ _SOURCES = {
     "tau_sweep": "retrofit.runner.tau_sweep:TauSweepConfig",
 }
 """Root config name (`configs/<name>.yaml`) -> `module:class` of its schema; `preset_selection`
-reuses `host_quality`'s and `aggregate` the sweep's (`config`) through their defaults."""
+reuses `host_quality`'s through its defaults."""
 
 
 class _Schemas(Mapping[str, type]):

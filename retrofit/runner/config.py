@@ -16,7 +16,6 @@ out of that host's cases, and the log says so. Relative paths are resolved again
 the command started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
 """
 
-import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -24,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.adapters import ARCHITECTURES
@@ -35,7 +31,8 @@ from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
-from retrofit.runner.case import BASELINE, Case, UnitSpec
+from retrofit.runner.case import Case, UnitSpec
+from retrofit.runner.compose import group_option, variant_nodes
 from retrofit.runner.decomposition import with_arms
 from retrofit.runner.guard import outside_record
 from retrofit.runner.schema import (
@@ -46,14 +43,12 @@ from retrofit.runner.schema import (
     output_dir,
     resolve,
     results_dir_of,
+    runs_dir,
 )
 from retrofit.typed import typed
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec
 
 log = logging.getLogger(__name__)
-
-BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
-"""The search path entry under which Hydra finds the built-in variants."""
 
 
 def host_path(cfg: DictConfig, base_dir: Path) -> Path:
@@ -144,39 +139,9 @@ def dataset_spec(node: DictConfig) -> DatasetSpec:
     return DatasetSpec.from_mapping(OmegaConf.to_container(node, resolve=True))
 
 
-def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
-    """The node `group=option` composes to on this job's search path (read-only), on its own: the
-    root config's schema does not see it, so any root config may read any group's options."""
-    loader = GlobalHydra.instance().config_loader()
-    primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
-    searchpath = "hydra.searchpath=[" + ",".join(f"'{path}'" for path in hydra_cfg.searchpath) + "]"
-    launch = [o for o in hydra_cfg.overrides.hydra if not o.lstrip("+~").startswith("hydra.searchpath=")]
-    return _composed(primary, None, (*launch, searchpath, f"+{group}={option}"))[group]
-
-
 def dataset_specs(hydra_cfg: DictConfig, names: Iterable[str]) -> list[DatasetSpec]:
     """The validated `DatasetSpec` of each `dataset` option in `names` (`group_option`)."""
     return [dataset_spec(group_option(hydra_cfg, "dataset", name)) for name in names]
-
-
-@functools.lru_cache(maxsize=256)
-def _composed(primary: tuple[str, ...], config_name: str | None, overrides: tuple[str, ...]) -> DictConfig:
-    """The config `config_name` (None: none) with `overrides`, composed once per search path
-    (`primary`) and overrides."""
-    return GlobalHydra.instance().config_loader().load_configuration(config_name, list(overrides), RunMode.RUN)
-
-
-def variant_options(hydra_cfg: DictConfig) -> list[str]:
-    """The `variant` options on this job's search path; RunnerError if the built-in ones are missing."""
-    overrides = [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
-    loader = GlobalHydra.instance().config_loader()
-    options = loader.get_group_options("variant", config_name=hydra_cfg.job.config_name, overrides=overrides)
-    if BASELINE not in options:
-        raise RunnerError(
-            f"the built-in variants are not on Hydra's search path; keep {BUILTIN_SEARCHPATH} in it, e.g. "
-            f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file:///path/to/your/configs]"
-        )
-    return sorted(options)
 
 
 def _without_nulls(value: Any) -> Any:
@@ -224,36 +189,10 @@ def applicable(units: tuple[UnitSpec, ...], host_path: Path, host: str) -> tuple
     return tuple(u for u in units if u.variant not in skipped)
 
 
-def listed_variants(hydra_cfg: DictConfig) -> list[str] | None:
-    """The variants of a `variant=[a,b]` override (one run, one baseline, every listed variant), or
-    None. `variant.<key>=` overrides name one variant; with a list, `+hparams.<key>=` sets all."""
-    overrides = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
-    listed = [o.value() for o in overrides if o.get_key_element() == "variant" and isinstance(o.value(), list)]
-    if not listed:
-        return None
-    keyed = [o.input_line for o in overrides if o.get_key_element().startswith("variant.")]
-    if keyed:
-        raise RunnerError(f"{keyed[0]} applies to one variant; with variant=[...] use +hparams.<key>=<value> for all")
-    return [str(name) for name in listed[-1]]
-
-
 def variant_units(cfg: DictConfig, hydra_cfg: DictConfig, hparams: dict[str, Any]) -> tuple[UnitSpec, ...]:
-    """The units of a case: baseline first, then every variant option (no `variant` choice), the
-    listed ones (`variant=[a,b]`) or the chosen one, each from its composed node."""
-    options = variant_options(hydra_cfg)
-    choice = hydra_cfg.runtime.choices.get("variant")
-    listed = listed_variants(hydra_cfg)
-    nodes = {BASELINE: group_option(hydra_cfg, "variant", BASELINE)}
-    if listed is not None:
-        unknown = [name for name in listed if name not in options]
-        if unknown:
-            raise RunnerError(f"variant={unknown[0]} is not a variant option; choose from {', '.join(options)}")
-        nodes |= {name: group_option(hydra_cfg, "variant", name) for name in listed if name != BASELINE}
-    elif choice is None:
-        nodes |= {name: group_option(hydra_cfg, "variant", name) for name in options if name != BASELINE}
-    else:
-        nodes[choice] = cfg.variant
-    return tuple(unit_spec(name, node, hparams) for name, node in nodes.items())
+    """The units of a case: one per variant node it runs (`retrofit.runner.compose.variant_nodes`:
+    baseline first), each with `hparams`."""
+    return tuple(unit_spec(name, node, hparams) for name, node in variant_nodes(cfg, hydra_cfg).items())
 
 
 def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
@@ -270,6 +209,6 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
         dataset_spec(cfg.dataset),
         cfg.seed,
         applicable(units, settings.host_path, settings.host),
-        resolve(base_dir, cfg.cache_dir) / "runs",
+        runs_dir(cfg, base_dir),
         timing_rounds(cfg, cfg.seed),
     )

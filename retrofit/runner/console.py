@@ -18,12 +18,15 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
 from retrofit.io import write_text_atomic
-from retrofit.runner.case import Case, stored_rows
 from retrofit.runner.units import UnitStore
+
+if TYPE_CHECKING:  # the report and the notices need no case, so the aggregation imports no model
+    from retrofit.runner.case import Case
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ MARKERS = ".running"
 """The folder (under the sweep's or run's output directory) of the running jobs' marker files."""
 
 
-def case_label(case: Case) -> str:
+def case_label(case: "Case") -> str:
     return f"{case.host}/{case.dataset.name}/seed={case.seed}"
 
 
@@ -50,7 +53,7 @@ class _Stage(logging.Handler):
 
 
 @contextmanager
-def job_marker(markers_dir: Path, case: Case) -> Iterator[None]:
+def job_marker(markers_dir: Path, case: "Case") -> Iterator[None]:
     """While the block runs, `<markers_dir>/<case>.txt` says which case this job runs and its stage."""
     label = case_label(case)
     path = Path(markers_dir) / f"{label.replace('/', '__')}.{os.getpid()}.txt"  # one per job
@@ -68,15 +71,15 @@ def job_marker(markers_dir: Path, case: Case) -> Iterator[None]:
 class UnitProgress:
     """A tqdm bar over the units of `cases`, updated from the unit store by a background thread."""
 
-    def __init__(self, cases: Sequence[Case], markers_dir: Path) -> None:
+    def __init__(self, cases: Sequence["Case"], markers_dir: Path) -> None:
         self.markers_dir = Path(markers_dir)
         self.paths = {UnitStore(c.runs_dir).path(c.key(u)): c for c in cases for u in c.units}
         self.done_before = {
             UnitStore(c.runs_dir).path(key)
             for c in cases
             if not c.overwrite
-            for key, row in stored_rows(c).items()
-            if row is not None
+            for key, stamp in c.fingerprints().items()
+            if UnitStore(c.runs_dir).finished(key, stamp) is not None
         }
         self.start = time.time()
         self.bar = tqdm(total=len(self.paths), unit="unit", desc="starting", dynamic_ncols=True)

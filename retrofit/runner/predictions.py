@@ -25,9 +25,8 @@ from retrofit.adapters.tau import taus_taken
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
 from retrofit.metrics import BarPredictive
 from retrofit.runner.costs import PhaseCosts
+from retrofit.runner.units import BASELINE
 
-BASELINE = "baseline"
-"""The variant that patches nothing; its prediction is every unit's reference."""
 TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
 
 

@@ -1,7 +1,7 @@
 """The sweep's root config read without torch or tabpfn: the schemas of `configs/config.yaml` and
 the keys `configs/tau_sweep.yaml` shares (`RunConfig`), `job_config` (a composed root config checked
 against its schema), and the keys that say where a run reads and writes (`resolve`, `output_dir`,
-`results_dir_of`, `reference_of`). The entry points register these schemas and the aggregation
+`results_dir_of`, `runs_dir`, `jobs_dir`, `reference_of`). The entry points register these schemas and the aggregation
 reads these keys without importing the models (`retrofit.runner.config` builds the cases).
 """
 
@@ -103,6 +103,16 @@ def output_dir(cfg: DictConfig, base_dir: Path, key: str) -> Path:
     (`retrofit.runner.guard.writable_dir`) before any work."""
     value = cfg.get(key)
     return writable_dir(None if value is None else resolve(base_dir, value), key)
+
+
+def runs_dir(cfg: DictConfig, base_dir: Path) -> Path:
+    """The unit store under `cache_dir` (`retrofit.runner.units`)."""
+    return resolve(base_dir, cfg.cache_dir) / "runs"
+
+
+def jobs_dir(cfg: DictConfig, base_dir: Path) -> Path:
+    """The manifests of the jobs started on `cache_dir` (`retrofit.runner.manifest`)."""
+    return resolve(base_dir, cfg.cache_dir) / "jobs"
 
 
 def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:

@@ -20,7 +20,8 @@ from retrofit.io import write_csv, write_png
 from retrofit.runner.bootstrap import frame_ci
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.collect import sweep_records
-from retrofit.runner.config import applicable, dataset_spec, group_option, run_settings, timing_rounds, unit_spec
+from retrofit.runner.compose import group_option
+from retrofit.runner.config import applicable, dataset_spec, run_settings, timing_rounds, unit_spec
 from retrofit.runner.record import frame_of
 from retrofit.runner.schema import RunConfig, job_config, resolve
 from retrofit.variants import resolve_variant

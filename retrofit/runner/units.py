@@ -39,6 +39,9 @@ from retrofit.runner.aggregate import COLUMNS
 
 log = logging.getLogger(__name__)
 
+BASELINE = "baseline"
+"""The variant that patches nothing; its prediction is every unit's reference."""
+
 
 @dataclass(frozen=True, order=True)
 class UnitKey:

@@ -1,0 +1,105 @@
+"""Hydra composition that imports Hydra alone: the jobs of a sweep (`sweep_jobs`, `sweep_job_configs`),
+a config group option's node on a job's search path (`group_option`) and the variant nodes a case
+runs (`variant_nodes`). The sweep builds its cases from these (`retrofit.runner.config`) and the
+aggregation names a job's units by them (`retrofit.runner.manifest`), without importing the models.
+"""
+
+import functools
+import itertools
+
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from retrofit.errors import RunnerError
+from retrofit.runner.units import BASELINE
+
+BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
+"""The search path entry under which Hydra finds the built-in variants."""
+
+
+def sweep_jobs(config: DictConfig) -> list[list[str]]:
+    """The override list of every job the basic sweeper will launch for this multirun `config`."""
+    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
+    overrides = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
+    values: dict[str, list[str]] = {}
+    for override in overrides:
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            values[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            values[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise RunnerError(f"{override.input_line}: only lists of values can be swept (a,b,c or choice(a,b,c))")
+    return [list(job) for job in itertools.product(*values.values())]
+
+
+def sweep_job_configs(config: DictConfig) -> list[DictConfig]:
+    """The composed config (with its `hydra` node) of every job of the multirun `config` (`sweep_jobs`)."""
+    loader = GlobalHydra.instance().config_loader()
+    return [loader.load_sweep_config(config, job) for job in sweep_jobs(config)]
+
+
+def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
+    """The node `group=option` composes to on this job's search path (read-only), on its own: the
+    root config's schema does not see it, so any root config may read any group's options. Only the
+    search path is taken from the job: its other Hydra overrides (launcher, directories, callbacks)
+    say how the command runs, not what a group's option holds."""
+    loader = GlobalHydra.instance().config_loader()
+    primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
+    searchpath = "hydra.searchpath=[" + ",".join(f"'{path}'" for path in hydra_cfg.searchpath) + "]"
+    return _composed(primary, None, (searchpath, f"+{group}={option}"))[group]
+
+
+@functools.lru_cache(maxsize=256)
+def _composed(primary: tuple[str, ...], config_name: str | None, overrides: tuple[str, ...]) -> DictConfig:
+    """The config `config_name` (None: none) with `overrides`, composed once per search path
+    (`primary`) and overrides."""
+    return GlobalHydra.instance().config_loader().load_configuration(config_name, list(overrides), RunMode.RUN)
+
+
+def variant_options(hydra_cfg: DictConfig) -> list[str]:
+    """The `variant` options on this job's search path; RunnerError if the built-in ones are missing."""
+    overrides = [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
+    loader = GlobalHydra.instance().config_loader()
+    options = loader.get_group_options("variant", config_name=hydra_cfg.job.config_name, overrides=overrides)
+    if BASELINE not in options:
+        raise RunnerError(
+            f"the built-in variants are not on Hydra's search path; keep {BUILTIN_SEARCHPATH} in it, e.g. "
+            f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file:///path/to/your/configs]"
+        )
+    return sorted(options)
+
+
+def listed_variants(hydra_cfg: DictConfig) -> list[str] | None:
+    """The variants of a `variant=[a,b]` override (one run, one baseline, every listed variant), or
+    None. `variant.<key>=` overrides name one variant; with a list, `+hparams.<key>=` sets all."""
+    overrides = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
+    listed = [o.value() for o in overrides if o.get_key_element() == "variant" and isinstance(o.value(), list)]
+    if not listed:
+        return None
+    keyed = [o.input_line for o in overrides if o.get_key_element().startswith("variant.")]
+    if keyed:
+        raise RunnerError(f"{keyed[0]} applies to one variant; with variant=[...] use +hparams.<key>=<value> for all")
+    return [str(name) for name in listed[-1]]
+
+
+def variant_nodes(cfg: DictConfig, hydra_cfg: DictConfig) -> dict[str, DictConfig]:
+    """The variant nodes a case runs, by option name: baseline first, then every variant option (no
+    `variant` choice), the listed ones (`variant=[a,b]`) or the chosen one (`cfg.variant`, as
+    composed with its overrides)."""
+    options = variant_options(hydra_cfg)
+    choice = hydra_cfg.runtime.choices.get("variant")
+    listed = listed_variants(hydra_cfg)
+    nodes = {BASELINE: group_option(hydra_cfg, "variant", BASELINE)}
+    if listed is not None:
+        unknown = [name for name in listed if name not in options]
+        if unknown:
+            raise RunnerError(f"variant={unknown[0]} is not a variant option; choose from {', '.join(options)}")
+        nodes |= {name: group_option(hydra_cfg, "variant", name) for name in listed if name != BASELINE}
+    elif choice is None:
+        nodes |= {name: group_option(hydra_cfg, "variant", name) for name in options if name != BASELINE}
+    else:
+        nodes[choice] = cfg.variant
+    return nodes
