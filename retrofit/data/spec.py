@@ -11,8 +11,20 @@ Adding a dataset is writing one YAML file with these keys (see docs/sweep.md, "A
 - optional `drop` (columns that are not features: ids, leaky copies of the target),
   `categorical` (extra columns to treat as categorical; text columns always are),
   `max_rows` (a seeded subsample for large tables).
+
+`DatasetSpec.from_mapping` is the one place a dataset config is checked: every root config that
+reads datasets (the sweep's `dataset` node, the audit's and the measurements' `datasets` lists of
+`configs/dataset/` options) passes its node here, and every bad key or value is a DatasetError
+naming the dataset, the key and the fix. It is not a Hydra schema, because one would have to hold
+every source's keys at once (a `loader` next to a `path`), so the rules of each source (which keys
+it needs and allows), a target listed in `drop` and the OpenML id would still be checked here after
+composition; because Hydra cannot delete a key a schema declares, so turning a built-in dataset into
+your own CSV from the command line (`dataset.source=csv ~dataset.loader +dataset.path=my.csv`) would
+fail; and because the datasets the audit and the measurements read as group options lie outside any
+root schema.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +39,8 @@ SOURCE_KEYS: dict[str, tuple[str, ...]] = {
     "openml": ("id",),
 }
 _COMMON_KEYS = ("name", "source", "target", "drop", "categorical", "max_rows")
+LABEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+"""What a name that labels results and unit directories may be (a dataset's or a host's name)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,11 @@ class DatasetSpec:
                 raise DatasetError(
                     f"dataset {name!r}: key {key!r} is missing; every dataset YAML needs name, source, target"
                 )
+        if not re.fullmatch(LABEL, str(name)):
+            raise DatasetError(
+                f"dataset name {name!r} labels results and names unit directories: use letters, digits, _ . - "
+                "(e.g. name: my_table)"
+            )
         source = raw["source"]
         if source not in SOURCE_KEYS:
             raise DatasetError(f"dataset {name!r}: unknown source {source!r}; use one of {sorted(SOURCE_KEYS)}")

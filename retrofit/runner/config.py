@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.data import DatasetSpec
+from retrofit.data.spec import LABEL
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
@@ -57,7 +58,7 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     if OmegaConf.is_missing(cfg.host, "path"):  # checked first: a merge onto the schema would hide it
         raise RunnerError("host=checkpoint needs host.path=<file of a TabPFN checkpoint>")
     host = typed(HostConfig, cfg.host, "host", RunnerError)
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", host.name):
+    if not re.fullmatch(LABEL, host.name):
         raise RunnerError(
             f"host.name={host.name!r} labels results and names unit directories: use letters, digits, _ . - "
             "(e.g. host.name=my_v3)"
