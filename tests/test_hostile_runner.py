@@ -238,8 +238,8 @@ finally:
 @pytest.mark.slow
 def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_is_missing(host, tmp_path):
     """A sweep leaves one manifest per job in its cache; `aggregate.py` with the sweep's overrides
-    (another results_dir, timing and launcher) writes the sweep's own CSV from them without importing
-    torch or tabpfn; a job the sweep did not run, a unit deleted from the store and a host file
+    (another results_dir and timing) writes the sweep's own CSV from them without importing torch or
+    tabpfn, and one job of it without -m; a job the sweep did not run, a unit deleted from the store and a host file
     changed since are each named, and nothing is written."""
     sweep = [
         "-m",
@@ -261,6 +261,12 @@ def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "imported: []"
     assert (tmp_path / "b" / "retrofit_rmse.csv").read_bytes() == (tmp_path / "a" / "retrofit_rmse.csv").read_bytes()
+    single = [arg for arg in sweep if arg not in ("-m", "seed=0,1")]  # one job of the sweep, as a single run
+    out = run(
+        str(ROOT / "experiments" / "aggregate.py"), *single, "seed=1", f"results_dir={tmp_path / 'd'}", cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert set(pd.read_csv(tmp_path / "d" / "retrofit_rmse.csv").seed) == {1}
     out = aggregate("seed=0,1,2", results="c")
     assert out.returncode == 1 and "1 of the 3 jobs of this command match no sweep started on " in out.stderr
     assert "e.g. the job dataset=diabetes variant=oa_only seed=2 " in out.stderr and not (tmp_path / "c").exists()
