@@ -190,8 +190,11 @@ class OBlock(nn.Module):
         tau_B = self.tau.tau(h_BRxE[:, :single_eval_pos].reshape(B, -1, E))
         return presence(h_BRxE, tau_B.view(B, *(1,) * (h_BRxE.dim() - 2)))
 
-    def _norm(self, norm: nn.Module, h_BRxE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
-        """`norm(h)`; ONorm (bias gated by the presence of h) when the norm part is patched."""
+    def _norm(
+        self, norm: nn.Module, h_BRxE: torch.Tensor, single_eval_pos: int, p_BRx: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """`norm(h)`; ONorm (bias gated by the presence of h) when the norm part is patched. `p_BRx`:
+        the presence of h if already computed (`_presence(h, single_eval_pos)`), else computed here."""
         if "norm" not in self.parts:
             return norm(h_BRxE)
-        return o_norm(h_BRxE, self._presence(h_BRxE, single_eval_pos), norm)
+        return o_norm(h_BRxE, self._presence(h_BRxE, single_eval_pos) if p_BRx is None else p_BRx, norm)

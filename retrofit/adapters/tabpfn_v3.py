@@ -63,16 +63,20 @@ class OICLBlockV3(OBlock):
     }
 
     def _forward_batch(self, x_BRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        """Pre-norm: each residual branch's norm and O part read the same carrier, whose presence
+        is computed once per branch (only if a patched part reads it)."""
         base = self.base_layer
         N = single_eval_pos
-        h_BRE = self._norm(base.layernorm, x_BRE, N)
+        p_BR = self._presence(x_BRE, N) if self.parts & {"attention", "norm"} else None
+        h_BRE = self._norm(base.layernorm, x_BRE, N, p_BR)
         if "attention" in self.parts:
-            x_BRE = x_BRE + self._o_attention(h_BRE, self._presence(x_BRE, N), N)
+            x_BRE = x_BRE + self._o_attention(h_BRE, p_BR, N)
         else:
             x_BRE = x_BRE + base.icl_attention(h_BRE, single_eval_pos=N)[0]
-        norm = partial(self._norm, base.layernorm_mlp, single_eval_pos=N)
+        p_BR = self._presence(x_BRE, N) if self.parts & {"ffn", "norm"} else None
+        norm = partial(self._norm, base.layernorm_mlp, single_eval_pos=N, p_BRx=p_BR)
         if "ffn" in self.parts:
-            return o_ffn(x_BRE, self._presence(x_BRE, N), base.mlp, norm)
+            return o_ffn(x_BRE, p_BR, base.mlp, norm)
         return x_BRE + base.mlp(norm(x_BRE))
 
     @property

@@ -33,7 +33,7 @@ TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_m
 class Prediction(NamedTuple):
     """One model's prediction of a case's test rows: `mean` (float64, bit-identical to
     `model.predict(X)`), `distribution` (every row's predictive distribution) and `tau` (the median
-    tau over every block, O part, ensemble member and forward pass; NaN when nothing computes one)."""
+    tau over every block, carrier, ensemble member and forward pass; NaN when nothing computes one)."""
 
     mean: np.ndarray
     distribution: BarPredictive

@@ -7,7 +7,7 @@ This is the only place that schema lives. A record carries everything the aggreg
   `arm` names the sink / presence decomposition arm the unit realises ("" for none) and
   `arm_extra` is true for a unit that runs only for that decomposition (left out of the main table);
 - the settings the patched model used, read off it: `tau` (the median of the tau values its
-  prediction used over every block, O part and ensemble member: the value itself for an absolute
+  prediction used over every block, carrier and ensemble member: the value itself for an absolute
   rule; NaN for the baseline), `tau_rule` (the rule, e.g. `c=0.001 (calibrated)`), `tau_c`,
   `eps_den`, `eps_mode`;
 - the numbers: RMSE, NLL (nats), CRPS and the coverage of the central 90 % interval (a fraction
