@@ -1,0 +1,78 @@
+"""The README's headline and docs/results.md quote the committed record's table, figure for figure.
+
+`make retrofit` rewrites `results/retrofit_table.md`; the prose pages copy its main-table figures
+(mean ΔRMSE %, its CI, the largest case, the predict-time ratio). These tests fail when the two
+drift apart, e.g. after a regenerated record whose timings moved.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = ("oa_only", "full_o", "o_closed")
+
+
+def _record_rows() -> dict[tuple[str, str], dict[str, str]]:
+    """(host, variant) -> the main table's cells of `results/retrofit_table.md`, by column name."""
+    lines = (ROOT / "results" / "retrofit_table.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| host"))
+    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
+        rows[(cells["host"], cells["variant"])] = cells
+    return rows
+
+
+def _signed(text: str) -> str:
+    """The record's ASCII minus as the pages' typographic one."""
+    return text.replace("-", "−")
+
+
+def _time(cells: dict[str, str]) -> str:
+    """'1.04× [0.97, 1.27]': the ratio and its range, without the count of timed units."""
+    return re.sub(r"\s*\(n=\d+\)$", "", cells["predict time / baseline"])
+
+
+RECORD = _record_rows()
+MEASURED = [key for key in RECORD if key[1] in VARIANTS]
+
+
+def test_the_record_table_has_every_variant_of_both_hosts():
+    assert {"tiny_v3", "tiny_v2"} == {host for host, _ in MEASURED}
+    assert ("tiny_v3", "o_closed") in RECORD and ("tiny_v2", "o_closed") not in RECORD
+
+
+@pytest.mark.parametrize(("host", "variant"), MEASURED)
+def test_results_page_quotes_the_record_row(host, variant):
+    cells = RECORD[(host, variant)]
+    row = next(
+        line
+        for line in (ROOT / "docs" / "results.md").read_text().splitlines()
+        if line.startswith(f"| `{host}` | `{variant}` |")
+    )
+    quoted = [cell.strip() for cell in row.strip("|").split("|")]
+    assert quoted[2:4] == [_signed(cells["mean ΔRMSE %"]), _signed(cells["95% CI"])]
+    assert quoted[4] == cells["cases > 0 / < 0"]
+    assert float(quoted[5]) == abs(float(cells["largest ΔRMSE %"]))
+    assert quoted[6] == _time(cells)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_readme_headline_quotes_the_record_rows(variant):
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith(f"| `{variant}` ("))
+    quoted = [cell.strip() for cell in row.strip("|").split("|")]
+    times = []
+    for column, host in ((1, "tiny_v3"), (2, "tiny_v2")):
+        cells = RECORD.get((host, variant))
+        if cells is None:
+            assert quoted[column].startswith("refused")
+            continue
+        mean, ci, largest = (_signed(cells[name]) for name in ("mean ΔRMSE %", "95% CI", "largest ΔRMSE %"))
+        assert quoted[column] == f"{mean} {ci} ({largest})"
+        times.append(_time(cells).split(" [")[0])
+    assert quoted[3] == ", ".join(times)
