@@ -3,6 +3,7 @@ report of what they took over on the shipped hosts (slow)."""
 
 import copy
 import re
+import weakref
 from functools import partial
 
 import numpy as np
@@ -25,6 +26,7 @@ from retrofit.adapters.block import unaccounted
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
+from retrofit.ops.presence import squared_norm
 from retrofit.patching import retrofit, unpatch
 from retrofit.variants import available_variants, load_variant, resolve_variant
 
@@ -213,6 +215,38 @@ def test_chunked_block_equals_unchunked(fitted, arch):
         chunked, _ = block(x.clone(), 15, 3)
     # same mathematics; only the matrix-multiply batch sizes (hence rounding) differ
     torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-6 * float(whole.abs().max()))
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v2"])
+def test_a_block_releases_its_input_once_used(fitted, arch):
+    """Given its input in a one-element list (as tabpfn's v2 models pass it), a wrapped block holds
+    no reference to it by the time its FFN runs: the input's memory is free for the rest of the
+    block, as in the stock block."""
+    regressor, _ = fitted(arch)
+    patched = retrofit(regressor, "full_o")
+    block = patched.models_[0].get_submodule(architecture_of(patched.models_[0]).blocks)[0]
+    shape = {"tabpfn_v3": (2, 20, 128), "tabpfn_v2": (2, 20, 3, 32)}[arch]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    alive_at_ffn = []
+    with torch.no_grad():
+        expected, _ = block(x.clone(), 15)
+        container = [x.clone()]
+        input_ref = weakref.ref(container[0])
+        hook = block.base_layer.mlp.register_forward_pre_hook(lambda *_: alive_at_ffn.append(input_ref() is not None))
+        try:
+            out, _ = block(container, 15)
+        finally:
+            hook.remove()
+    assert container == [] and alive_at_ffn == [False]
+    assert torch.equal(out, expected)
+
+
+def test_tau_of_squared_norms_is_tau_of_the_carriers():
+    """A block computes each carrier's squared norms once, for its tau and its presence: the same bits."""
+    h_BXE = torch.randn(3, 11, 8, generator=torch.Generator().manual_seed(0))
+    h_BXE[1, 2:5] = 0
+    for rule in (TauRule("calibrated", c=1e-3), TauRule("absolute", value=0.5)):
+        assert torch.equal(rule.tau_of_squared(squared_norm(h_BXE)), rule.tau(h_BXE))
 
 
 def test_tau_calibration_ignores_null_carriers():

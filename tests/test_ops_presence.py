@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrofit.ops import presence
+from retrofit.ops.presence import presence_of_squared, squared_norm
 
 DTYPES = [torch.float64, torch.float32, torch.bfloat16, torch.float16]
 
@@ -42,3 +43,13 @@ def test_tensor_tau_broadcasts():
 def test_nonpositive_tau_is_rejected(tau):
     with pytest.raises(ValueError, match="tau must be finite and > 0"):
         presence(torch.ones(2, 4), tau)
+
+
+def test_presence_of_a_slice_of_squared_norms_is_the_presence_of_the_slice():
+    """Squared norms computed once for all rows serve any subset of rows bitwise (a row's sum
+    does not depend on the other rows), so a block shares them between tau and presence."""
+    h_BRCE = torch.randn(2, 30, 3, 17, generator=torch.Generator().manual_seed(1))
+    sq_BRC = squared_norm(h_BRCE)
+    assert torch.equal(presence_of_squared(sq_BRC, 0.7), presence(h_BRCE, 0.7))
+    assert torch.equal(sq_BRC[:, :11].reshape(2, -1), squared_norm(h_BRCE[:, :11].reshape(2, -1, 17)))
+    assert torch.equal(sq_BRC.transpose(1, 2)[:, :, 4:9], squared_norm(h_BRCE.transpose(1, 2).contiguous()[:, :, 4:9]))

@@ -11,7 +11,8 @@ from retrofit.adapters.attention import AttentionSettings
 from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
 from retrofit.errors import RetrofitError
-from retrofit.ops import o_norm, presence
+from retrofit.ops import o_norm
+from retrofit.ops.presence import presence_of_squared, squared_norm
 
 KV_CACHE_REFUSAL = (
     "a retrofitted block cannot build or read tabpfn's KV cache: the cache keeps keys and values "
@@ -68,7 +69,7 @@ class OBlock(nn.Module):
     chunk holds whole batch elements (all rows): presence and tau, which are per batch element,
     are the same as unchunked.
 
-    Hooks for subclasses: `_forward_batch(x, single_eval_pos)`, the block on whole batch
+    Hooks for subclasses: `_forward_batch([x], single_eval_pos)`, the block on whole batch
     elements; `probe_attention(record)`, the sink diagnostics' view of the block. `required`
     maps each (dotted) submodule path the wrapper reads to the attributes it reads there; checked
     at build time.
@@ -162,19 +163,25 @@ class OBlock(nn.Module):
     ) -> tuple[torch.Tensor, None]:
         if cached_kv is not None or return_kv:
             raise RuntimeError(KV_CACHE_REFUSAL)
-        if isinstance(x, list):
-            x = x.pop(0)
-        if not 0 < single_eval_pos <= x.shape[1]:
+        # Held in a one-element list that `_forward_batch` empties, as tabpfn's blocks take their
+        # input: no frame keeps the block's input alive once the block has used it.
+        container = [x.pop(0)] if isinstance(x, list) else [x]
+        del x
+        R = container[0].shape[1]
+        if not 0 < single_eval_pos <= R:
             raise RetrofitError(
-                f"{type(self).__name__}: single_eval_pos={single_eval_pos} must count 1..{x.shape[1]} "
+                f"{type(self).__name__}: single_eval_pos={single_eval_pos} must count 1..{R} "
                 "context rows; OAttention needs the train rows in the same call as the test rows."
             )
         if save_peak_memory_factor is None:
-            return self._forward_batch(x, single_eval_pos), None
+            return self._forward_batch(container, single_eval_pos), None
+        x = container.pop()
         chunk = -(-x.shape[0] // save_peak_memory_factor)
-        return torch.cat([self._forward_batch(x_b, single_eval_pos) for x_b in x.split(chunk)]), None
+        return torch.cat([self._forward_batch([x_b], single_eval_pos) for x_b in x.split(chunk)]), None
 
-    def _forward_batch(self, x: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+    def _forward_batch(self, x_container: list[torch.Tensor], single_eval_pos: int) -> torch.Tensor:
+        """The block on whole batch elements: the carriers come as the one element of
+        `x_container`, which this pops (so that they can be freed once used)."""
         raise NotImplementedError
 
     def probe_attention(self, record: AttentionRecord) -> list[RemovableHandle]:
@@ -184,17 +191,27 @@ class OBlock(nn.Module):
         diagnostics on an unpatched model (`retrofit.audit.sink`); returns the hook handles."""
         raise NotImplementedError
 
-    def _presence(self, h_BRxE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
-        """Presence (B, R, ...) of hidden carriers (B, R, ..., E), tau from the context rows."""
-        B, E = h_BRxE.shape[0], h_BRxE.shape[-1]
-        tau_B = self.tau.tau(h_BRxE[:, :single_eval_pos].reshape(B, -1, E))
-        return presence(h_BRxE, tau_B.view(B, *(1,) * (h_BRxE.dim() - 2)))
+    def _presence(self, h_BRxE: torch.Tensor, single_eval_pos: int, rows_dim: int = 1) -> torch.Tensor:
+        """Presence (B, R, ...) of hidden carriers (B, R, ..., E), tau from the context rows (one
+        squared norm per carrier serves both). `rows_dim`: the axis of the rows (e.g. 2 for
+        carriers laid out (B, C, R, E)); tau is a median, which no layout changes."""
+        B = h_BRxE.shape[0]
+        sq_BRx = squared_norm(h_BRxE)
+        tau_B = self.tau.tau_of_squared(sq_BRx.narrow(rows_dim, 0, single_eval_pos).reshape(B, -1))
+        return presence_of_squared(sq_BRx, tau_B.view(B, *(1,) * (sq_BRx.dim() - 1)))
 
     def _norm(
-        self, norm: nn.Module, h_BRxE: torch.Tensor, single_eval_pos: int, p_BRx: torch.Tensor | None = None
+        self,
+        norm: nn.Module,
+        h_BRxE: torch.Tensor,
+        single_eval_pos: int,
+        p_BRx: torch.Tensor | None = None,
+        rows_dim: int = 1,
     ) -> torch.Tensor:
         """`norm(h)`; ONorm (bias gated by the presence of h) when the norm part is patched. `p_BRx`:
-        the presence of h if already computed (`_presence(h, single_eval_pos)`), else computed here."""
+        the presence of h if already computed (`_presence(h, single_eval_pos, rows_dim)`), else
+        computed here."""
         if "norm" not in self.parts:
             return norm(h_BRxE)
-        return o_norm(h_BRxE, self._presence(h_BRxE, single_eval_pos) if p_BRx is None else p_BRx, norm)
+        p_BRx = self._presence(h_BRxE, single_eval_pos, rows_dim) if p_BRx is None else p_BRx
+        return o_norm(h_BRxE, p_BRx, norm)

@@ -47,28 +47,35 @@ class OTabPFNBlockV2(OBlock):
         "norm": ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp"),
     }
 
-    def _forward_batch(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+    def _forward_batch(self, x_container: list[torch.Tensor], single_eval_pos: int) -> torch.Tensor:
+        """In stock's layouts: the between-cells branch and its norm run column-major (B, C, R, E),
+        contiguous, and the row-major carriers are released while they do (as stock does)."""
+        x_BRCE = x_container.pop()
         base = self.base_layer
         N = single_eval_pos
         x_BRCE = x_BRCE + base.per_sample_attention_between_features(x_BRCE.flatten(0, 1)).view(x_BRCE.shape)
         x_BRCE = self._norm(base.layernorm_mha1, x_BRCE, N)
-        x_BRCE = x_BRCE + self._cell_attention(x_BRCE, N)
-        x_BRCE = self._norm(base.layernorm_mha2, x_BRCE, N)
+        x_BCRE = x_BRCE.transpose(1, 2).contiguous()
+        del x_BRCE
+        x_BCRE = x_BCRE + self._cell_attention(x_BCRE, N)
+        x_BCRE = self._norm(base.layernorm_mha2, x_BCRE, N, rows_dim=2)
+        x_BRCE = x_BCRE.transpose(1, 2).contiguous()
+        del x_BCRE
         if "ffn" in self.parts:
             x_BRCE = o_ffn(x_BRCE, self._presence(x_BRCE, N), base.mlp)
         else:
             x_BRCE = x_BRCE + base.mlp(x_BRCE)
         return self._norm(base.layernorm_mlp, x_BRCE, N)
 
-    def _cell_attention(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
-        """The between-cells branch (B, R, C, E): each column's rows attend to its train rows."""
+    def _cell_attention(self, x_BCRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+        """The between-cells branch (B, C, R, E) of contiguous carriers (B, C, R, E): each column's
+        rows attend to its train rows. Contiguous, as stock's layout is: a strided (B * C, R, E)
+        view would run every projection as a batched matmul against a broadcast weight."""
         attention = self.base_layer.per_column_attention_between_cells
-        B, R, C, E = x_BRCE.shape
-        # Contiguous, as stock's layout is: with B = 1 the reshape would be a strided view, on
-        # which every projection runs as a batched matmul against a broadcast weight.
-        x_BcRE = x_BRCE.transpose(1, 2).contiguous().view(B * C, R, E)
+        B, C, R, E = x_BCRE.shape
+        x_BcRE = x_BCRE.view(B * C, R, E)
         if "attention" in self.parts:
-            p_BcR = self._cell_presence(x_BRCE, single_eval_pos)
+            p_BcR = self._presence(x_BCRE, single_eval_pos, rows_dim=2).view(B * C, R)
             out_BcRE = o_in_context_attention(
                 attention,
                 x_BcRE,
@@ -79,12 +86,7 @@ class OTabPFNBlockV2(OBlock):
             )
         else:
             out_BcRE = attention(x_BcRE, single_eval_pos=single_eval_pos)[0]
-        return out_BcRE.view(B, C, R, E).transpose(1, 2)
-
-    def _cell_presence(self, x_BRCE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
-        """Presence (B * C, R) of the cells, in the between-cells attention's column-major layout."""
-        B, R, C, _ = x_BRCE.shape
-        return self._presence(x_BRCE, single_eval_pos).transpose(1, 2).reshape(B * C, R)
+        return out_BcRE.view(B, C, R, E)
 
     def probe_attention(self, record: AttentionRecord) -> list[RemovableHandle]:
         """Post-norm: the between-cells attention's input is the carrier itself."""
@@ -105,7 +107,7 @@ class OTabPFNBlockV2(OBlock):
                     "memory-saving chunking splits tables; fit the regressor with memory_saving_mode=False"
                 )
             R, E = h_BcRE.shape[1:]
-            p_BcR = self._cell_presence(h_BcRE.view(B, C, R, E).transpose(1, 2), N)
+            p_BcR = self._presence(h_BcRE.view(B, C, R, E), N, rows_dim=2).view(B * C, R)
             q_BcRHD, k_BcNGD, _ = in_context_qkv(attention, h_BcRE, N)
             record(q_BcRHD, k_BcNGD, p_BcR, N, 1)
 

@@ -62,9 +62,10 @@ class OICLBlockV3(OBlock):
         "norm": ("layernorm", "layernorm_mlp"),
     }
 
-    def _forward_batch(self, x_BRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:
+    def _forward_batch(self, x_container: list[torch.Tensor], single_eval_pos: int) -> torch.Tensor:
         """Pre-norm: each residual branch's norm and O part read the same carrier, whose presence
         is computed once per branch (only if a patched part reads it)."""
+        x_BRE = x_container.pop()
         base = self.base_layer
         N = single_eval_pos
         p_BR = self._presence(x_BRE, N) if self.parts & {"attention", "norm"} else None

@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 
 from retrofit.errors import RetrofitError
+from retrofit.ops.presence import squared_norm
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,22 @@ class TauRule:
         A batch element whose context is entirely null gets tau = c (any positive scale gives
         p = 0 to null carriers, so the value is immaterial there).
         """
-        dtype = torch.promote_types(context_BXE.dtype, torch.float32)
+        return self.tau_of_squared(squared_norm(context_BXE))
+
+    def tau_of_squared(self, sq_BX: torch.Tensor) -> torch.Tensor:
+        """`tau` from the context carriers' squared norms `sq_BX = squared_norm(context_BXE)` (B, X),
+        in their dtype (`retrofit.ops.presence.squared_norm`: float32 or wider); what a block that
+        also needs the carriers' presence calls, so the norms are computed once."""
         if self.mode == "absolute":
-            tau_B = torch.full(context_BXE.shape[:1], self.value, dtype=dtype, device=context_BXE.device)
+            tau_B = torch.full(sq_BX.shape[:1], self.value, dtype=sq_BX.dtype, device=sq_BX.device)
         else:
-            sq_BX = context_BXE.to(dtype).square().sum(-1)
             median_B = torch.nanmedian(sq_BX.masked_fill(sq_BX == 0, torch.nan), dim=1).values
             tau_B = self.c * torch.nan_to_num(median_B, nan=1.0)
+        return self._taken(tau_B)
+
+    @staticmethod
+    def _taken(tau_B: torch.Tensor) -> torch.Tensor:
+        """`tau_B`, recorded for `taus_taken` if a collection is open."""
         taken = _TAKEN.get()
         if taken is not None:
             taken.append(tau_B.detach())

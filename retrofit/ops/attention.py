@@ -123,8 +123,14 @@ def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
         empty_bhQ1 = (bias_bhQK == -math.inf).all(-1, keepdim=True)
         bias_bhQK = bias_bhQK.masked_fill(empty_bhQ1, 0.0)
         gate_bhQ1 = torch.where(empty_bhQ1, 0.0, gate_bhQ1 / (1 + eps_den))
+    H = q_BHQD.shape[1]
+    if G == 1 < H:
+        # MQA as a stride-0 view of the one key/value head: the same bits as SDPA's GQA path,
+        # which is slower on CPU.
+        k_BGKD = k_BGKD.expand(B, H, *k_BGKD.shape[2:])
+        v_BGKD = v_BGKD.expand(B, H, *v_BGKD.shape[2:])
     out_BHQD = F.scaled_dot_product_attention(
-        q_BHQD, k_BGKD, v_BGKD, attn_mask=bias_bhQK, enable_gqa=q_BHQD.shape[1] != G
+        q_BHQD, k_BGKD, v_BGKD, attn_mask=bias_bhQK, enable_gqa=k_BGKD.shape[1] != H
     )
     if out_BHQD.dtype == acc_dtype and not out_BHQD.requires_grad:
         return out_BHQD.mul_(gate_bhQ1)  # in place: saves one output-sized buffer

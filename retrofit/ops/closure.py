@@ -16,13 +16,22 @@ def _gate(p_x: torch.Tensor, u_xE: torch.Tensor) -> torch.Tensor:
     return p_x.to(u_xE.dtype)[..., None] * u_xE
 
 
+def _plus_gated(h_xE: torch.Tensor, gated_xE: torch.Tensor) -> torch.Tensor:
+    """`h + gated` for a `gated` fresh from `_gate` (no one else holds it): summed into `gated`'s
+    own buffer where that is the sum's shape and dtype (the same bits: addition commutes; the
+    product's backward does not read its output), a new tensor otherwise."""
+    if gated_xE.shape == h_xE.shape and gated_xE.dtype == torch.result_type(h_xE, gated_xE):
+        return gated_xE.add_(h_xE)
+    return h_xE + gated_xE
+
+
 def o_ffn(h_xE: torch.Tensor, p_x: torch.Tensor, ffn: nn.Module, norm: nn.Module | None = None) -> torch.Tensor:
     """OFFN residual update `h + p * ffn(norm(h))` (pre-norm; `norm=None` applies ffn to h).
 
     Zero absorption: a row with h = 0 and p = 0 stays exactly 0 whatever `ffn` and `norm` do
     at the origin (their biases included). Rows are independent, so other tokens cannot move.
     """
-    return h_xE + _gate(p_x, ffn(h_xE if norm is None else norm(h_xE)))
+    return _plus_gated(h_xE, _gate(p_x, ffn(h_xE if norm is None else norm(h_xE))))
 
 
 def o_linear(x_xF: torch.Tensor, p_x: torch.Tensor, linear: nn.Linear) -> torch.Tensor:
@@ -32,7 +41,7 @@ def o_linear(x_xF: torch.Tensor, p_x: torch.Tensor, linear: nn.Linear) -> torch.
     Use for projections that write onto the residual stream (e.g. attention's output).
     """
     out_xE = F.linear(x_xF, linear.weight)
-    return out_xE if linear.bias is None else out_xE + _gate(p_x, linear.bias.expand_as(out_xE))
+    return out_xE if linear.bias is None else _plus_gated(out_xE, _gate(p_x, linear.bias.expand_as(out_xE)))
 
 
 def o_norm(x_xE: torch.Tensor, p_x: torch.Tensor, norm: nn.LayerNorm | nn.RMSNorm) -> torch.Tensor:
@@ -50,7 +59,7 @@ def o_norm(x_xE: torch.Tensor, p_x: torch.Tensor, norm: nn.LayerNorm | nn.RMSNor
     if isinstance(norm, nn.RMSNorm):
         return norm(x_xE)
     y_xE = F.layer_norm(x_xE, norm.normalized_shape, norm.weight, None, norm.eps)
-    return y_xE if norm.bias is None else y_xE + _gate(p_x, norm.bias.expand_as(y_xE))
+    return y_xE if norm.bias is None else _plus_gated(y_xE, _gate(p_x, norm.bias.expand_as(y_xE)))
 
 
 def o_inject(u_xE: torch.Tensor, p_x: torch.Tensor) -> torch.Tensor:
