@@ -34,7 +34,7 @@ IDENTITY_BOUND_PCT = 0.05
 @pytest.fixture
 def arms_case(make_case):
     """`make_case` whose units are the main ones plus the packaged decomposition arms."""
-    return partial(make_case, units=with_arms(MAIN_UNITS, yaml.safe_load(ARMS_FILE.read_text())))
+    return partial(make_case, units=with_arms(MAIN_UNITS, yaml.safe_load(ARMS_FILE.read_text()), 0))
 
 
 def test_the_shipped_arms_switch_sink_and_presence():
@@ -45,8 +45,8 @@ def test_the_shipped_arms_switch_sink_and_presence():
 
 
 def test_arms_are_extra_untimed_units_next_to_the_variant_units():
-    assert with_arms(MAIN_UNITS, None) == MAIN_UNITS  # no decomposition config: the units as they are
-    units = Decomposition.load().labelled(MAIN_UNITS)
+    assert with_arms(MAIN_UNITS, None, 0) == MAIN_UNITS  # no decomposition config: the units as they are
+    units = Decomposition.load().labelled(MAIN_UNITS, 0)
     assert [(u.variant, u.arm, u.arm_extra) for u in units[:3]] == [
         ("baseline", "", False),
         ("full_o", "paper", False),  # the paper arm is the variant unit itself, labelled
@@ -59,7 +59,21 @@ def test_arms_are_extra_untimed_units_next_to_the_variant_units():
         for v in ("oa_only", "full_o")
         for mode, c in [("relative", 1e-3), ("absolute", 1e-9), ("relative", 1e-9)]
     }
-    assert len(Decomposition.load().labelled((UnitSpec("baseline"), UnitSpec("oa_only")))) == 2 + 3
+    assert len(Decomposition.load().labelled((UnitSpec("baseline"), UnitSpec("oa_only")), 0)) == 2 + 3
+
+
+def test_arm_seeds_select_the_cases_that_run_the_arms():
+    """`seeds` null: every case runs the arms; a list: only the cases with those seeds, the others
+    keep their main units, unlabelled."""
+    node = yaml.safe_load(ARMS_FILE.read_text())
+    assert Decomposition.from_node(node).seeds is None
+    every = [len(with_arms(MAIN_UNITS, node, seed)) for seed in (0, 1, 7)]
+    chosen = {**node, "seeds": [0, 2]}
+    picked = [with_arms(MAIN_UNITS, chosen, seed) for seed in (0, 1, 2)]
+    assert every == [3 + 6] * 3 and [len(units) for units in picked] == [3 + 6, 3, 3 + 6]
+    assert picked[1] == MAIN_UNITS and picked[0] == with_arms(MAIN_UNITS, node, 0)
+    with pytest.raises(RunnerError, match="seeds"):
+        Decomposition.from_node({**node, "seeds": ["zero"]})
 
 
 @pytest.mark.parametrize(

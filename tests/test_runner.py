@@ -9,12 +9,14 @@ import sys
 from functools import partial
 from pathlib import Path
 from subprocess import PIPE
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
 import torch
+from omegaconf import OmegaConf
 
 import retrofit
 from retrofit import fitting
@@ -26,8 +28,9 @@ from retrofit.runner import predictions
 from retrofit.runner import units as units_module
 from retrofit.runner.bootstrap import cluster_bootstrap_ci
 from retrofit.runner.case import UnitSpec, run_case
+from retrofit.runner.hydra_callbacks import check_seed_selections
 from retrofit.runner.predictions import predict_all, timing_columns
-from retrofit.runner.reproduce import RTOL, compare, read_reference, verify
+from retrofit.runner.reproduce import RTOL, Reference, compare, read_reference, require_covered, verify
 from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -437,6 +440,25 @@ def test_missing_and_extra_rows_are_caught(tmp_path):
         read_reference(tmp_path / "none.csv")
 
 
+def test_a_grid_changed_on_purpose_compares_the_shared_rows_and_lists_the_rest(tmp_path):
+    """grid_changed: new and dropped rows are listed, not failed; the shared rows must still
+    reproduce; a record sweep may then drop rows; a 'changed' grid that runs the reference's rows
+    exactly is refused before it runs."""
+    frame = reference_csv(tmp_path)
+    changed = Reference(frame.iloc[:-2], "the old grid", require_all=True, grid_changed=True)
+    outcome = compare(frame.iloc[1:], changed)
+    assert outcome.ok and (outcome.within, outcome.compared) == (15, 15)
+    labels = [f"host={r.host}/dataset={r.dataset}/seed={r.seed}/variant={r.variant}" for r in frame.itertuples()]
+    assert f"; grid changed: 2 new: {labels[-2]}, {labels[-1]}; 1 dropped: {labels[0]}" in outcome.line()
+    altered = frame.assign(rmse=frame["rmse"] * (1 + 1e-3))
+    assert not compare(altered.iloc[1:], changed).ok  # a shared row that moved still fails
+    assert not compare(frame.iloc[1:], Reference(frame.iloc[:-2], "the old grid", require_all=True)).ok
+    keys = [UnitKey("h", str(r.dataset), int(r.seed), str(r.variant), (), "s") for r in frame.itertuples()]
+    require_covered(changed, keys[1:])  # rows dropped on purpose: allowed before the sweep runs
+    with pytest.raises(RunnerError, match="grid_changed=true, but this sweep runs exactly the 16 rows"):
+        require_covered(changed, keys[:-2])
+
+
 def test_the_reference_is_the_named_file_or_its_committed_version(tmp_path):
     """A commit reads the CSV as committed there, not one a failed run overwrote; without one, the
     working tree; outside git, the file as it is. The source says which."""
@@ -455,3 +477,20 @@ def test_the_reference_is_the_named_file_or_its_committed_version(tmp_path):
     assert read_reference(csv).source == f"{csv.resolve()} (working tree)"
     with pytest.raises(RunnerError, match="reference_commit=null"):
         read_reference(tmp_path / "untracked.csv", "HEAD")
+
+
+def test_seed_lists_that_select_no_case_of_a_sweep_are_refused():
+    """timing.seeds and decomposition.seeds take effect on at least one job of the sweep, or the
+    sweep is refused naming the key and the seeds it runs."""
+
+    def jobs(timing_seeds, arm_seeds, rounds=3):
+        node = {"timing": {"rounds": rounds, "seeds": timing_seeds}, "decomposition": {"seeds": arm_seeds}}
+        return [(OmegaConf.create(node), SimpleNamespace(seed=seed)) for seed in (1, 2)]
+
+    check_seed_selections(jobs(None, None))
+    check_seed_selections(jobs([2], [1, 5]))
+    check_seed_selections(jobs([0], None, rounds=0))  # not timed at all: the list is not used
+    with pytest.raises(RunnerError, match=r"timing.seeds=\[0\] selects no case of this sweep \(its seeds: \[1, 2\]\)"):
+        check_seed_selections(jobs([0], None))
+    with pytest.raises(RunnerError, match=r"decomposition.seeds=\[\] selects no case"):
+        check_seed_selections(jobs(None, []))

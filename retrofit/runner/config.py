@@ -205,7 +205,7 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
     hparams = OmegaConf.to_container(cfg.hparams, resolve=True)
     settings = run_settings(cfg, base_dir)
     results_dir_of(cfg, hydra_cfg)
-    units = with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.decomposition)
+    units = with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.decomposition, cfg.seed)
     return settings.case(
         dataset_spec(cfg.dataset),
         cfg.seed,

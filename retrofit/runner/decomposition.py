@@ -7,8 +7,9 @@ which takes the mass where a trained host puts every logit of a query far below 
 `relative` sink sits at log eps_den + log W_i, a constant share eps_den / (1 + eps_den) whatever
 the logits. The arms of `retrofit/configs/decomposition/sink_presence.yaml` run each listed variant with
 overrides that switch the two effects on or off (c as in the variant, or so small that every
-non-null presence rounds to 1; absolute or relative sink). They are extra units of every case, on
-the case's one fit, so every arm is matched against the same baseline prediction.
+non-null presence rounds to 1; absolute or relative sink). They are extra units of every case whose
+seed is in the config's `seeds` (null: every case), on the case's one fit, so every arm is matched
+against the same baseline prediction.
 
 `with_arms` labels the units of a case: a unit that realises arm A of variant V carries
 `arm=A` (the variant's own unit for an arm with no overrides; an extra, untimed unit with
@@ -37,16 +38,20 @@ ARMS_FILE = Path(str(files("retrofit.configs") / "decomposition" / "sink_presenc
 
 @dataclass(frozen=True)
 class Decomposition:
-    """Validated arms: every (variant, arm) resolves, and no two arms of a variant run the same settings."""
+    """Validated arms: every (variant, arm) resolves, and no two arms of a variant run the same
+    settings. `seeds`: the seeds of the cases that run the extra arm units (None: every case)."""
 
     variants: tuple[str, ...]
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seeds: tuple[int, ...] | None = None
 
     @classmethod
     def from_node(cls, node: DictConfig | dict) -> "Decomposition":
         """From a config node (`DecompositionConfig`); RunnerError naming a bad key or arm."""
         cfg = OmegaConf.to_container(typed(DecompositionConfig, node, "decomposition", RunnerError), resolve=True)
-        decomposition = cls(tuple(cfg["variants"]), {name: dict(arm or {}) for name, arm in cfg["arms"].items()})
+        seeds = None if cfg["seeds"] is None else tuple(cfg["seeds"])
+        arms = {name: dict(arm or {}) for name, arm in cfg["arms"].items()}
+        decomposition = cls(tuple(cfg["variants"]), arms, seeds)
         for variant in decomposition.variants:
             settings = [decomposition.settings(variant, arm) for arm in decomposition.arms]
             if len(set(settings)) != len(settings):
@@ -68,10 +73,13 @@ class Decomposition:
             raise RunnerError(f"decomposition arm {arm!r} of {variant!r}: needs a calibrated tau (arms differ by c)")
         return resolved.tau.c, resolved.eps_den, resolved.eps_mode
 
-    def labelled(self, units: Sequence[UnitSpec]) -> tuple[UnitSpec, ...]:
-        """`units` with the arms of the decomposition variants among them: each arm's overrides on top
-        of the variant unit's own; a unit that already runs them is labelled with the arm, any other
-        is added as an untimed `arm_extra` unit after `units`."""
+    def labelled(self, units: Sequence[UnitSpec], seed: int) -> tuple[UnitSpec, ...]:
+        """`units` of the case with `seed`, with the arms of the decomposition variants among them:
+        each arm's overrides on top of the variant unit's own; a unit that already runs them is
+        labelled with the arm, any other is added as an untimed `arm_extra` unit after `units`
+        (only when `seed` is in `seeds`: a case with another seed keeps its units unlabelled)."""
+        if self.seeds is not None and seed not in self.seeds:
+            return tuple(units)
         labelled = {(u.variant, hparams_key(u.hparams)): u for u in units}
         for unit in units:
             if unit.variant not in self.variants or unit.spec is not None:
@@ -86,7 +94,7 @@ class Decomposition:
         return tuple(labelled.values())
 
 
-def with_arms(units: tuple[UnitSpec, ...], node: DictConfig | dict | None) -> tuple[UnitSpec, ...]:
-    """`units` labelled with the arms of the decomposition config `node`, extra arm units after them
-    (None: `units` as they are)."""
-    return units if node is None else Decomposition.from_node(node).labelled(units)
+def with_arms(units: tuple[UnitSpec, ...], node: DictConfig | dict | None, seed: int) -> tuple[UnitSpec, ...]:
+    """`units` of the case with `seed` labelled with the arms of the decomposition config `node`,
+    extra arm units after them (None: `units` as they are)."""
+    return units if node is None else Decomposition.from_node(node).labelled(units, seed)

@@ -4,15 +4,15 @@ Before the first job (`on_multirun_start`) it expands the sweep as Hydra's basic
 (`hydra.sweeper.params`, then command-line overrides, a later value of a key replacing an earlier
 one; the cartesian product of the swept values) with Hydra's public override parser, composes every
 job's config, builds each job's `Case` (which validates dataset specs, variants and host files),
-loads and splits each job's data (so a bad table fails before any unit is written) and rejects
-units that two jobs would run differently (jobs that differ only in `variant` share the case's
-baseline unit). Notices the jobs would repeat are said once, and one progress bar over the
-sweep's units runs while the launcher runs the jobs (`retrofit.runner.console`). After the last job
-(`on_multirun_end`) it writes the sweep's results from exactly its own units (`finish_sweep`, the
-units each job's manifest names: `retrofit.runner.manifest`, written once the checks pass),
-whatever else the unit store holds, and, with `reference=<csv>`, checks them against that file as
-committed before the sweep began; then it prints the headline table, the files written and the
-reproduction line.
+loads and splits each job's data (so a bad table fails before any unit is written) and rejects units
+that two jobs would run differently (jobs that differ only in `variant` share the case's baseline
+unit) and seed lists that select none of its cases (`check_seed_selections`). Notices the jobs would
+repeat are said once, and one progress bar over the sweep's units runs while the launcher runs the
+jobs (`retrofit.runner.console`). After the last job (`on_multirun_end`) it writes the sweep's
+results from exactly its own units (`finish_sweep`, the units each job's manifest names:
+`retrofit.runner.manifest`, written once the checks pass), whatever else the unit store holds, and,
+with `reference=<csv>`, checks them against that file as committed before the sweep began; then it
+prints the headline table, the files written and the reproduction line.
 """
 
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from retrofit.errors import exit_on_any_error
+from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.runner import console
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.collect import finish_sweep
@@ -35,6 +35,27 @@ from retrofit.runner.schema import reference_of, resolve
 def sweep_cases(config: DictConfig) -> list[tuple[DictConfig, Case]]:
     """Every job of the sweep composed (with its `hydra` node) and its `Case` built (validating it)."""
     return [(job, case_from_hydra(job, job.hydra)) for job in sweep_job_configs(config)]
+
+
+def check_seed_selections(jobs: list[tuple[DictConfig, Case]]) -> None:
+    """RunnerError when `timing.seeds` or `decomposition.seeds` selects no job of this sweep (no
+    job's seed is in its list): the key would time no case or run no arm, and so take no effect."""
+    for key, chosen in (("timing.seeds", _timing_seeds), ("decomposition.seeds", _arm_seeds)):
+        lists = [(case.seed, chosen(job)) for job, case in jobs]
+        if all(seeds is not None and seed not in seeds for seed, seeds in lists):
+            ran = sorted({seed for seed, _ in lists})
+            raise RunnerError(
+                f"{key}={list(lists[0][1])} selects no case of this sweep (its seeds: {ran}); "
+                "list some of those seeds, or null for every case"
+            )
+
+
+def _timing_seeds(job: DictConfig) -> list[int] | None:
+    return job.timing.seeds if job.timing.rounds else None
+
+
+def _arm_seeds(job: DictConfig) -> list[int] | None:
+    return None if job.get("decomposition") is None else job.decomposition.get("seeds")
 
 
 def markers_dir(config: DictConfig) -> Path:
@@ -61,6 +82,7 @@ class CheckSweep(Callback):
                 jobs = sweep_cases(config)
                 cases = [case for _, case in jobs]
                 check_cases(cases)
+                check_seed_selections(jobs)
             self.reference = reference_of(config, Path(config.hydra.runtime.cwd))
             require_covered(self.reference, (case.key(unit) for case in cases for unit in case.units))
             self.manifests = [(record_job(job, job.hydra, case), case.runs_dir) for job, case in jobs]

@@ -34,7 +34,17 @@ from retrofit.runner.units import UnitKey, UnitStore, environment, file_digest, 
 if TYPE_CHECKING:  # a manifest is written from a case, read without one
     from retrofit.runner.case import Case
 
-NOT_UNITS = ("results_dir", "cache_dir", "reference", "reference_commit", "record", "overwrite", "timing", "log_level")
+NOT_UNITS = (
+    "results_dir",
+    "cache_dir",
+    "reference",
+    "reference_commit",
+    "record",
+    "grid_changed",
+    "overwrite",
+    "timing",
+    "log_level",
+)
 """The keys of `configs/config.yaml` that change neither which units a job runs nor their results:
 where results and the store go, the reproduction check, recomputing finished units, the interleaved
 timing (not part of a unit's fingerprint) and the console's level."""

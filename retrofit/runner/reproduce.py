@@ -13,7 +13,10 @@ A row reproduces when every compared column does. A
 numeric column in one file only fails the check, by name. A row only in the new file (extra)
 fails; rows only in the reference are a subset the sweep did not run: compared as such and said
 so, unless the reference requires every row (`Reference.require_all`, as `make retrofit`'s
-`record=true` does), when they fail as missing.
+`record=true` does), when they fail as missing. A grid changed on purpose (`grid_changed=true`,
+`Reference.grid_changed`: hosts, datasets, seeds, variants or arms added or dropped) compares the
+rows both files hold, which must reproduce, and lists the new and the dropped rows instead of
+failing on them; it is refused before the sweep runs when the sweep's rows are the reference's.
 
 `read_reference` reads the file the user names, from the working tree or, with a commit, as
 committed there (`make retrofit` reads `HEAD` before the sweep runs, so a failed run, which has
@@ -62,6 +65,7 @@ class Reference:
     frame: pd.DataFrame
     source: str
     require_all: bool = False
+    grid_changed: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,12 @@ class Reproduction:
     one_sided: tuple[str, ...]
     source: str
     require_all: bool = False
+    grid_changed: bool = False
 
     @property
     def ok(self) -> bool:
+        if self.grid_changed:
+            return not (self.differing or self.one_sided)
         return not (self.differing or self.extra or self.one_sided or (self.require_all and self.missing))
 
     def line(self) -> str:
@@ -96,15 +103,25 @@ class Reproduction:
             f"reproduced: {self.within}/{self.compared} rows within {RTOL:g} "
             f"(max rel |Δ| {self.max_rel:.3g}{where}, {len(self.columns)} columns) vs {self.source}"
         )
-        if self.missing and not self.require_all:
+        if self.grid_changed:
+            changes = [_listed(label, keys) for label, keys in (("new", self.extra), ("dropped", self.missing)) if keys]
+            text += f"; grid changed: {'; '.join(changes)}"
+        elif self.missing and not self.require_all:
             text += f"; subset: {self.compared} of the reference's {self.reference_rows} rows ran"
-        failed = {"differing": self.differing, "extra": self.extra, "columns in one file only": self.one_sided}
-        if self.require_all:
+        failed = {"differing": self.differing, "columns in one file only": self.one_sided}
+        if not self.grid_changed:
+            failed["extra"] = self.extra
+        if self.require_all and not self.grid_changed:
             failed["missing"] = self.missing
         for label, keys in failed.items():
             if keys:
-                text += f"; {len(keys)} {label}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
+                text += f"; {_listed(label, keys)}"
         return text
+
+
+def _listed(label: str, keys: Sequence[str]) -> str:
+    """`<n> <label>: <the first five keys> ...`."""
+    return f"{len(keys)} {label}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
 
 
 def _keyed(frame: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -171,22 +188,32 @@ def compare(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Reproduct
         one_sided=tuple(one_sided),
         source=reference.source,
         require_all=reference.require_all,
+        grid_changed=reference.grid_changed,
     )
 
 
 def require_covered(reference: Reference | None, keys: Iterable[Sequence[Any]]) -> None:
     """Before a sweep runs: when `reference` requires every row (`record=true`), RunnerError unless
     the sweep's unit `keys` (`UnitKey`s: host, dataset, seed, variant, hparams pairs) cover them all,
-    so that a partial grid never rewrites the record."""
-    if reference is None or not reference.require_all:
+    so that a partial grid never rewrites the record. With `grid_changed`, RunnerError when the
+    sweep's rows are exactly the reference's (the key would change nothing)."""
+    if reference is None or not (reference.require_all or reference.grid_changed):
         return
     ran = {(k.host, k.dataset, k.seed, k.variant, ",".join(f"{n}={v}" for n, v in k.hparams)) for k in keys}
+    rows = set(_keyed(reference.frame, "reference").index)
+    if reference.grid_changed:
+        if ran == rows:
+            raise RunnerError(
+                f"grid_changed=true, but this sweep runs exactly the {len(rows)} rows of {reference.source}; "
+                "drop grid_changed (make retrofit without GRID_CHANGED=1)"
+            )
+        return
     absent = [key for key in _keyed(reference.frame, "reference").index if key not in ran]
     if absent:
         raise RunnerError(
             f"record=true: this sweep would not rerun {len(absent)} of the {len(reference.frame)} rows of "
             f"{reference.source}, e.g. {_label(absent[0])}; the record is rewritten only by the whole grid "
-            "(make retrofit)"
+            "(make retrofit; when the grid itself changed on purpose, make retrofit GRID_CHANGED=1)"
         )
 
 
@@ -197,16 +224,20 @@ def _git(path: Path, *args: str) -> subprocess.CompletedProcess | None:
         return None
 
 
-def read_reference(path: Path, commit: str | None = None, *, require_all: bool = False) -> Reference:
+def read_reference(
+    path: Path, commit: str | None = None, *, require_all: bool = False, grid_changed: bool = False
+) -> Reference:
     """The CSV at `path`: as it is in the working tree (`commit` None), or as committed at `commit`
     (e.g. `HEAD`) in the git checkout holding it — outside any git checkout, the file as it is,
-    and the source says so. RunnerError when the file (or its committed version) does not exist."""
+    and the source says so; `require_all` and `grid_changed` as in `Reference`. RunnerError when
+    the file (or its committed version) does not exist."""
     path = Path(path).resolve()
     if commit is not None:
         shown = _git(path, "show", f"{commit}:./{path.name}")
         if shown is not None and shown.returncode == 0:
             rev = _git(path, "rev-parse", "--short", commit).stdout.strip()
-            return _checked(_csv(io.StringIO(shown.stdout), path), f"{path} at {commit} ({rev})", require_all)
+            source = f"{path} at {commit} ({rev})"
+            return _checked(_csv(io.StringIO(shown.stdout), path), source, require_all, grid_changed)
         if shown is not None and "not a git repository" not in shown.stderr:
             reason = shown.stderr.strip().splitlines()[-1] if shown.stderr.strip() else "git show failed"
             raise RunnerError(
@@ -216,7 +247,7 @@ def read_reference(path: Path, commit: str | None = None, *, require_all: bool =
     if not path.is_file():
         raise RunnerError(f"reference {path} does not exist; pass reference=<a retrofit_rmse.csv to compare with>")
     where = "working tree" if commit is None else f"working tree: not a git checkout, no {commit}"
-    return _checked(_csv(path, path), f"{path} ({where})", require_all)
+    return _checked(_csv(path, path), f"{path} ({where})", require_all, grid_changed)
 
 
 def _csv(source, path: Path) -> pd.DataFrame:
@@ -226,10 +257,10 @@ def _csv(source, path: Path) -> pd.DataFrame:
         raise RunnerError(f"reference {path} is not a readable CSV ({str(err).splitlines()[0][:200]})") from None
 
 
-def _checked(frame: pd.DataFrame, source: str, require_all: bool) -> Reference:
+def _checked(frame: pd.DataFrame, source: str, require_all: bool, grid_changed: bool) -> Reference:
     """The `Reference`, its keys checked now (before any sweep runs) rather than after it."""
     _keyed(frame, f"reference {source}")
-    return Reference(frame, source, require_all)
+    return Reference(frame, source, require_all, grid_changed)
 
 
 def verify(results_dir: Path, reference: Reference | pd.DataFrame) -> Reproduction:

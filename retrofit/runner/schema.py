@@ -20,11 +20,13 @@ from retrofit.typed import typed
 
 @dataclass
 class DecompositionConfig:
-    """The schema of `decomposition/*.yaml` (in `retrofit/configs/`): `variants` to split, and `arms` (name ->
-    retrofit hyper-parameter overrides; `{}` is the variant's own settings)."""
+    """The schema of `decomposition/*.yaml` (in `retrofit/configs/`): `variants` to split, `arms` (name ->
+    retrofit hyper-parameter overrides; `{}` is the variant's own settings), and `seeds`: the cases
+    whose seed is in the list run the extra arm units (null: every case)."""
 
     variants: list[str] = MISSING
     arms: dict[str, Any] = MISSING
+    seeds: list[int] | None = None
 
 
 @dataclass
@@ -80,6 +82,7 @@ class SweepConfig(RunConfig):
     reference: str | None = None
     reference_commit: str | None = None
     record: bool = False
+    grid_changed: bool = False
     decomposition: DecompositionConfig | None = None
     benchmark_datasets: str | None = None
 
@@ -118,12 +121,15 @@ def jobs_dir(cfg: DictConfig, base_dir: Path) -> Path:
 def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
     """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
     null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. With
-    `record=true` every reference row must be reproduced (`Reference.require_all`)."""
+    `record=true` every reference row must be reproduced (`Reference.require_all`), unless
+    `grid_changed=true` says the grid changed on purpose (`Reference.grid_changed`)."""
     if not cfg.reference:
-        if cfg.get("reference_commit") is not None:
-            raise RunnerError(f"reference_commit={cfg.reference_commit} needs reference=<a retrofit_rmse.csv>")
+        for key in ("reference_commit", "grid_changed"):
+            if cfg.get(key) not in (None, False):
+                raise RunnerError(f"{key}={cfg.get(key)} needs reference=<a retrofit_rmse.csv>")
         return None
-    return read_reference(resolve(base_dir, cfg.reference), cfg.get("reference_commit"), require_all=cfg.record)
+    path, commit, grid_changed = resolve(base_dir, cfg.reference), cfg.get("reference_commit"), cfg.get("grid_changed")
+    return read_reference(path, commit, require_all=cfg.record, grid_changed=bool(grid_changed))
 
 
 def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
