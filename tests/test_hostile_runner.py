@@ -151,15 +151,27 @@ def test_only_a_whole_checked_record_sweep_may_write_the_record(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def make_retrofit_overrides(*variables: str) -> list[str]:
+    """The sweep's overrides in `make retrofit`'s recipe as make expands it (`make -n`, with
+    `variables` such as GRID_CHANGED=1), without `-m` and the launcher's `hydra...` ones."""
+    printed = subprocess.run(
+        ["make", "-n", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "retrofit", *variables],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.replace("\\\n", " ")
+    sweep = printed.split("experiments/sweep.py", 1)[1].split("&&")[0]  # the sweep's own arguments
+    return [arg for arg in shlex.split(sweep) if arg != "-m" and not arg.startswith("hydra")]
+
+
 @pytest.mark.slow
 def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(hydra_compose):
-    """The Makefile's own overrides: a whole sweep may write results/, against the committed CSV,
-    whose every row one of its units reruns; the same overrides in a single run are refused."""
-    makefile = (ROOT / "Makefile").read_text()
-    recipe = makefile.split("\nretrofit:")[1].split("\n\n")[0].replace("\\\n", " ")
-    sweep = recipe.split("experiments/sweep.py", 1)[1].split("&&")[0]  # the sweep's own arguments
-    overrides = [arg for arg in shlex.split(sweep) if arg != "-m" and not arg.startswith("hydra")]
+    """The Makefile's own overrides (as make expands them): a whole sweep may write results/,
+    against the committed CSV, whose every row one of its units reruns; the same overrides in a
+    single run are refused. GRID_CHANGED=1 adds grid_changed=true, refused on this unchanged grid."""
+    overrides = make_retrofit_overrides()
     assert "record=true" in overrides and "results_dir=results" in overrides
+    assert make_retrofit_overrides("GRID_CHANGED=1") == [*overrides, "grid_changed=true"]
     cfg = hydra_compose(overrides=overrides)
     with open_dict(cfg):
         cfg.hydra.runtime.cwd = str(ROOT)
@@ -175,6 +187,8 @@ def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(h
     require_covered(reference, keys)
     with pytest.raises(RunnerError, match="would not rerun 1 of the"):
         require_covered(reference, keys[1:])
+    with pytest.raises(RunnerError, match="grid_changed=true, but this sweep runs exactly the"):
+        require_covered(replace(reference, grid_changed=True), keys)
     cfg.hydra.mode = RunMode.RUN
     with pytest.raises(RunnerError, match="only from a whole sweep"):
         results_dir_of(cfg, cfg.hydra)
