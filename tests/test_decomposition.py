@@ -170,13 +170,13 @@ def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, t
 
     smallest: list[float] = []
 
-    def recorded(h, tau):
-        p = presence(h, tau)
-        smallest.append(float(p[h.square().sum(-1) > 0].min()))
+    def recorded(sq, tau):
+        p = presence_of_squared(sq, tau)
+        smallest.append(float(p[sq > 0].min()))
         return p
 
-    presence = block.presence
-    monkeypatch.setattr(block, "presence", recorded)
+    presence_of_squared = block.presence_of_squared
+    monkeypatch.setattr(block, "presence_of_squared", recorded)
     fitted = fit_case(case.fit_spec)
     regressor, data = fitted.regressor, fitted.data
     for variant in ("oa_only", "full_o"):
