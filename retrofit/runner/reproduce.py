@@ -90,10 +90,20 @@ class Reproduction:
     grid_changed: bool = False
 
     @property
+    def failures(self) -> dict[str, tuple[str, ...]]:
+        """What fails the check, by label: differing rows and one-sided columns always; extra rows,
+        and missing ones when every row is required, unless the grid changed on purpose."""
+        failed = {"differing": self.differing}
+        if not self.grid_changed:
+            failed["extra"] = self.extra
+        failed["columns in one file only"] = self.one_sided
+        if self.require_all and not self.grid_changed:
+            failed["missing"] = self.missing
+        return failed
+
+    @property
     def ok(self) -> bool:
-        if self.grid_changed:
-            return not (self.differing or self.one_sided)
-        return not (self.differing or self.extra or self.one_sided or (self.require_all and self.missing))
+        return not any(self.failures.values())
 
     def line(self) -> str:
         """`reproduced: <k>/<n> rows within 1e-09 (max rel |Δ| <x> [in <column>], <m> columns) vs
@@ -108,12 +118,7 @@ class Reproduction:
             text += f"; grid changed: {'; '.join(changes)}"
         elif self.missing and not self.require_all:
             text += f"; subset: {self.compared} of the reference's {self.reference_rows} rows ran"
-        failed = {"differing": self.differing, "columns in one file only": self.one_sided}
-        if not self.grid_changed:
-            failed["extra"] = self.extra
-        if self.require_all and not self.grid_changed:
-            failed["missing"] = self.missing
-        for label, keys in failed.items():
+        for label, keys in self.failures.items():
             if keys:
                 text += f"; {_listed(label, keys)}"
         return text
@@ -200,15 +205,15 @@ def require_covered(reference: Reference | None, keys: Iterable[Sequence[Any]]) 
     if reference is None or not (reference.require_all or reference.grid_changed):
         return
     ran = {(k.host, k.dataset, k.seed, k.variant, ",".join(f"{n}={v}" for n, v in k.hparams)) for k in keys}
-    rows = set(_keyed(reference.frame, "reference").index)
+    rows = _keyed(reference.frame, "reference").index
     if reference.grid_changed:
-        if ran == rows:
+        if ran == set(rows):
             raise RunnerError(
                 f"grid_changed=true, but this sweep runs exactly the {len(rows)} rows of {reference.source}; "
                 "drop grid_changed (make retrofit without GRID_CHANGED=1)"
             )
         return
-    absent = [key for key in _keyed(reference.frame, "reference").index if key not in ran]
+    absent = [key for key in rows if key not in ran]
     if absent:
         raise RunnerError(
             f"record=true: this sweep would not rerun {len(absent)} of the {len(reference.frame)} rows of "
