@@ -2,6 +2,7 @@
 cases, interleaved timing, aggregation with the two-level bootstrap, the reproduction check."""
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ import retrofit
 from retrofit import fitting
 from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
+from retrofit.metrics import BarPredictive
 from retrofit.runner import aggregate as agg
 from retrofit.runner import case as case_module
 from retrofit.runner import predictions
@@ -161,19 +163,58 @@ class CountingModel:
         return np.full(len(X), self.value)
 
 
-def test_predict_all_predicts_once_then_interleaves_rotated_rounds(monkeypatch):
-    """The first call of each model is its prediction and its warm-up; untimed models run only it."""
-    monkeypatch.setattr(predictions, "predict", lambda model, X, stages=None: model.predict(X))
+class DriftingModel(CountingModel):
+    """A stand-in whose every call predicts a little more than the last (a non-deterministic host)."""
+
+    def predict(self, X):
+        self.order.append(self.name)
+        return np.full(len(X), self.value + 1e-12 * len(self.order))
+
+
+def _counted_predict(model, X, stages=None):
+    """`predictions.predict` on a stand-in model: its values as the mean, one fixed two-bucket
+    distribution per row, no tau."""
+    bars = BarPredictive(np.zeros((len(X), 2)), np.array([0.0, 1.0, 2.0]))
+    return predictions.Prediction(model.predict(X), bars, math.nan)
+
+
+def test_predict_all_predicts_untimed_once_then_timed_in_rotated_rounds(monkeypatch):
+    """The untimed models predict once, first; each timed model's first round is its prediction, so
+    it predicts `rounds` times, not `rounds` + 1."""
+    monkeypatch.setattr(predictions, "predict", _counted_predict)
     order: list[str] = []
     models = {name: CountingModel(name, v, order) for name, v in (("baseline", 1.0), ("a", 2.0), ("b", 3.0))}
     models["arm"] = CountingModel("arm", 4.0, order)
     preds, times = predict_all(models, np.zeros((4, 2)), rounds=3, untimed={"arm"})
-    assert order == ["baseline", "a", "b", "arm", "baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
-    assert {k: v[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0, "arm": 4.0}
+    assert order == ["arm", "baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
+    assert list(preds) == list(models)  # in the models' order, whatever the call order
+    assert {k: v.mean[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0, "arm": 4.0}
     assert {k: len(v) for k, v in times.items()} == {"baseline": 3, "a": 3, "b": 3, "arm": 0}
     order.clear()
     preds, times = predict_all(models, np.zeros((4, 2)), rounds=0)
     assert order == ["baseline", "a", "b", "arm"] and times == {"baseline": [], "a": [], "b": [], "arm": []}
+
+
+def test_prediction_same_as_compares_mean_distribution_and_tau():
+    bars = BarPredictive(np.zeros((2, 2)), np.array([0.0, 1.0, 2.0]))
+    a = predictions.Prediction(np.array([1.0, 2.0]), bars, math.nan)
+    assert a.same_as(a._replace(mean=a.mean.copy())) and a.same_as(a)  # NaN tau equals NaN tau
+    other_bars = BarPredictive(np.array([[0.0, 0.0], [0.0, 1e-9]]), bars.borders_B)
+    for changed in (
+        a._replace(mean=np.array([1.0, 2.0 + 1e-12])),
+        a._replace(distribution=other_bars),
+        a._replace(tau=0.5),
+    ):
+        assert not a.same_as(changed) and not changed.same_as(a)
+
+
+def test_predict_all_refuses_a_timed_model_whose_calls_disagree(monkeypatch):
+    """A non-deterministic model would make the prediction depend on which call is kept."""
+    monkeypatch.setattr(predictions, "predict", _counted_predict)
+    models = {"baseline": CountingModel("baseline", 1.0, []), "a": DriftingModel("a", 2.0, [])}
+    with pytest.raises(RunnerError, match=r"a: its 2 timed predict calls returned different predictions"):
+        predict_all(models, np.zeros((4, 2)), rounds=2)
+    assert predict_all(models, np.zeros((4, 2)), rounds=2, untimed={"a"})[0]["a"].mean[0] > 2.0  # once: no check
 
 
 def test_timing_columns_are_median_and_range_of_per_round_ratios():

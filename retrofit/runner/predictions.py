@@ -1,14 +1,17 @@
 """A case's predictions on its test rows, and their interleaved timing.
 
 `predict` is one call of a fitted (patched or stock) regressor: its mean prediction, its predictive
-distribution and the tau it used. `predict_all` runs every model of a case once, for its
-prediction, computing the stages before the in-context blocks once for all models that share them
-(`retrofit.adapters.shared_stages`; bitwise the prediction without it); with `rounds` > 0 that
-call is also each timed model's warm-up, and the timed models then predict `rounds` times
-interleaved in rotating order (`retrofit.measure.timing.interleaved_times`), each call a full
-forward (no shared stages; every call of a model returns the same). `timing_columns` turns those
-seconds into a unit's `predict_seconds` (median) and `predict_time_ratio` (median, min, max of its
-per-round ratios to the `BASELINE` model's time in the same round); NaN when untimed.
+distribution and the tau it used. `predict_all` predicts every model of a case: the untimed ones
+(the decomposition arms, and every model when there are no timing rounds) once each, computing the
+stages before the in-context blocks once for all models that share them
+(`retrofit.adapters.shared_stages`; bitwise the prediction without it), and then the timed models
+`rounds` times each, interleaved in rotating order (`retrofit.measure.timing.interleaved_times`),
+each call a full forward (no shared stages). A timed model's first call is its prediction, every
+later call must return the same bits (a `RunnerError` otherwise: a host that predicts
+non-deterministically cannot be compared matched), so a timed model costs `rounds` forwards, not
+`rounds` + 1. `timing_columns` turns those seconds into a unit's `predict_seconds` (median) and
+`predict_time_ratio` (median, min, max of its per-round ratios to the `BASELINE` model's time in
+the same round); NaN when untimed.
 """
 
 import functools
@@ -22,6 +25,7 @@ from tabpfn import TabPFNRegressor
 
 from retrofit.adapters.shared_stages import StageCache
 from retrofit.adapters.tau import taus_taken
+from retrofit.errors import RunnerError
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
 from retrofit.metrics import BarPredictive
 from retrofit.runner.costs import PhaseCosts
@@ -38,6 +42,16 @@ class Prediction(NamedTuple):
     mean: np.ndarray
     distribution: BarPredictive
     tau: float
+
+    def same_as(self, other: "Prediction") -> bool:
+        """Bitwise equal: the mean, every row's predictive distribution (logits and borders) and the
+        tau (NaN equal to NaN)."""
+        same_tau = (math.isnan(self.tau) and math.isnan(other.tau)) or self.tau == other.tau
+        bars = (
+            (self.distribution.logits_NK, other.distribution.logits_NK),
+            (self.distribution.borders_B, other.distribution.borders_B),
+        )
+        return np.array_equal(self.mean, other.mean) and all(np.array_equal(a, b) for a, b in bars) and same_tau
 
 
 def predict(model: TabPFNRegressor, X: np.ndarray, stages: StageCache | None = None) -> Prediction:
@@ -58,20 +72,38 @@ def predict_all(
     costs: PhaseCosts | None = None,
     shared: bool = True,
 ) -> tuple[dict[str, Prediction], dict[str, list[float]]]:
-    """Every model's `predict` on `X` (one call each, the shared stages computed once unless
-    `shared` is false), and the seconds per timed round of each model not in `untimed` (empty lists
-    when `rounds` is 0 and for the untimed): `rounds` rotated rounds of full forwards
-    (`interleaved_times`) after that call. `costs` gets the CPU seconds of both, as phases
-    `predict` and `timing`."""
+    """Every model's `Prediction` of `X`, and the seconds per timed round of each model (empty lists
+    for the untimed). The models in `untimed`, and all of them when `rounds` is 0, predict once each
+    (the shared stages computed once unless `shared` is false); then each other model predicts
+    `rounds` times in rotated rounds of full forwards (`interleaved_times`), its first call being
+    its prediction. RunnerError when a timed model's calls disagree. `costs` gets the CPU seconds of
+    both, as phases `predict` and `timing`."""
     costs = PhaseCosts() if costs is None else costs
+    timed = [name for name in models if name not in untimed] if rounds else []
     stages = StageCache() if shared else None
     with costs.phase("predict"):
-        preds = {name: predict(model, X, stages) for name, model in models.items()}
-    timed = [name for name in models if name not in untimed] if rounds else []
-    calls = {name: functools.partial(predict, models[name], X) for name in timed}
+        preds = {name: predict(model, X, stages) for name, model in models.items() if name not in timed}
+    calls: dict[str, list[Prediction]] = {name: [] for name in timed}
     with costs.phase("timing"):
-        times = interleaved_times(calls, rounds, warmup=False) if calls else {}
-    return preds, {name: times.get(name, []) for name in models}
+        times = interleaved_times(
+            {name: functools.partial(_predict_into, calls[name], models[name], X) for name in timed},
+            rounds,
+            warmup=False,
+        )
+    for name, outputs in calls.items():
+        if not all(outputs[0].same_as(later) for later in outputs[1:]):
+            raise RunnerError(
+                f"{name}: its {len(outputs)} timed predict calls returned different predictions, so the host "
+                "computes non-deterministically on this device and no matched comparison can be made; make the "
+                "device deterministic (torch.use_deterministic_algorithms(True)) or predict once (timing.rounds=0)"
+            )
+        preds[name] = outputs[0]
+    return {name: preds[name] for name in models}, {name: times.get(name, []) for name in models}
+
+
+def _predict_into(outputs: list[Prediction], model: TabPFNRegressor, X: np.ndarray) -> None:
+    """One full-forward `predict`, appended to `outputs` (a timed call)."""
+    outputs.append(predict(model, X))
 
 
 def timing_columns(times: Mapping[str, list[float]], name: str) -> dict[str, float]:
