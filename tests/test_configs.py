@@ -216,6 +216,8 @@ def test_paper_table_is_36_distinct_cases_on_both_hosts_timed_on_seed_0(hydra_co
     assert {o for job in jobs for o in job if o.startswith("dataset=")} == {f"dataset={d}" for d in benchmark_datasets}
     assert {o for job in jobs for o in job if o.startswith("host=")} == {"host=tiny_v3", "host=tiny_v2"}
     assert list(cfg.timing.seeds) == [0]
+    seeds = [next(o for o in job if o.startswith("seed=")) for job in jobs]
+    assert seeds == sorted(seeds)  # the costly seed-0 cases start first, the workers end on cheap ones
 
 
 def test_sweep_expansion_follows_hydras_override_rules(hydra_compose):
