@@ -43,7 +43,7 @@ compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per 
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv> B=<csv>" >&2; exit 2; }
 	$(TIMED) $(PY) experiments/compare.py "$(A)" "$(B)"
 
-sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (both hosts) -> results/sink_mass.csv
+sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (every shipped host) -> results/sink_mass.csv
 	$(TIMED) $(PY) experiments/sink_mass.py
 
 sweep-cost: $(STAMP) ## where the sweep's time goes: CPU seconds per phase of its cases, shared stages on / off -> results/sweep_cost.csv
@@ -103,7 +103,7 @@ pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
 pretrain-v3: $(STAMP) ## pretrain (or resume) the tiny_v3 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3
 
-pretrain-v3_5: $(STAMP) ## pretrain (or resume) the tiny_v3_5 host (exports to pretrain_runs/tiny_v3_5/host.safetensors)
+pretrain-v3_5: $(STAMP) ## pretrain (or resume) the tiny_v3_5 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3_5
 
 clean: ## remove the venv and caches (keeps results/)

@@ -25,7 +25,8 @@ from retrofit.adapters import (
 from retrofit.adapters.block import unaccounted
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
 from retrofit.errors import RetrofitError
-from retrofit.hosts import get_path, make_regressor
+from retrofit.hosts import available, get_path, make_regressor
+from retrofit.hosts.validation import architecture_name
 from retrofit.ops.presence import squared_norm
 from retrofit.patching import retrofit, unpatch
 from retrofit.variants import available_variants, load_variant, resolve_variant
@@ -114,10 +115,11 @@ def test_report_lists_exactly_the_modules_taken_over(fitted, arch, variant):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("host", "arch"), [("tiny_v3", "tabpfn_v3"), ("tiny_v2", "tabpfn_v2")])
-def test_report_on_shipped_hosts(host, arch):
+@pytest.mark.parametrize("host", available())
+def test_report_on_shipped_hosts(host):
     """full_o on a shipped host takes over every in-context attention and FFN and no norm; an
     ONorm-only variant, which takes over nothing there, predicts the frozen stock bit for bit."""
+    arch = architecture_name(get_path(host))
     X, y = _data()
     regressor = make_regressor(get_path(host), n_estimators=1, random_state=0).fit(X[:60], y[:60])
     report = retrofit(regressor, "full_o").retrofit_report_

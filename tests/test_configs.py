@@ -17,6 +17,7 @@ from processes import run_python
 
 from retrofit.data import DatasetError, DatasetSpec
 from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.hosts import available
 from retrofit.runner.case import check_cases
 from retrofit.runner.compose import BUILTIN_SEARCHPATH, sweep_jobs
 from retrofit.runner.config import case_from_hydra
@@ -64,6 +65,15 @@ def test_presets_are_selected_on_datasets_disjoint_from_the_quality_bar(hydra_co
     assert "stored" not in selection.presets and len(selection.presets) >= 2
 
 
+def test_the_experiments_over_the_shipped_hosts_list_every_one(hydra_compose):
+    """Every default host list is the shipped hosts, in `SHIPPED_HOSTS` order, and each has a
+    `host=` option (`configs/host/<name>.yaml`) naming it."""
+    for name in ("host_quality", "preset_selection", "audit", "sweep_cost"):
+        assert list(hydra_compose(name).hosts) == available(), name
+    for host in available():
+        assert case_of(hydra_compose, f"host={host}").host == host
+
+
 def test_hydra_settings_live_in_one_group(hydra_compose):
     for name in ("config", "tau_sweep", "host_quality", "audit", "pretrain_host", "sink_mass"):
         assert hydra_compose(name).hydra.job.chdir is False
@@ -85,8 +95,9 @@ def test_default_case_runs_every_builtin_variant_on_tiny_v3(hydra_compose, tmp_p
     assert case.runs_dir == tmp_path / "runs" and case.timing_rounds == 3
 
 
-def test_closed_variants_are_left_out_on_a_host_that_cannot_be_closed(hydra_compose):
-    assert [u.variant for u in case_of(hydra_compose, "host=tiny_v2").units] == ["baseline", "full_o", "oa_only"]
+@pytest.mark.parametrize("host", ["tiny_v2", "tiny_v3_5"])
+def test_closed_variants_are_left_out_on_a_host_that_cannot_be_closed(hydra_compose, host):
+    assert [u.variant for u in case_of(hydra_compose, f"host={host}").units] == ["baseline", "full_o", "oa_only"]
 
 
 def test_variant_override_restricts_to_baseline_plus_it(hydra_compose):
@@ -207,14 +218,14 @@ def test_relative_paths_are_taken_from_the_start_directory(hydra_compose, tmp_pa
     assert case_from_hydra(cfg, cfg.hydra).runs_dir == tmp_path / "out" / "cache" / "runs"
 
 
-def test_paper_table_is_36_distinct_cases_on_both_hosts_timed_on_seed_0(hydra_compose, benchmark_datasets):
+def test_paper_table_is_54_distinct_cases_on_every_shipped_host_timed_on_seed_0(hydra_compose, benchmark_datasets):
     cfg = hydra_compose("config", ["+experiment=paper_table"])
     with open_dict(cfg):
         cfg.hydra.overrides.task = ["+experiment=paper_table"]
     jobs = sweep_jobs(cfg)
-    assert len(jobs) == 36 and len({tuple(j) for j in jobs}) == 36
+    assert len(jobs) == 54 and len({tuple(j) for j in jobs}) == 54
     assert {o for job in jobs for o in job if o.startswith("dataset=")} == {f"dataset={d}" for d in benchmark_datasets}
-    assert {o for job in jobs for o in job if o.startswith("host=")} == {"host=tiny_v3", "host=tiny_v2"}
+    assert {o for job in jobs for o in job if o.startswith("host=")} == {f"host={h}" for h in available()}
     assert list(cfg.timing.seeds) == [0]
     seeds = [next(o for o in job if o.startswith("seed=")) for job in jobs]
     assert seeds == sorted(seeds)  # the costly seed-0 cases start first, the workers end on cheap ones

@@ -12,7 +12,7 @@ import retrofit
 import retrofit.adapters.block as block
 from retrofit.errors import RunnerError
 from retrofit.fitting import fit_case
-from retrofit.hosts import get_path
+from retrofit.hosts import available, get_path
 from retrofit.runner.aggregate import ARM_COLUMNS, aggregate
 from retrofit.runner.case import UnitSpec, run_case
 from retrofit.runner.collect import case_records
@@ -158,7 +158,7 @@ def synthetic_row(**values) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
+@pytest.mark.parametrize("host", available())
 def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, tmp_path, monkeypatch, arms_case):
     """On a trained host: identity_check within 0.05 % RMSE of the baseline for both variants, and
     with c = 1e-9 every non-null carrier's presence is 1 to one float32 rounding step."""

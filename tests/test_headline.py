@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from retrofit.adapters import ARCHITECTURES
+from retrofit.hosts import available, get_path
+from retrofit.hosts.validation import architecture_name
+
 ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
 VARIANTS = ("oa_only", "full_o", "o_closed")
 
 
@@ -38,13 +43,26 @@ def _time(cells: dict[str, str]) -> str:
     return re.sub(r"\s*\(n=\d+\)$", "", cells["predict time / baseline"])
 
 
+def _headline_hosts() -> list[str]:
+    """The hosts of the README headline's columns, in their order (`| variant | `<host>` mean ΔRMSE % ...`)."""
+    header = next(line for line in README.splitlines() if line.startswith("| variant |"))
+    return re.findall(r"`(\w+)` mean ΔRMSE", header)
+
+
 RECORD = _record_rows()
 MEASURED = [key for key in RECORD if key[1] in VARIANTS]
 
 
-def test_the_record_table_has_every_variant_of_both_hosts():
-    assert {"tiny_v3", "tiny_v2"} == {host for host, _ in MEASURED}
-    assert ("tiny_v3", "o_closed") in RECORD and ("tiny_v2", "o_closed") not in RECORD
+def test_the_record_table_has_every_variant_of_every_shipped_host():
+    """A row per shipped host and variant it runs: `o_closed` exactly where the host's architecture closes."""
+    assert set(available()) == {host for host, _ in MEASURED}
+    for host in available():
+        closes = ARCHITECTURES[architecture_name(get_path(host))].closed_wrapper is not None
+        assert ((host, "o_closed") in RECORD) == closes, host
+
+
+def test_the_readme_headline_has_a_column_per_shipped_host():
+    assert sorted(_headline_hosts()) == sorted(available())
 
 
 @pytest.mark.parametrize(("host", "variant"), MEASURED)
@@ -64,10 +82,10 @@ def test_results_page_quotes_the_record_row(host, variant):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_readme_headline_quotes_the_record_rows(variant):
-    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith(f"| `{variant}` ("))
+    row = next(line for line in README.splitlines() if line.startswith(f"| `{variant}` ("))
     quoted = [cell.strip() for cell in row.strip("|").split("|")]
-    times = []
-    for column, host in ((1, "tiny_v3"), (2, "tiny_v2")):
+    hosts, times = _headline_hosts(), []
+    for column, host in enumerate(hosts, start=1):
         cells = RECORD.get((host, variant))
         if cells is None:
             assert quoted[column].startswith("refused")
@@ -75,4 +93,4 @@ def test_readme_headline_quotes_the_record_rows(variant):
         mean, ci, largest = (_signed(cells[name]) for name in ("mean ΔRMSE %", "95% CI", "largest ΔRMSE %"))
         assert quoted[column] == f"{mean} {ci} ({largest})"
         times.append(_time(cells).split(" [")[0])
-    assert quoted[3] == ", ".join(times)
+    assert quoted[len(hosts) + 1] == ", ".join(times)

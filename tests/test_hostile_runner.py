@@ -182,7 +182,7 @@ def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(h
     reference = reference_of(cfg, ROOT)
     assert reference.require_all and " at HEAD (" in reference.source
     cases = [case for _, case in sweep_cases(cfg)]
-    assert len(cases) == 36
+    assert len(cases) == 54
     keys = [case.key(unit) for case in cases for unit in case.units]
     require_covered(reference, keys)
     with pytest.raises(RunnerError, match="would not rerun 1 of the"):

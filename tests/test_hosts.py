@@ -7,17 +7,27 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+import yaml
 from processes import run_python
 from safetensors import safe_open
 from synthetic import diabetes_split, regression_data
+from tabpfn.constants import ModelVersion
+from tabpfn.model_loading import resolve_model_version
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
-from retrofit.hosts import available, check_checkpoint, get_path, make_regressor
-from retrofit.hosts.random_host import TINY_ARCHS
+from retrofit.hosts import SHIPPED_HOSTS, available, check_checkpoint, get_path, make_regressor, shipped
+from retrofit.hosts.random_host import TINY_ARCHS, VERSION_TAG
+from retrofit.hosts.validation import architecture_name
 from retrofit.metrics import rmse
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 _data = partial(regression_data, n=120, curved=False)
+
+
+def _pretrain_config(name: str) -> dict:
+    """`configs/pretrain/<name>.yaml` as written (the recipe a shipped host is trained and exported by)."""
+    return yaml.safe_load((ROOT / "configs" / "pretrain" / f"{name}.yaml").read_text())
 
 
 @pytest.mark.parametrize(
@@ -64,6 +74,31 @@ def test_shipped_file_is_pure_safetensors_with_a_tabpfn_header(name):
     assert check_checkpoint(path) == path
 
 
+@pytest.mark.parametrize("name", available())
+def test_tabpfn_reads_each_shipped_file_as_the_architecture_it_was_trained_as(name):
+    """The file's header, the version tabpfn reads off its name (a "v3_5" name would read as v3)
+    and `check_checkpoint` agree with the architecture of the host's pretraining config."""
+    path = get_path(name)
+    arch = _pretrain_config(name)["arch_name"]
+    assert architecture_name(path) == arch
+    assert resolve_model_version(path) == ModelVersion(VERSION_TAG[arch])
+
+
+@pytest.mark.parametrize("name", available())
+def test_a_missing_shipped_file_names_the_make_target_that_rebuilds_it(name, tmp_path, monkeypatch):
+    """The hint names a Makefile target that pretrains this host, whose config exports to the
+    package file `get_path` reads."""
+    assert _pretrain_config(name)["export_path"] == f"retrofit/hosts/{SHIPPED_HOSTS[name]}"
+    assert get_path(name) == ROOT / "retrofit" / "hosts" / SHIPPED_HOSTS[name]
+    monkeypatch.setattr(shipped, "files", lambda package: tmp_path)
+    with pytest.raises(RetrofitError, match=rf"shipped host '{name}' is missing .*`make (pretrain-\S+)`") as err:
+        get_path(name)
+    target, makefile = err.value.args[0].split("`make ")[1].split("`")[0], (ROOT / "Makefile").read_text()
+    assert f"\n{target}:" in makefile, target
+    recipe = makefile.split(f"\n{target}:")[1].split("\n\n")[0]
+    assert f"experiments/pretrain_host.py pretrain={name}\n" in f"{recipe}\n"
+
+
 class _RunsCode:
     """A pickle payload that would create a marker file if it were ever unpickled unsafely."""
 
@@ -82,15 +117,17 @@ def test_checkpoint_whose_pickle_runs_code_is_refused_and_the_code_never_runs(tm
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("name", ["tiny_v3", "tiny_v2"])
+@pytest.mark.parametrize("name", available())
 def test_shipped_host_does_in_context_regression(name):
-    """Offline, from the package file: on diabetes (seed-0 70/30 split) the shipped host is far
-    better than the mean predictor and within 10% of ridge (the bar's per-dataset ratios are in
-    results/host_quality.csv)."""
+    """Offline, from the package file: tabpfn fits the host's architecture, and on diabetes
+    (seed-0 70/30 split) the shipped host is far better than the mean predictor and within 10% of
+    ridge (the bar's per-dataset ratios are in results/host_quality.csv)."""
     from sklearn.linear_model import RidgeCV
 
     X_tr, X_te, y_tr, y_te = diabetes_split()
-    host = rmse(y_te, make_regressor(get_path(name), n_estimators=4, random_state=0).fit(X_tr, y_tr).predict(X_te))
+    regressor = make_regressor(get_path(name), n_estimators=4, random_state=0).fit(X_tr, y_tr)
+    assert type(regressor.models_[0]).__module__ == ARCHITECTURES[_pretrain_config(name)["arch_name"]].module
+    host = rmse(y_te, regressor.predict(X_te))
     assert host < 0.9 * rmse(y_te, np.full_like(y_te, y_tr.mean()))
     assert host < 1.1 * rmse(y_te, RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_tr, y_tr).predict(X_te))
 

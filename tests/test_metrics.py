@@ -14,7 +14,7 @@ import retrofit
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.fitting import CaseSpec, fit_case
-from retrofit.hosts import get_path
+from retrofit.hosts import available, get_path
 from retrofit.metrics import BarPredictive, DistributionScores
 from retrofit.runner.case import UnitSpec, run_case
 
@@ -172,7 +172,7 @@ def test_full_output_on_a_random_host(make_random_host, dataset_spec):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v2"])
+@pytest.mark.parametrize("host", available())
 def test_full_output_on_the_shipped_hosts(host, dataset_spec):
     check_full_output(*fitted(dataset_spec("diabetes"), get_path(host)))
 

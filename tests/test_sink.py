@@ -16,13 +16,13 @@ from retrofit.adapters import ARCHITECTURES, AttentionSettings, OBlock, in_conte
 from retrofit.audit.sink import COLUMNS, SinkProbe, sink_mass, sink_stats
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
-from retrofit.hosts import get_path, make_regressor
+from retrofit.hosts import available, get_path, make_regressor
 from retrofit.metrics import rmse
 from retrofit.ops import o_attention_reference
 from retrofit.variants import resolve_variant
 
 REPO = Path(__file__).resolve().parents[1]
-HOSTS = ["tiny_v3", "tiny_v2"]
+HOSTS = available()
 NEAR_IDENTITY = {"eps_mode": "relative", "tau": {"mode": "calibrated", "c": 1e-9}}
 
 
@@ -151,7 +151,8 @@ def _tables():
 def test_relative_sink_near_identity_on_trained_hosts(host):
     """eps_mode=relative with c = 1e-9: oa_only and full_o within 0.05% RMSE of the frozen stock
     host on both tables. Absolute mode moves tiny_v2 by more than 0.5% (a head whose sink
-    dominates, see `test_probe_...`) and tiny_v3 by less, so the bound tells the two modes apart."""
+    dominates, see `test_probe_...`) and the other shipped hosts by less, so the bound tells the two
+    modes apart."""
     for name, X_train, X_test, y_train, y_test, categorical in _tables():
         regressor = make_regressor(get_path(host), n_estimators=2, random_state=0)
         regressor.set_params(categorical_features_indices=categorical or None).fit(X_train, y_train)
@@ -169,8 +170,8 @@ def test_relative_sink_near_identity_on_trained_hosts(host):
 @pytest.mark.parametrize("host", HOSTS)
 def test_probe_leaves_predictions_bitwise_and_finds_the_dominated_head(host):
     """The probe's hooks change no prediction; one row per (block, head); on tiny_v2 block 0
-    head 2 the sink dominates between 10% and 40% of the queries (max logits below -20), on
-    tiny_v3 none (the measured shares: results/sink_mass.csv)."""
+    head 2 the sink dominates between 10% and 40% of the queries (max logits below -20), on the
+    other shipped hosts none (the measured shares: results/sink_mass.csv)."""
     X_train, X_test, y_train, _ = diabetes_split()
     regressor = make_regressor(get_path(host), n_estimators=2, random_state=0).fit(X_train, y_train)
     _, probe = _probed(regressor, X_test)

@@ -12,9 +12,11 @@ from retrofit.errors import RetrofitError
 SHIPPED_HOSTS: dict[str, str] = {
     "tiny_v3": "tabpfn-tiny-v3-regressor.safetensors",
     "tiny_v2": "tabpfn-tiny-v2-regressor.safetensors",
+    "tiny_v3_5": "tabpfn-tiny-v3.5-regressor.safetensors",
 }
-"""Host name -> file in this package. The file name carries the version tag ("v2"/"v3") that
-tabpfn reads off a checkpoint's name."""
+"""Host name -> file in this package. The file name carries the version tag ("v2", "v3", "v3.5")
+that tabpfn reads off a checkpoint's name (`tabpfn.model_loading.resolve_model_version`): "v3_5"
+would read as v3."""
 
 
 def available() -> list[str]:
@@ -33,6 +35,6 @@ def get_path(name: str) -> Path:
     if not path.is_file():
         raise RetrofitError(
             f"shipped host {name!r} is missing at {path}; reinstall the package or rebuild it with "
-            f"`make pretrain-{name.split('_')[-1]}`"
+            f"`make pretrain-{name.removeprefix('tiny_')}`"
         )
     return path
