@@ -40,8 +40,8 @@ class HostConfig:
 
 @dataclass
 class TimingConfig:
-    """Interleaved predict timing (`retrofit.runner.case`): `rounds` per unit after a warm-up, on
-    the cases whose seed is in `seeds` (null: every case)."""
+    """Interleaved predict timing (`retrofit.runner.predictions`): `rounds` full forwards per timed
+    unit, the first of them its prediction, on the cases whose seed is in `seeds` (null: every case)."""
 
     rounds: int = 3
     seeds: list[int] | None = None
