@@ -193,6 +193,9 @@ def test_predict_all_predicts_untimed_once_then_timed_in_rotated_rounds(monkeypa
     order.clear()
     preds, times = predict_all(models, np.zeros((4, 2)), rounds=0)
     assert order == ["baseline", "a", "b", "arm"] and times == {"baseline": [], "a": [], "b": [], "arm": []}
+    order.clear()
+    preds, times = predict_all(models, np.zeros((4, 2)), rounds=3, untimed=set(models))  # nothing to time
+    assert order == ["baseline", "a", "b", "arm"] and times == {"baseline": [], "a": [], "b": [], "arm": []}
 
 
 def test_prediction_same_as_compares_mean_distribution_and_tau():

@@ -85,10 +85,14 @@ def predict_all(
         preds = {name: predict(model, X, stages) for name, model in models.items() if name not in timed}
     calls: dict[str, list[Prediction]] = {name: [] for name in timed}
     with costs.phase("timing"):
-        times = interleaved_times(
-            {name: functools.partial(_predict_into, calls[name], models[name], X) for name in timed},
-            rounds,
-            warmup=False,
+        times = (
+            interleaved_times(
+                {name: functools.partial(_predict_into, calls[name], models[name], X) for name in timed},
+                rounds,
+                warmup=False,
+            )
+            if timed
+            else {}
         )
     for name, outputs in calls.items():
         if not all(outputs[0].same_as(later) for later in outputs[1:]):
