@@ -149,8 +149,8 @@ def update(runtime: Runtime, path: Path, readme: Path) -> None:
         writer.writeheader()
         writer.writerows(runtimes[name].row() for name in sorted(runtimes))
         write_text_atomic(path, buffer.getvalue())
-        if readme.exists():
-            write_text_atomic(readme, render_readme(readme.read_text(), runtimes))
+        if readme.exists():  # rendered from the record as written (rounded), so the two always agree
+            write_text_atomic(readme, render_readme(readme.read_text(), read(path)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 """`retrofit.runtimes`: each make target's measured time, and the README table rendered from it."""
 
+import math
 import sys
 
 import pytest
@@ -67,3 +68,15 @@ def test_the_committed_readme_table_is_the_committed_record():
     assert recorded, "results/command_times.csv is empty"
     assert render_readme(text, recorded) == text
     assert all(isinstance(rt, Runtime) and rt.wall_s > 0 for rt in recorded.values())
+
+
+def test_the_readme_is_rendered_from_the_rounded_record(tmp_path):
+    """A wall time that rounds differently before and after the record's one decimal (129.46 s:
+    2 min 09 s unrounded, 129.5 s -> 2 min 10 s) renders as the record says."""
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- command-times:start -->\n<!-- command-times:end -->\n")
+    record = tmp_path / "command_times.csv"
+    runtime = runtimes.Runtime("install", 129.46, math.nan, 2, 1.0, 1.0, "abc1234", "2026-12-02 00:00", "install")
+    runtimes.update(runtime, record, readme)
+    assert runtimes.render_readme(readme.read_text(), runtimes.read(record)) == readme.read_text()
+    assert "2 min 10 s" in readme.read_text()
