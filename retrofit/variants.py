@@ -16,7 +16,9 @@ from: its tau rule is a `retrofit.adapters.TauRule`, its `eps_den`, `eps_mode` a
 `retrofit.adapters.AttentionSettings` (`Variant.attention`), which every wrapper it builds takes.
 """
 
+import copy
 import functools
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,12 +109,23 @@ def load_variant(name: str) -> DictConfig:
     """The built-in spec `<VARIANT_DIR>/<name>.yaml`; RetrofitError listing the available names.
 
     `name` is a name, never a path: "../x" or "/tmp/x" is refused, not looked up."""
+    return OmegaConf.create(_builtin_text(name))
+
+
+def _builtin_text(name: str) -> str:
+    """The text of the built-in variant file of `name` (see `load_variant`)."""
     if name not in available_variants():
         raise RetrofitError(
             f"unknown variant {bounded(name, 200)!r}; built-in: {available_variants()}; or pass a spec (a mapping), "
             f"or the path of a variant file ending in {' or '.join(VARIANT_FILE_SUFFIXES)}"
         )
-    return OmegaConf.load(VARIANT_DIR / f"{name}.yaml")
+    return (VARIANT_DIR / f"{name}.yaml").read_text()
+
+
+@functools.lru_cache(maxsize=64)
+def _builtin_spec(text: str) -> dict[str, Any]:
+    """The resolved plain spec a built-in variant file's `text` holds, parsed once per text."""
+    return OmegaConf.to_container(OmegaConf.create(text), resolve=True)
 
 
 def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
@@ -143,7 +156,7 @@ def variant_spec(variant: str | os.PathLike | Mapping[str, Any] | DictConfig) ->
     if isinstance(variant, os.PathLike) or (isinstance(variant, str) and variant.endswith(VARIANT_FILE_SUFFIXES)):
         return load_variant_file(variant)
     if isinstance(variant, str):
-        return OmegaConf.to_container(load_variant(variant), resolve=True)
+        return copy.deepcopy(_builtin_spec(_builtin_text(variant)))
     if isinstance(variant, DictConfig):
         return OmegaConf.to_container(variant, resolve=True)
     if isinstance(variant, Mapping):
@@ -155,10 +168,27 @@ def variant_spec(variant: str | os.PathLike | Mapping[str, Any] | DictConfig) ->
 
 
 def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
-    """`spec` checked against `VariantConfig`, with its defaults filled in, as a plain dict.
+    """`spec` checked against `VariantConfig`, with its defaults filled in, as a plain dict (a new
+    one per call). A sweep checks the same few specs for every job, so each spec (as plain values,
+    interpolations as written) is checked once per process.
 
     Raises RetrofitError naming an unknown key or a value of the wrong type.
     """
+    plain = OmegaConf.to_container(spec) if OmegaConf.is_config(spec) else spec
+    try:
+        key = json.dumps(plain, sort_keys=True, allow_nan=True)
+    except TypeError:  # a value plain YAML cannot hold: checked (and refused) by the schema, uncached
+        return _typed_spec(plain)
+    if key not in _TYPED_SPECS:
+        _TYPED_SPECS[key] = _typed_spec(plain)
+    return copy.deepcopy(_TYPED_SPECS[key])
+
+
+_TYPED_SPECS: dict[str, dict[str, Any]] = {}
+"""`typed_spec`'s results by the canonical JSON of the spec checked."""
+
+
+def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     label = spec.get("name", "<unnamed>")
     typed_node = typed(VariantConfig, spec, f"variant {label!r}")
     return OmegaConf.to_container(typed_node, resolve=True)

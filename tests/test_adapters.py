@@ -13,6 +13,7 @@ from synthetic import fit_synthetic, regression_data
 from tabpfn import TabPFNRegressor
 from torch import nn
 
+from retrofit import variants
 from retrofit.adapters import (
     ARCHITECTURES,
     KV_CACHE_REFUSAL,
@@ -29,7 +30,7 @@ from retrofit.hosts import available, get_path, make_regressor
 from retrofit.hosts.validation import architecture_name
 from retrofit.ops.presence import squared_norm
 from retrofit.patching import retrofit, unpatch
-from retrofit.variants import available_variants, load_variant, resolve_variant
+from retrofit.variants import available_variants, load_variant, resolve_variant, typed_spec
 
 ARCHS = ["tabpfn_v3", "tabpfn_v3_5", "tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"]
 TAKEN_OVER = {  # (arch, variant) -> (submodule, adapter) taken over in every in-context block
@@ -267,6 +268,32 @@ def test_variant_files_resolve():
     assert resolve_variant("oa_only").parts == {"attention"}
     mine = {"name": "mine", "adapters": ["o_ffn"], "tau": {"mode": "absolute", "value": 2.0}, "eps_den": 1e-6}
     assert resolve_variant(mine).tau.value == 2.0
+
+
+def test_checked_specs_are_new_objects_and_refusals_repeat():
+    """`typed_spec` checks a spec once per process: a caller that edits its result must not change
+    the next caller's, and a bad spec is refused every time."""
+    first = typed_spec(load_variant("full_o"))
+    first["tau"]["c"] = 123.0
+    first["adapters"].append("o_magic")
+    again = typed_spec(load_variant("full_o"))
+    assert again["tau"]["c"] != 123.0 and "o_magic" not in again["adapters"]
+    assert resolve_variant("full_o").tau.c == again["tau"]["c"]
+    for _ in range(2):
+        with pytest.raises(RetrofitError, match="compact"):
+            typed_spec({"name": "x", "compact": "not a flag"})
+    with pytest.raises(RetrofitError, match="closed"):
+        typed_spec({"name": "x", "closed": [1]})
+
+
+def test_a_built_in_variant_file_is_read_as_it_is_now(monkeypatch, tmp_path):
+    """The built-in specs are parsed once per file text: an edited file is read again."""
+    monkeypatch.setattr(variants, "VARIANT_DIR", tmp_path)
+    for c in (0.5, 0.25):
+        (tmp_path / "mine.yaml").write_text(
+            f"adapters: [o_attention]\ntau: {{mode: calibrated, c: {c}}}\neps_den: 1.0e-6\n"
+        )
+        assert resolve_variant("mine").tau.c == c
 
 
 @pytest.mark.parametrize(

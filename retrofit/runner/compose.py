@@ -46,10 +46,17 @@ def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
     root config's schema does not see it, so any root config may read any group's options. Only the
     search path is taken from the job: its other Hydra overrides (launcher, directories, callbacks)
     say how the command runs, not what a group's option holds."""
-    loader = GlobalHydra.instance().config_loader()
-    primary = tuple(str(element.path) for element in loader.get_search_path().get_path())
-    searchpath = "hydra.searchpath=[" + ",".join(f"'{path}'" for path in hydra_cfg.searchpath) + "]"
-    return _composed(primary, None, (searchpath, f"+{group}={option}"))[group]
+    return _composed(_primary(), None, (_searchpath(hydra_cfg), f"+{group}={option}"))[group]
+
+
+def _primary() -> tuple[str, ...]:
+    """The primary search path of the running Hydra app (its config directory and Hydra's own)."""
+    return tuple(str(element.path) for element in GlobalHydra.instance().config_loader().get_search_path().get_path())
+
+
+def _searchpath(hydra_cfg: DictConfig) -> str:
+    """The override that sets this job's search path (`hydra.searchpath`), and nothing else of it."""
+    return "hydra.searchpath=[" + ",".join(f"'{path}'" for path in hydra_cfg.searchpath) + "]"
 
 
 @functools.lru_cache(maxsize=256)
@@ -59,11 +66,16 @@ def _composed(primary: tuple[str, ...], config_name: str | None, overrides: tupl
     return GlobalHydra.instance().config_loader().load_configuration(config_name, list(overrides), RunMode.RUN)
 
 
+@functools.lru_cache(maxsize=64)
+def _group_options(primary: tuple[str, ...], searchpath: str, group: str) -> tuple[str, ...]:
+    """The options of `group` on the search path the override `searchpath` sets, listed once per
+    primary search path and search path (a sweep asks for every job)."""
+    return tuple(GlobalHydra.instance().config_loader().get_group_options(group, overrides=[searchpath]))
+
+
 def variant_options(hydra_cfg: DictConfig) -> list[str]:
     """The `variant` options on this job's search path; RunnerError if the built-in ones are missing."""
-    overrides = [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
-    loader = GlobalHydra.instance().config_loader()
-    options = loader.get_group_options("variant", config_name=hydra_cfg.job.config_name, overrides=overrides)
+    options = _group_options(_primary(), _searchpath(hydra_cfg), "variant")
     if BASELINE not in options:
         raise RunnerError(
             f"the built-in variants are not on Hydra's search path; keep {BUILTIN_SEARCHPATH} in it, e.g. "
