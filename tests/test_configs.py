@@ -92,7 +92,8 @@ def test_default_case_runs_every_builtin_variant_on_tiny_v3(hydra_compose, tmp_p
     )
     assert [u.variant for u in case.units] == BUILTIN_VARIANTS
     assert all(u.hparams == {} and u.spec is None for u in case.units)
-    assert case.runs_dir == tmp_path / "runs" and case.timing_rounds == 3
+    assert case.runs_dir == tmp_path / "runs" and (case.timing_rounds, case.timing_members) == (3, 1)
+    assert case_of(hydra_compose, "timing.members=8").timing_members == 8
 
 
 @pytest.mark.parametrize("host", ["tiny_v2", "tiny_v3_5"])
@@ -149,6 +150,7 @@ def test_variant_key_overrides_take_effect_and_name_the_unit(hydra_compose, over
         (["precision=bfloat16"], r"precision='bfloat16': must be one of"),
         (["timing.rounds=-1"], r"timing_rounds=-1: must be an integer >= 0, e.g. timing.rounds=3"),
         (["threads=0"], r"threads=0: must be an integer >= 1"),
+        (["timing.members=0"], r"timing_members=0: must be an integer >= 1, e.g. timing.members=1"),
         (["+timing.repeats=3"], r"bad key 'timing.repeats'"),
     ],
 )

@@ -31,7 +31,7 @@ from retrofit.runner import units as units_module
 from retrofit.runner.bootstrap import cluster_bootstrap_ci
 from retrofit.runner.case import UnitSpec, run_case
 from retrofit.runner.hydra_callbacks import check_seed_selections
-from retrofit.runner.predictions import predict_all, timing_columns
+from retrofit.runner.predictions import predict_all, time_all, timing_columns
 from retrofit.runner.reproduce import RTOL, Reference, compare, read_reference, require_covered, verify
 from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
@@ -152,6 +152,31 @@ def test_timed_case_records_median_times_and_paired_ratios(host, tmp_path, case_
         assert 0 < row["predict_time_ratio_min"] <= row["predict_time_ratio"] <= row["predict_time_ratio_max"]
 
 
+def test_the_timing_runs_on_its_own_regressor_with_timing_members(host, tmp_path, case_on, monkeypatch):
+    """The timed calls are of regressors fitted on the case's split with `timing_members` members
+    (the stock host and each timed unit's variant on it), never of the case's own regressor; the
+    untimed arm is not timed; every unit's prediction is the one an untimed case gives."""
+    timed_models: list[dict] = []
+
+    def recorded(models, X, rounds, *, costs=None):
+        timed_models.append(dict(models))
+        return real(models, X, rounds, costs=costs)
+
+    real = case_module.time_all
+    monkeypatch.setattr(case_module, "time_all", recorded)
+    units = (UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("full_o", timed=False))
+    case = case_on(host, tmp_path / "b", units=units, timing_rounds=2, timing_members=2)
+    rows = run_case(case)
+    (models,) = timed_models
+    (stock, stock_model), (oa_only, oa_model) = models.items()
+    assert stock == "baseline" and "variant=oa_only" in oa_only
+    assert stock_model.n_estimators == oa_model.n_estimators == 2 and case.n_estimators != 2
+    assert not stock_model.retrofit_report_.patched and oa_model.retrofit_report_.patched
+    assert np.isnan(rows[2]["predict_time_ratio"]) and np.isfinite(rows[1]["predict_time_ratio"])
+    untimed = run_case(case_on(host, tmp_path / "a", units=units))
+    assert [r["rmse"] for r in rows] == [r["rmse"] for r in untimed]
+
+
 class CountingModel:
     """A stand-in regressor: counts its calls, records the call order, predicts `value`."""
 
@@ -178,24 +203,22 @@ def _counted_predict(model, X, stages=None):
     return predictions.Prediction(model.predict(X), bars, math.nan)
 
 
-def test_predict_all_predicts_untimed_once_then_timed_in_rotated_rounds(monkeypatch):
-    """The untimed models predict once, first; each timed model's first round is its prediction, so
-    it predicts `rounds` times, not `rounds` + 1."""
+def test_predict_all_predicts_once_each_and_time_all_in_rotated_rounds(monkeypatch):
+    """Every model predicts once, in the models' order; the timed ones then predict `rounds` times
+    each, the order rotating every round, and no timing call is made with 0 rounds."""
     monkeypatch.setattr(predictions, "predict", _counted_predict)
     order: list[str] = []
     models = {name: CountingModel(name, v, order) for name, v in (("baseline", 1.0), ("a", 2.0), ("b", 3.0))}
-    models["arm"] = CountingModel("arm", 4.0, order)
-    preds, times = predict_all(models, np.zeros((4, 2)), rounds=3, untimed={"arm"})
-    assert order == ["arm", "baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
-    assert list(preds) == list(models)  # in the models' order, whatever the call order
-    assert {k: v.mean[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0, "arm": 4.0}
-    assert {k: len(v) for k, v in times.items()} == {"baseline": 3, "a": 3, "b": 3, "arm": 0}
+    preds = predict_all(models, np.zeros((4, 2)))
+    assert order == ["baseline", "a", "b"] and list(preds) == list(models)
+    assert {k: v.mean[0] for k, v in preds.items()} == {"baseline": 1.0, "a": 2.0, "b": 3.0}
     order.clear()
-    preds, times = predict_all(models, np.zeros((4, 2)), rounds=0)
-    assert order == ["baseline", "a", "b", "arm"] and times == {"baseline": [], "a": [], "b": [], "arm": []}
+    times = time_all(models, np.zeros((4, 2)), rounds=3)
+    assert order == ["baseline", "a", "b", "a", "b", "baseline", "b", "baseline", "a"]
+    assert {k: len(v) for k, v in times.items()} == {"baseline": 3, "a": 3, "b": 3}
+    assert all(t >= 0 for ts in times.values() for t in ts)
     order.clear()
-    preds, times = predict_all(models, np.zeros((4, 2)), rounds=3, untimed=set(models))  # nothing to time
-    assert order == ["baseline", "a", "b", "arm"] and times == {"baseline": [], "a": [], "b": [], "arm": []}
+    assert time_all(models, np.zeros((4, 2)), rounds=0) == {"baseline": [], "a": [], "b": []} and order == []
 
 
 def test_prediction_same_as_compares_mean_distribution_and_tau():
@@ -211,13 +234,14 @@ def test_prediction_same_as_compares_mean_distribution_and_tau():
         assert not a.same_as(changed) and not changed.same_as(a)
 
 
-def test_predict_all_refuses_a_timed_model_whose_calls_disagree(monkeypatch):
-    """A non-deterministic model would make the prediction depend on which call is kept."""
+def test_time_all_refuses_a_model_whose_calls_disagree(monkeypatch):
+    """A model that predicts otherwise on every call cannot be compared matched: timing it fails,
+    naming it; one call (its prediction) has nothing to disagree with."""
     monkeypatch.setattr(predictions, "predict", _counted_predict)
     models = {"baseline": CountingModel("baseline", 1.0, []), "a": DriftingModel("a", 2.0, [])}
     with pytest.raises(RunnerError, match=r"a: its 2 timed predict calls returned different predictions"):
-        predict_all(models, np.zeros((4, 2)), rounds=2)
-    assert predict_all(models, np.zeros((4, 2)), rounds=2, untimed={"a"})[0]["a"].mean[0] > 2.0  # once: no check
+        time_all(models, np.zeros((4, 2)), rounds=2)
+    assert predict_all(models, np.zeros((4, 2)))["a"].mean[0] > 2.0
 
 
 def test_timing_columns_are_median_and_range_of_per_round_ratios():

@@ -14,7 +14,7 @@ from retrofit.adapters import ARCHITECTURES
 from retrofit.adapters.shared_stages import StageCache
 from retrofit.hosts import get_path
 from retrofit.patching import retrofit
-from retrofit.runner.predictions import predict, predict_all
+from retrofit.runner.predictions import predict, predict_all, time_all
 
 PRESENCE = {"tau": {"mode": "calibrated", "c": 1e-3}, "eps_mode": "relative"}
 """The decomposition's presence_only arm: another in-context stage, the same stages before it."""
@@ -100,10 +100,9 @@ def test_the_cache_is_left_on_exit_and_architectures_without_shared_stages_run_a
     assert all("_stages_0_to_2" not in vars(model) for model in v3.models_)
 
 
-def test_predict_all_times_full_forwards_after_the_shared_stage_predictions(tiny_v3, monkeypatch):
-    """The untimed models predict first, through the cache; the timed ones then call `predict`
-    without it, `rounds` times each, and their first call is their prediction: bitwise the one a
-    plain predict gives."""
+def test_predict_all_shares_the_stages_and_time_all_runs_full_forwards(tiny_v3, monkeypatch):
+    """`predict_all` predicts every model once through the cache, bitwise what a plain predict
+    gives; `time_all` calls `predict` without it, `rounds` times each."""
     regressor, X_test = tiny_v3
     models = _variants(regressor, closed=True)
     calls: list[tuple[str, bool]] = []
@@ -115,11 +114,12 @@ def test_predict_all_times_full_forwards_after_the_shared_stage_predictions(tiny
         return real(model, X, stages)
 
     monkeypatch.setattr("retrofit.runner.predictions.predict", counted)
-    preds, times = predict_all(models, X_test, rounds=2, untimed={"oa_only+presence"})
-    assert calls[0] == ("oa_only+presence", True)
-    timed = [name for name in models if name != "oa_only+presence"]
-    assert sorted(calls[1:]) == sorted([(name, False) for name in timed] * 2)
-    assert {name: len(t) for name, t in times.items()} == {name: 2 * (name in timed) for name in models}
+    preds = predict_all(models, X_test)
+    assert calls == [(name, True) for name in models]
+    calls.clear()
+    times = time_all(models, X_test, rounds=2)
+    assert sorted(calls) == sorted([(name, False) for name in models] * 2)
+    assert {name: len(t) for name, t in times.items()} == dict.fromkeys(models, 2)
     assert all(preds[name].same_as(real(model, X_test)) for name, model in models.items())
 
 
@@ -142,10 +142,10 @@ def test_a_case_with_and_without_shared_stages_writes_the_same_numbers(make_case
         pd.DataFrame(rows).drop(columns=NOT_NUMBERS).filter(regex="^(?!predict_time_ratio)") for rows in (shared, own)
     ]
     assert len(numbers[0]) == len(units) and numbers[0].equals(numbers[1])  # NaN matches NaN
-    assert set(costs.seconds) == set(PHASES) and all(costs.seconds[p] > 0 for p in PHASES if p != "timing")
+    assert set(costs.seconds) == set(PHASES) - {"timing"} and all(t > 0 for t in costs.seconds.values())
     timed = PhaseCosts()
     run_case(replace(case, overwrite=True, timing_rounds=1), costs=timed)
-    assert timed.seconds["timing"] > costs.seconds["timing"]
+    assert set(timed.seconds) == set(PHASES) and timed.seconds["timing"] > 0
 
 
 def test_the_sweep_cost_entry_point_writes_every_phase_of_both_modes(tmp_path):

@@ -9,9 +9,17 @@ Inference runs in `Case.precision` (float32 by default, see `retrofit.fitting`) 
 
 `run_case` orders the jobs, each done elsewhere: the units' fingerprints (`Case.fingerprints`)
 decide which are finished (see `retrofit.runner.units`; skipped unless `overwrite`, and a case
-whose units are all finished loads no data and fits nothing); the predictions and their
-interleaved timing (`Case.timing_rounds` rounds, 0 for none) are `retrofit.runner.predictions`;
-each unit's row is assembled by `retrofit.runner.rows` and written to the unit store.
+whose units are all finished loads no data and fits nothing); the predictions and the interleaved
+timing are `retrofit.runner.predictions`; each unit's row is assembled by `retrofit.runner.rows`
+and written to the unit store.
+
+Timing (`Case.timing_rounds` rounds, 0 for none) runs on a regressor of its own: the case's split
+and `random_state` fitted with `Case.timing_members` ensemble members (1 by default), the stock
+host and every timed unit's variant retrofitted onto it, each predicting the test rows in every
+round. The ensemble's members are independent forwards of one network (the v2 family runs them
+one after another, the v3 family as one batch), so the patched / stock ratio of one member is the
+ratio of the ensemble, at an eighth of the cost of timing all eight; no prediction of the case
+comes from a timed call.
 """
 
 import functools
@@ -32,7 +40,7 @@ from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
 from retrofit.runner.costs import PhaseCosts
-from retrofit.runner.predictions import BASELINE, predict_all, timing_columns
+from retrofit.runner.predictions import BASELINE, predict_all, time_all, timing_columns
 from retrofit.runner.rows import case_columns, unit_row
 from retrofit.runner.units import (
     UnitKey,
@@ -85,7 +93,8 @@ class Case:
 
     `runs_dir`: the unit store (a local cache); `device`: "cpu" or "cuda" (resolved, see
     `retrofit.hosts.regressor.resolve_device`); `precision`: a key of `retrofit.fitting.PRECISIONS`;
-    `timing_rounds`: interleaved timing rounds per unit, 0 for none; `threads`: torch's CPU threads
+    `timing_rounds`: interleaved timing rounds per timed unit, 0 for none; `timing_members`: the
+    ensemble members of the regressor the timing runs on (see the module docstring); `threads`: torch's CPU threads
     while the case runs (part of the fingerprint: CPU kernels may split sums differently with more
     threads, e.g. 4 threads move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
     """
@@ -103,6 +112,7 @@ class Case:
     device: str = "cpu"
     precision: str = "float32"
     timing_rounds: int = 0
+    timing_members: int = 1
     threads: int = 1
 
     def __post_init__(self) -> None:
@@ -112,6 +122,7 @@ class Case:
             ("n_estimators", 1, "an integer >= 1, e.g. n_estimators=8"),
             ("threads", 1, "an integer >= 1, e.g. threads=1"),
             ("timing_rounds", 0, "an integer >= 0, e.g. timing.rounds=3"),
+            ("timing_members", 1, "an integer >= 1, e.g. timing.members=1"),
         ):
             value = getattr(self, name)
             if not _is_int(value) or value < low:
@@ -224,9 +235,11 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
         models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
         patched = {key: unit.patch(fitted.regressor) for unit, key in todo}
     models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
-    untimed = {str(key.relpath()) for unit, key in todo if not unit.timed} & set(models)
-    log.info("%s: predicting %d models (%d timed rounds each)", label, len(models) - len(untimed), case.timing_rounds)
-    preds, times = predict_all(models, data.X_test, case.timing_rounds, untimed, costs=costs, shared=shared_stages)
+    log.info("%s: predicting %d models", label, len(models))
+    preds = predict_all(models, data.X_test, costs=costs, shared=shared_stages)
+    times = _timed(
+        case, [(unit, str(key.relpath())) for unit, key in todo if unit.timed and str(key.relpath()) in models], costs
+    )
     with costs.phase("rows"):
         common = case_columns(case, fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"])
         baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
@@ -245,3 +258,24 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
             done[key] = row
             log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
     return [done[k] for k in keys]
+
+
+def _timed(case: Case, units: list[tuple[UnitSpec, str]], costs: PhaseCosts) -> dict[str, list[float]]:
+    """Seconds per interleaved round of the baseline and of each timed unit (`units`: the unit and
+    its model's name), on the case's timing regressor (module docstring); {} when not timed."""
+    if not case.timing_rounds:
+        return {}
+    with costs.phase("timing"):
+        fitted = fit_case(replace(case.fit_spec, n_estimators=case.timing_members))
+        models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
+        models |= {name: unit.patch(fitted.regressor) for unit, name in units}
+    log.info(
+        "%s/%s/seed=%d: timing %d models, %d rounds, %d members",
+        case.host,
+        case.dataset.name,
+        case.seed,
+        len(models),
+        case.timing_rounds,
+        case.timing_members,
+    )
+    return time_all(models, fitted.X_test, case.timing_rounds, costs=costs)

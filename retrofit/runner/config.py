@@ -71,8 +71,8 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
 @dataclass(frozen=True)
 class RunSettings:
     """The `Case` fields every case of a run shares: the host (label and checked checkpoint file),
-    the start directory, the regressor, device and split settings and `overwrite` (`run_settings`
-    reads them once; `Case` checks their ranges)."""
+    the start directory, the regressor, device and split settings, `overwrite` and the timing
+    regressor's members (`run_settings` reads them once; `Case` checks their ranges)."""
 
     host: str
     host_path: Path
@@ -83,6 +83,7 @@ class RunSettings:
     device: str
     precision: str
     threads: int
+    timing_members: int
 
     def case(
         self, dataset: DatasetSpec, seed: int, units: tuple[UnitSpec, ...], runs_dir: Path, timing_rounds: int
@@ -102,6 +103,7 @@ class RunSettings:
             device=self.device,
             precision=self.precision,
             timing_rounds=timing_rounds,
+            timing_members=self.timing_members,
             threads=self.threads,
         )
 
@@ -126,12 +128,17 @@ def run_settings(cfg: DictConfig, base_dir: Path) -> RunSettings:
         device=device,
         precision=cfg.precision,
         threads=cfg.threads,
+        timing_members=_timing(cfg).members,
     )
+
+
+def _timing(cfg: DictConfig) -> TimingConfig:
+    return typed(TimingConfig, cfg.timing, "timing", RunnerError)
 
 
 def timing_rounds(cfg: DictConfig, seed: int) -> int:
     """Timing rounds of the case with `seed` (`TimingConfig`; 0: not timed)."""
-    timing = typed(TimingConfig, cfg.timing, "timing", RunnerError)
+    timing = _timing(cfg)
     return timing.rounds if timing.seeds is None or seed in timing.seeds else 0
 
 

@@ -1,22 +1,22 @@
-"""A case's predictions on its test rows, and their interleaved timing.
+"""A case's predictions on its test rows, and the interleaved timing of its models.
 
 `predict` is one call of a fitted (patched or stock) regressor: its mean prediction, its predictive
-distribution and the tau it used. `predict_all` predicts every model of a case: the untimed ones
-(the decomposition arms, and every model when there are no timing rounds) once each, computing the
+distribution and the tau it used. `predict_all` predicts every model of a case once, computing the
 stages before the in-context blocks once for all models that share them
-(`retrofit.adapters.shared_stages`; bitwise the prediction without it), and then the timed models
-`rounds` times each, interleaved in rotating order (`retrofit.measure.timing.interleaved_times`),
-each call a full forward (no shared stages). A timed model's first call is its prediction, every
-later call must return the same bits (a `RunnerError` otherwise: a host that predicts
-non-deterministically cannot be compared matched), so a timed model costs `rounds` forwards, not
-`rounds` + 1. `timing_columns` turns those seconds into a unit's `predict_seconds` (median) and
-`predict_time_ratio` (median, min, max of its per-round ratios to the `BASELINE` model's time in
+(`retrofit.adapters.shared_stages`; bitwise the prediction without it). `time_all` times models
+apart from those predictions: each `rounds` times, interleaved in rotating order
+(`retrofit.measure.timing.interleaved_times`), each call a full forward (no shared stages); every
+call of a model must return the same bits as its first (a `RunnerError` otherwise: a host that
+predicts non-deterministically cannot be compared matched). The runner times regressors of its own
+(`Case.timing_members` ensemble members, `retrofit.runner.case`), so the timing costs a fraction
+of the predictions. `timing_columns` turns those seconds into a unit's `predict_seconds` (median)
+and `predict_time_ratio` (median, min, max of its per-round ratios to the `BASELINE` model's time in
 the same round); NaN when untimed.
 """
 
 import functools
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import NamedTuple
 
@@ -66,43 +66,41 @@ def predict(model: TabPFNRegressor, X: np.ndarray, stages: StageCache | None = N
 def predict_all(
     models: Mapping[str, TabPFNRegressor],
     X: np.ndarray,
-    rounds: int,
-    untimed: Collection[str] = (),
     *,
     costs: PhaseCosts | None = None,
     shared: bool = True,
-) -> tuple[dict[str, Prediction], dict[str, list[float]]]:
-    """Every model's `Prediction` of `X`, and the seconds per timed round of each model (empty lists
-    for the untimed). The models in `untimed`, and all of them when `rounds` is 0, predict once each
-    (the shared stages computed once unless `shared` is false); then each other model predicts
-    `rounds` times in rotated rounds of full forwards (`interleaved_times`), its first call being
-    its prediction. RunnerError when a timed model's calls disagree. `costs` gets the CPU seconds of
-    both, as phases `predict` and `timing`."""
-    costs = PhaseCosts() if costs is None else costs
-    timed = [name for name in models if name not in untimed] if rounds else []
+) -> dict[str, Prediction]:
+    """Every model's `Prediction` of `X`, one call each, the shared stages computed once unless
+    `shared` is false; `costs` gets their CPU seconds as phase `predict`."""
     stages = StageCache() if shared else None
-    with costs.phase("predict"):
-        preds = {name: predict(model, X, stages) for name, model in models.items() if name not in timed}
-    calls: dict[str, list[Prediction]] = {name: [] for name in timed}
-    with costs.phase("timing"):
-        times = (
-            interleaved_times(
-                {name: functools.partial(_predict_into, calls[name], models[name], X) for name in timed},
-                rounds,
-                warmup=False,
-            )
-            if timed
-            else {}
+    with (PhaseCosts() if costs is None else costs).phase("predict"):
+        return {name: predict(model, X, stages) for name, model in models.items()}
+
+
+def time_all(
+    models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int, *, costs: PhaseCosts | None = None
+) -> dict[str, list[float]]:
+    """The seconds of each of `rounds` full-forward `predict` calls of every model, in rotated
+    rounds (`interleaved_times`; no warm-up call: the case's predictions warm the process); empty
+    lists when `rounds` is 0. RunnerError when a model's calls disagree. `costs` gets their CPU
+    seconds as phase `timing`."""
+    if not rounds:
+        return {name: [] for name in models}
+    calls: dict[str, list[Prediction]] = {name: [] for name in models}
+    with (PhaseCosts() if costs is None else costs).phase("timing"):
+        times = interleaved_times(
+            {name: functools.partial(_predict_into, calls[name], model, X) for name, model in models.items()},
+            rounds,
+            warmup=False,
         )
     for name, outputs in calls.items():
         if not all(outputs[0].same_as(later) for later in outputs[1:]):
             raise RunnerError(
                 f"{name}: its {len(outputs)} timed predict calls returned different predictions, so the host "
                 "computes non-deterministically on this device and no matched comparison can be made; make the "
-                "device deterministic (torch.use_deterministic_algorithms(True)) or predict once (timing.rounds=0)"
+                "device deterministic (torch.use_deterministic_algorithms(True)) or leave it untimed (timing.rounds=0)"
             )
-        preds[name] = outputs[0]
-    return {name: preds[name] for name in models}, {name: times.get(name, []) for name in models}
+    return times
 
 
 def _predict_into(outputs: list[Prediction], model: TabPFNRegressor, X: np.ndarray) -> None:

@@ -40,10 +40,12 @@ class HostConfig:
 
 @dataclass
 class TimingConfig:
-    """Interleaved predict timing (`retrofit.runner.predictions`): `rounds` full forwards per timed
-    unit, the first of them its prediction, on the cases whose seed is in `seeds` (null: every case)."""
+    """Interleaved predict timing (`retrofit.runner.case`): `rounds` full forwards per timed unit on
+    a regressor of the case's split with `members` ensemble members, on the cases whose seed is in
+    `seeds` (null: every case)."""
 
     rounds: int = 3
+    members: int = 1
     seeds: list[int] | None = None
 
 
