@@ -5,9 +5,10 @@
     costs.seconds   # {"fit": ..., "patch": ..., "predict": ..., "timing": ..., "rows": ...}
 
 Phases: `fit` (load, split, fit), `patch` (every `retrofit.retrofit` call), `predict` (one call per
-model, the shared stages computed once), `timing` (fitting and patching the timing regressor, and its interleaved rounds), `rows` (scores,
-rows, unit files). CPU time of this process (`time.process_time`), so other load on the machine
-does not count, and one thread per case (the sweep's default) makes it the work done.
+model, the shared stages computed once), `timing` (fitting and patching the timing regressor, and
+its interleaved rounds), `rows` (scores, rows, unit files). CPU time of this process
+(`time.process_time`), so other load on the machine does not count, and one thread per case (the
+sweep's default) makes it the work done.
 """
 
 import time
