@@ -121,9 +121,15 @@ def case_data(spec: CaseSpec) -> tuple[Table, Split]:
 
 
 def fit_case(spec: CaseSpec, **overrides: Any) -> FittedCase:
-    """`spec` loaded, split and fitted (`load_split`, `fit_host`; `overrides` go to `make_regressor`)."""
+    """`spec` loaded, split and fitted (`load_split`, `fit_split`; `overrides` go to `make_regressor`)."""
     table, data = case_data(spec)
-    regressor, seconds = fit_host(
+    return FittedCase(spec, table, data, *fit_split(spec, data, **overrides))
+
+
+def fit_split(spec: CaseSpec, data: Split, **overrides: Any) -> tuple[TabPFNRegressor, float]:
+    """`spec`'s host fitted on `data`, the split of `spec` already loaded (`fit_host` with the
+    spec's members, `random_state`, device and precision), and the fit time in seconds."""
+    return fit_host(
         spec.host_path,
         data,
         random_state=spec.seed,
@@ -132,7 +138,6 @@ def fit_case(spec: CaseSpec, **overrides: Any) -> FittedCase:
         precision=spec.precision,
         **overrides,
     )
-    return FittedCase(spec, table, data, regressor, seconds)
 
 
 def fit_cases(

@@ -179,13 +179,13 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
         key = json.dumps(plain, sort_keys=True, allow_nan=True)
     except TypeError:  # a value plain YAML cannot hold: checked (and refused) by the schema, uncached
         return _typed_spec(plain)
-    if key not in _TYPED_SPECS:
-        _TYPED_SPECS[key] = _typed_spec(plain)
-    return copy.deepcopy(_TYPED_SPECS[key])
+    return copy.deepcopy(_typed_spec_of(key))
 
 
-_TYPED_SPECS: dict[str, dict[str, Any]] = {}
-"""`typed_spec`'s results by the canonical JSON of the spec checked."""
+@functools.lru_cache(maxsize=256)
+def _typed_spec_of(key: str) -> dict[str, Any]:
+    """`_typed_spec` of the spec whose canonical JSON is `key`, checked once per key."""
+    return _typed_spec(json.loads(key))
 
 
 def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,9 +33,9 @@ import numpy as np
 from tabpfn import TabPFNRegressor
 
 import retrofit
-from retrofit.data import DatasetSpec
+from retrofit.data import DatasetSpec, Split
 from retrofit.errors import RunnerError
-from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case
+from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_split
 from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
@@ -237,9 +237,8 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
     models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
     log.info("%s: predicting %d models", label, len(models))
     preds = predict_all(models, data.X_test, costs=costs, shared=shared_stages)
-    times = _timed(
-        case, [(unit, str(key.relpath())) for unit, key in todo if unit.timed and str(key.relpath()) in models], costs
-    )
+    timed = [(unit, str(key.relpath())) for unit, key in todo if unit.timed and str(key.relpath()) in models]
+    times = _timed(case, data, timed, costs, label)
     with costs.phase("rows"):
         common = case_columns(case, fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"])
         baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
@@ -260,22 +259,17 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
     return [done[k] for k in keys]
 
 
-def _timed(case: Case, units: list[tuple[UnitSpec, str]], costs: PhaseCosts) -> dict[str, list[float]]:
+def _timed(
+    case: Case, data: Split, units: list[tuple[UnitSpec, str]], costs: PhaseCosts, label: str
+) -> dict[str, list[float]]:
     """Seconds per interleaved round of the baseline and of each timed unit (`units`: the unit and
-    its model's name), on the case's timing regressor (module docstring); {} when not timed."""
+    its model's name), on the case's timing regressor fitted on its split `data` (module
+    docstring); {} when not timed."""
     if not case.timing_rounds:
         return {}
     with costs.phase("timing"):
-        fitted = fit_case(replace(case.fit_spec, n_estimators=case.timing_members))
-        models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
-        models |= {name: unit.patch(fitted.regressor) for unit, name in units}
-    log.info(
-        "%s/%s/seed=%d: timing %d models, %d rounds, %d members",
-        case.host,
-        case.dataset.name,
-        case.seed,
-        len(models),
-        case.timing_rounds,
-        case.timing_members,
-    )
-    return time_all(models, fitted.X_test, case.timing_rounds, costs=costs)
+        regressor, _ = fit_split(replace(case.fit_spec, n_estimators=case.timing_members), data)
+        models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
+        models |= {name: unit.patch(regressor) for unit, name in units}
+    log.info("%s: timing %d models, %d rounds, %d members", label, len(models), case.timing_rounds, case.timing_members)
+    return time_all(models, data.X_test, case.timing_rounds, costs=costs)
