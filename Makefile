@@ -4,10 +4,13 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Every experiment target runs under TIMED: its wall and CPU time go to results/command_times.csv
-# and the README's table (retrofit.runtimes), on success only. Pretraining runs for its configured
-# max_minutes per call, so it is not timed.
-TIMED = $(PY) -m retrofit.runtimes record $@ --
+# Targets leave git as they found it, except the record targets, which exist to rewrite the committed
+# results/. A record target runs under RECORD: RETROFIT_RECORD=1 is the only way anything may write
+# results/ (retrofit.guard), and its wall and CPU time go to results/command_times.csv on success.
+# Every other target runs under TIMED: its time goes to the untracked outputs/command_times.csv
+# (retrofit.runtimes). Pretraining runs for its configured max_minutes per call, so it is not timed.
+TIMED = $(PY) -m retrofit.runtimes record $@ --to outputs/command_times.csv --
+RECORD = RETROFIT_RECORD=1 $(PY) -m retrofit.runtimes record $@ --to results/command_times.csv --
 # Offline by contract: nothing here may reach a model hub.
 export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
@@ -37,7 +40,7 @@ $(STAMP): pyproject.toml constraints.txt
 	[ -z "$$index" ] || export UV_DEFAULT_INDEX="$$index"; \
 	$(VENV)/bin/uv pip install -q --python $(PY) --index-strategy unsafe-best-match --compile-bytecode \
 		-c constraints.txt -e ".[dev]"; \
-	$(PY) -m retrofit.runtimes add install --since $$start
+	$(PY) -m retrofit.runtimes add install --to outputs/command_times.csv --since $$start
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
@@ -48,7 +51,7 @@ install: $(STAMP) ## create .venv and install the pinned harness (first use only
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
-	$(TIMED) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
+	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
 		hydra.launcher.n_jobs=2 results_dir=results record=true reference=results/retrofit_rmse.csv \
 		reference_commit=HEAD$(if $(GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
 
@@ -57,10 +60,10 @@ compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per 
 	$(TIMED) $(PY) experiments/compare.py "$(A)" "$(B)"
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (every shipped host) -> results/sink_mass.csv
-	$(TIMED) $(PY) experiments/sink_mass.py
+	$(RECORD) $(PY) experiments/sink_mass.py
 
 sweep-cost: $(STAMP) ## where the sweep's time goes: CPU seconds per phase of its cases, shared stages on / off -> results/sweep_cost.csv
-	$(TIMED) $(PY) experiments/sweep_cost.py
+	$(RECORD) $(PY) experiments/sweep_cost.py
 
 sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local mode; SLURM: hydra/launcher=slurm)
 	$(TIMED) $(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \
@@ -78,37 +81,37 @@ test-fast: $(STAMP) ## unit tests only (skips the slow real-host and sweep tests
 	$(TIMED) $(PY) -m pytest -q -m "not slow"
 
 exactness: $(STAMP) ## OAttention accuracy vs the float64 reference -> results/exactness.csv
-	$(TIMED) $(PY) experiments/exactness.py
+	$(RECORD) $(PY) experiments/exactness.py
 
 ablation: $(STAMP) ## standard vs OA-only vs OTransformer null insertion -> results/ablation.{csv,md}
-	$(TIMED) $(PY) experiments/ablation.py
+	$(RECORD) $(PY) experiments/ablation.py
 
 bench: $(STAMP) ## OAttention vs plain SDPA vs naive: time ratios and peak memory (prints)
 	$(TIMED) $(PY) experiments/bench_attention.py
 
 audit: $(STAMP) ## O-closure audit (null rows/columns at the input and at the in-context entry) -> results/audit.csv
-	$(TIMED) $(PY) experiments/audit.py
+	$(RECORD) $(PY) experiments/audit.py
 
 padding-demo: $(STAMP) ## the stock host fed predict_many's padding vs o_closed -> results/padding_demo.csv
-	$(TIMED) $(PY) experiments/padding_demo.py
+	$(RECORD) $(PY) experiments/padding_demo.py
 
 bench-batch: $(STAMP) ## predict_many vs one predict after another, 18 cases, interleaved -> results/bench_batch.csv
-	$(TIMED) $(PY) experiments/bench_batch.py
+	$(RECORD) $(PY) experiments/bench_batch.py
 
 explain-bench: $(STAMP) ## Removal explanations (SV, k-SII, leave-one-out): batched closed removal vs a refit per coalition vs zeroing -> results/removal_bench.{csv,png}, removal_stages.csv
-	$(TIMED) $(PY) experiments/explain_bench.py
+	$(RECORD) $(PY) experiments/explain_bench.py
 
 tau-sweep: $(STAMP) ## delta RMSE vs tau calibration constant c -> results/tau_sweep.{csv,png}
-	$(TIMED) $(PY) experiments/tau_sweep.py
+	$(RECORD) $(PY) experiments/tau_sweep.py
 
 host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_quality.csv
-	$(TIMED) $(PY) experiments/host_quality.py
+	$(RECORD) $(PY) experiments/host_quality.py
 
 preset-selection: $(STAMP) ## hosts' inference presets on datasets disjoint from the bar -> results/preset_selection/
-	$(TIMED) $(PY) experiments/host_quality.py --config-name preset_selection
+	$(RECORD) $(PY) experiments/host_quality.py --config-name preset_selection
 
 scale-check: $(STAMP) ## every architecture at tabpfn's default size: retrofit time / memory ratios, audit, predict_many -> results/scale.csv
-	$(TIMED) $(PY) experiments/scale_check.py
+	$(RECORD) $(PY) experiments/scale_check.py
 
 pretrain-v2: $(STAMP) ## pretrain (or resume) the tiny_v2 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v2

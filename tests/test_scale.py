@@ -62,26 +62,29 @@ def test_bad_scale_config_is_an_error_naming_it(node, message):
 
 
 def test_goal_lines_say_met_or_not_and_the_worst_time_miss_is_profiled():
+    ranges = {"time_ratio_min": 0.9, "time_ratio_max": 2.0, "load_start": 0.3, "load_end": 0.5}
     rows = [
-        {"arch": "a", "variant": "full_o", "time_ratio": 1.20, "memory_ratio": 1.0, "clone_memory_ratio": 0.01},
-        {"arch": "a", "variant": "o_closed", "time_ratio": 1.50, "memory_ratio": 1.2, "clone_memory_ratio": 0.01},
-        {"arch": "b", "variant": "full_o", "time_ratio": 1.01, "memory_ratio": 1.0, "clone_memory_ratio": 0.01},
-        {"arch": "b", "variant": "predict_many", "time_ratio": 1.30},
+        {"arch": "a", "variant": "full_o", "time_ratio": 1.20, "memory_ratio": 1.0, "clone_memory_ratio": 0.01}
+        | {"time_ratio_min": 1.15, "time_ratio_max": 1.3},
+        {"arch": "a", "variant": "o_closed", "time_ratio": 1.50, "memory_ratio": 1.2, "clone_memory_ratio": 0.01}
+        | {"time_ratio_min": 1.4, "time_ratio_max": 1.6},
+        {"arch": "b", "variant": "full_o", "time_ratio": 1.01, "memory_ratio": 1.0, "clone_memory_ratio": 0.01}
+        | {"time_ratio_min": 0.98, "time_ratio_max": 1.04},
+        {"arch": "b", "variant": "predict_many", "time_ratio": 1.30} | {"time_ratio_min": 1.2, "time_ratio_max": 1.4},
+        {"arch": "d", "variant": "full_o", "time_ratio": 1.03, "memory_ratio": 1.0, "clone_memory_ratio": 0.01},
         {"arch": "c", "variant": "o_closed", "status": "refused", "reason": "cannot be O-closed"},
     ]
-    table = pd.DataFrame(
-        [
-            {c: np.nan for c in COLUMNS} | {"status": "measured", "time_ratio_min": 0.9, "time_ratio_max": 2.0} | row
-            for row in rows
-        ]
-    )
+    table = pd.DataFrame([{c: np.nan for c in COLUMNS} | {"status": "measured"} | ranges | row for row in rows])
     lines = goal_lines(table)
-    assert len(lines) == 3 + 3 + 3 + 1  # every goal of every measured row, none for the refused one
+    assert len(lines) == 3 + 3 + 3 + 1 + 3  # every goal of every measured row, none for the refused one
     assert any(
         line.startswith("a            o_closed      time_ratio") and "1.500x" in line and "NOT MET" in line
         for line in lines
     )
     assert any(line.startswith("b            full_o        time_ratio") and line.endswith(": met") for line in lines)
     assert any(line.startswith("b            predict_many") and "NOT MET" in line for line in lines)
-    # a's worst miss is o_closed (1.50 / 1.10 > 1.20 / 1.05); b meets its time goal; predict_many has no stock side
+    # d's median (1.03x) is within its goal (1.05x), but its rounds ranged over [0.9x, 2.0x]: undecided
+    (d_time,) = [line for line in lines if line.startswith("d            full_o        time_ratio")]
+    assert "undecided" in d_time and "[0.90x, 2.00x]" in d_time and "load 0.3-0.5" in d_time
+    assert "met" not in d_time.replace("undecided", "")
     assert worst_time_misses(table) == {"a": "o_closed"}
