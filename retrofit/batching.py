@@ -19,7 +19,7 @@ the shapes.
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -71,7 +71,7 @@ class MemberInput:
 
 
 def predict_many(
-    pairs: Sequence[tuple[TabPFNRegressor, Any]], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
+    pairs: Iterable[tuple[TabPFNRegressor, Any]], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
 ) -> list[np.ndarray]:
     """Mean predictions of every `(regressor, X_test)` pair, as `[r.predict(X) for r, X in pairs]`.
 
@@ -88,10 +88,12 @@ def predict_many(
     rounding (1e-5 of the prediction scale), bitwise with `compact`.
     Memory: one bucket at a time, at most `max_cells` padded cells; activations of the column
     stage are ~ cells x embedding width x 4 bytes times a small constant.
-    Raises RetrofitError for an item that is not a (regressor, X_test) pair, a regressor that is
-    not o_closed, regressors on different checkpoints, variants or devices, or a fit mode
-    without cached preprocessing.
+    `pairs` may be any iterable of pairs (a list, a generator); it is read once.
+    Raises RetrofitError for `pairs` that is no iterable of pairs (a mapping, a string), an item
+    that is not a (regressor, X_test) pair, a regressor that is not o_closed, regressors on
+    different checkpoints, variants or devices, or a fit mode without cached preprocessing.
     """
+    pairs = _listed(pairs)
     regressors = _check_pairs(pairs)
     pairs = [(regressor, pair[1]) for regressor, pair in zip(regressors, pairs, strict=True)]
     members: list[MemberInput] = []
@@ -119,7 +121,7 @@ def predict_many(
 
 @dataclass(frozen=True)
 class ForwardCost:
-    """Multiply-adds of one forward of an o_closed tabpfn_v3 model, from its own sizes.
+    """Multiply-adds of one forward of an o_closed tabpfn_v3 / v3.5 model, from its own sizes.
 
     Per element of shape (N train, T test rows, C columns), R = N + T rows, G = ceil(C / feature
     group size) cell groups, K CLS tokens: R G cell tokens through the distribution embedder (its
@@ -158,20 +160,20 @@ class ForwardCost:
 
     @classmethod
     def of(cls, model: torch.nn.Module, overhead: float) -> "ForwardCost":
-        """The cost model of `model` (an `OClosedTabPFNV3`; its host is `model.base_layer`) with a
-        fixed cost of `overhead` multiply-adds per forward."""
+        """The cost model of `model` (an `OClosedTabPFNV3` or a subclass; its host is `model.base_layer`,
+        its readout `model.readout_modules`) with a fixed cost of `overhead` multiply-adds per forward."""
         base = model.base_layer
-        config = base.config
         embedder, aggregator = base.feature_distribution_embedder, base.column_aggregator
+        width = aggregator.embed_dim
         return cls(
-            group_size=config.feature_group_size,
-            cls_tokens=config.feat_agg_num_cls_tokens,
+            group_size=base.feature_group_size,
+            cls_tokens=aggregator.num_cls_tokens,
             cell_macs=_parameters(base.x_embed, base.col_y_encoder, embedder),
-            inducing_macs=4 * config.dist_embed_num_inducing_points * config.embed_dim * len(embedder.layers),
+            inducing_macs=4 * width * sum(layer.num_inducing_points for layer in embedder.layers),
             aggregator_macs=_parameters(aggregator),
-            aggregator_width=2 * config.embed_dim * len(aggregator.blocks),
-            row_macs=_parameters(base.icl_y_encoder, *base.icl_blocks, base.output_norm, base.output_projection),
-            row_width=2 * config.embed_dim * config.feat_agg_num_cls_tokens * len(base.icl_blocks),
+            aggregator_width=2 * width * len(aggregator.blocks),
+            row_macs=_parameters(base.icl_y_encoder, *base.icl_blocks, *model.readout_modules),
+            row_width=2 * width * aggregator.num_cls_tokens * len(base.icl_blocks),
             overhead=overhead,
         )
 
@@ -366,6 +368,16 @@ def closed_regressor(regressor: Any, what: str) -> TabPFNRegressor:
             "model_path with fit_mode='fit_preprocessors' (tabpfn's default)"
         )
     return regressor
+
+
+def _listed(pairs: Iterable[tuple[TabPFNRegressor, Any]]) -> list[tuple[TabPFNRegressor, Any]]:
+    """`pairs` read into a list; RetrofitError for a non-iterable, a mapping or a string."""
+    if not isinstance(pairs, Iterable) or isinstance(pairs, Mapping | str | bytes):
+        raise RetrofitError(
+            f"predict_many takes an iterable of (regressor, X_test) pairs, got a {type(pairs).__name__}; "
+            "pass [(regressor, X_test), ...]"
+        )
+    return list(pairs)
 
 
 def _check_pairs(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[TabPFNRegressor]:

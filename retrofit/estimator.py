@@ -8,9 +8,12 @@ So every refit, clone and fold of a cross-validation or grid search gets the var
 from collections.abc import Mapping
 from typing import Any, Literal, Self
 
+import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from retrofit.data.prepare import check_target_scale
+from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
@@ -24,7 +27,9 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
 
     Parameters are stored as given and validated by `fit` (sklearn convention), all of them before
     anything is fitted: an unknown variant, host or device, a checkpoint `check_checkpoint`
-    refuses, `n_estimators` < 1, a bad `random_state` or a bad hyper-parameter raises RetrofitError.
+    refuses, `n_estimators` < 1, a bad `random_state` or a bad hyper-parameter raises RetrofitError,
+    and so does a target outside the scales tabpfn standardises exactly
+    (`retrofit.data.prepare.check_target_scale`: magnitudes up to 1e150, spreads from 1e-12).
 
     variant: a built-in variant name (`retrofit/configs/variant/`) or a spec (mapping), as `retrofit.retrofit` takes.
     host: a shipped host (`retrofit.hosts.available()`); `model_path`, when given, is used instead.
@@ -72,7 +77,8 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         path = get_path(self.host) if self.model_path is None else self.model_path
         # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
-        validate_data(self, X, y, **_AS_TABPFN_TAKES_IT)
+        _, y_checked = validate_data(self, X, y, **_AS_TABPFN_TAKES_IT)
+        check_target_scale(_numbers(y_checked), "RetrofitRegressor.fit: y")
         self.regressor_ = retrofit(stock.fit(X, y), self.variant, **hparams)
         return self
 
@@ -86,3 +92,11 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _numbers(y: Any) -> np.ndarray:
+    """`y` as float64; RetrofitError if it is not numbers (a regression target)."""
+    try:
+        return np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise RetrofitError("RetrofitRegressor.fit: y must be numbers (a regression target)") from None

@@ -32,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.adapters import PARTS, AttentionSettings, TauRule, adapter
 from retrofit.errors import RetrofitError, bounded
+from retrofit.labels import check_label
 from retrofit.typed import typed
 
 VARIANT_DIR = Path(str(files("retrofit.configs") / "variant"))
@@ -172,7 +173,8 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     one per call). A sweep checks the same few specs for every job, so each spec (as plain values,
     interpolations as written) is checked once per process.
 
-    Raises RetrofitError naming an unknown key or a value of the wrong type.
+    Raises RetrofitError naming an unknown key, a value of the wrong type, or a `name` that is not
+    a label (`retrofit.labels`: a variant's name labels results and names unit files).
     """
     plain = OmegaConf.to_container(spec) if OmegaConf.is_config(spec) else spec
     try:
@@ -191,6 +193,8 @@ def _typed_spec_of(key: str) -> dict[str, Any]:
 def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     label = spec.get("name", "<unnamed>")
     typed_node = typed(VariantConfig, spec, f"variant {label!r}")
+    if typed_node.name is not None:
+        check_label("variant name", typed_node.name)
     return OmegaConf.to_container(typed_node, resolve=True)
 
 

@@ -155,9 +155,9 @@ def test_missing_csv_names_the_file(tmp_path):
     ("raw", "message"),
     [
         ({"name": "a", "source": "excel", "target": "y"}, "unknown source 'excel'"),
-        ({"name": "../a", "source": "csv", "path": "p", "target": "y"}, "'../a' labels results and names unit dir"),
+        ({"name": "../a", "source": "csv", "path": "p", "target": "y"}, "'../a' labels results and names files"),
         ({"name": "a", "source": "csv", "target": "y"}, r"needs \['path'\]"),
-        ({"name": "a", "source": "csv", "path": "p", "target": "y", "colour": 1}, r"unknown keys \['colour'\]"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "colour": 1}, "unknown key 'colour'"),
         ({"name": "a", "source": "csv", "path": "p"}, "key 'target' is missing"),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "max_rows": 0}, "max_rows must be a positive"),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "drop": "id"}, "drop must be a list of column"),

@@ -20,10 +20,13 @@ import torch
 from retrofit.errors import RetrofitError
 from retrofit.ops.presence import squared_norm
 
+_FLOAT32 = torch.finfo(torch.float32)
+
 
 @dataclass(frozen=True)
 class TauRule:
-    """`mode` absolute (reads `value`) or calibrated (reads `c`); the read key must be a finite number > 0."""
+    """`mode` absolute (reads `value`) or calibrated (reads `c`); the read key must be a number > 0 in
+    float32's normal range (tau is computed in float32 or wider)."""
 
     mode: Literal["absolute", "calibrated"]
     value: float | None = None
@@ -38,6 +41,11 @@ class TauRule:
         if not (numeric and math.isfinite(number) and number > 0):
             raise RetrofitError(
                 f"tau.mode={self.mode} needs tau.{key} > 0 and finite, got {number!r}; set it in the variant"
+            )
+        if not _FLOAT32.tiny <= number <= _FLOAT32.max:  # tau is computed in float32 or wider
+            raise RetrofitError(
+                f"tau.{key}={number!r} is outside float32's normal range [{_FLOAT32.tiny:.3g}, {_FLOAT32.max:.3g}], "
+                "where tau is computed; set it in the variant"
             )
 
     def describe(self) -> str:

@@ -4,7 +4,9 @@ Contract, in order:
 0. Every column has a name, and no name appears twice (`check_column_names`).
 1. `drop` columns are removed (each must exist).
 2. Rows whose target is missing are dropped, counted (`Table.n_missing_target`) and logged.
-3. The target must be finite and not constant; features must not hold ±inf (NaN is fine).
+3. At least `MIN_ROWS` rows remain; the target must be finite, not constant and within the scales
+   tabpfn standardises exactly (`check_target_scale`); features must not hold ±inf (NaN is fine;
+   any finite scale is fine: tabpfn's own feature preprocessing is scale-free).
 4. `max_rows` subsamples rows with the case seed.
 5. Split: `sklearn.model_selection.train_test_split(test_size, random_state=seed)`.
 6. Categorical columns (text/bool/category dtypes, plus those named in `categorical`) are
@@ -24,12 +26,14 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
 from retrofit.data.spec import DatasetSpec
-from retrofit.errors import DatasetError, listing
+from retrofit.errors import DatasetError, RetrofitError, listing
 
 log = logging.getLogger(__name__)
 
 # Fewest usable rows a split accepts: 7 train rows and 3 test rows at test_size 0.3.
 MIN_ROWS = 10
+TARGET_SCALE = (1e-12, 1e150)
+"""(smallest nonzero spread, largest magnitude) of a target tabpfn standardises exactly (`check_target_scale`)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,34 @@ def check_column_names(dataset: str, names: Sequence[object], where: str = "the 
         )
 
 
+def check_rows(dataset: str, n_rows: int) -> None:
+    """DatasetError unless `n_rows` usable rows can be split (`MIN_ROWS`)."""
+    if n_rows < MIN_ROWS:
+        raise DatasetError(f"dataset {dataset!r}: {n_rows} usable rows; a train/test split needs at least {MIN_ROWS}")
+
+
+def check_target_scale(y: np.ndarray, what: str, error: type[RetrofitError] = RetrofitError) -> None:
+    """`error` "<what> ..." for a finite target outside the scales tabpfn standardises exactly
+    (`TARGET_SCALE`): its largest magnitude above the upper bound (tabpfn's `np.std` squares the
+    target and overflows near 1e154: predictions become NaN), or a spread (standard deviation) below
+    the lower bound but not zero (tabpfn adds 1e-20 to the spread it divides by, which at a spread
+    of 1e-30 makes every prediction the training mean). Within the bounds the relative RMSE is that
+    of the same data at unit scale to 1e-9."""
+    low, high = TARGET_SCALE
+    largest = float(np.max(np.abs(y))) if len(y) else 0.0
+    if largest > high:
+        raise error(
+            f"{what} reaches {largest:.3g}; tabpfn standardises targets only up to {high:g} in magnitude: "
+            "rescale the target (divide it by a power of ten) or model its logarithm"
+        )
+    spread = float(np.std(y / largest)) * largest if largest > 0 else 0.0  # y**2 would underflow at 1e-300
+    if 0 < spread < low:
+        raise error(
+            f"{what} has a spread (standard deviation) of {spread:.3g}; tabpfn adds 1e-20 to the spread, which "
+            f"distorts predictions below {low:g}: multiply the target by a power of ten"
+        )
+
+
 def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     """Steps 0–3 of the module contract; raise DatasetError naming the column and the fix."""
     check_column_names(spec.name, list(frame.columns))
@@ -111,10 +143,12 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     frame, y = frame[has_target], y[has_target]
     if not np.isfinite(y.to_numpy()).all():
         raise DatasetError(f"dataset {spec.name!r}: target {spec.target!r} holds ±inf; remove or fix those rows")
-    if len(y) and y.nunique() < 2:
+    check_rows(spec.name, len(y))
+    if y.nunique() < 2:
         raise DatasetError(
             f"dataset {spec.name!r}: target {spec.target!r} is constant; RMSE deltas would be meaningless"
         )
+    check_target_scale(y.to_numpy(), f"dataset {spec.name!r}: target {spec.target!r}", DatasetError)
     X = frame.drop(columns=[spec.target])
     if X.shape[1] == 0:
         raise DatasetError(f"dataset {spec.name!r}: no feature columns left after dropping {listing(spec.drop)}")
@@ -135,10 +169,7 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
     if max_rows is not None and len(X) > max_rows:
         keep = np.sort(np.random.default_rng(seed).choice(len(X), size=max_rows, replace=False))
         X, y = X.iloc[keep], y.iloc[keep]
-    if len(X) < MIN_ROWS:
-        raise DatasetError(
-            f"dataset {table.name!r}: {len(X)} usable rows; a train/test split needs at least {MIN_ROWS}"
-        )
+    check_rows(table.name, len(X))
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
     if y_train.nunique() < 2:
         raise DatasetError(f"dataset {table.name!r}: the target is constant on the training rows of seed {seed}")

