@@ -7,9 +7,9 @@
 
 Configs: configs/config.yaml. A single run adds its case's rows to <results_dir>/retrofit_rmse.csv
 (rows of other units already there are kept; its own replace theirs); a sweep (-m) writes exactly
-its jobs' rows there at its end (`retrofit.runner.hydra_callbacks`), and with reference=<csv> checks
-that they reproduce it. Both show one progress bar over units and end with the headline table and
-the files written; bad input exits non-zero with `error: <what to fix>`.
+its jobs' rows there at its end (`retrofit.runner.hydra_callbacks`). With reference=<csv>, either
+checks that its rows reproduce that file. Each job shows a progress bar over its units; both end with the
+headline table and the files written; bad input exits non-zero with `error: <what to fix>`.
 """
 
 import sys
@@ -23,12 +23,14 @@ from omegaconf import DictConfig
 from retrofit.errors import exit_on_user_error
 from retrofit.jobs import register
 from retrofit.runner import console
-from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
-from retrofit.runner.case import run_case
+from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
+from retrofit.runner.case import reusable, run_case
 from retrofit.runner.collect import case_records
 from retrofit.runner.config import case_from_hydra
 from retrofit.runner.manifest import record_job
-from retrofit.runner.schema import resolve, results_dir_of
+from retrofit.runner.record import frame_of
+from retrofit.runner.reproduce import verify
+from retrofit.runner.schema import reference_of, results_dir_of
 
 register("config")  # this entry point's schema, before Hydra composes
 
@@ -41,24 +43,27 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     base_dir = Path(hydra_cfg.runtime.cwd)
     with exit_on_user_error():
-        if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback shows progress and aggregates
-            case = case_from_hydra(cfg, hydra_cfg)
-            with console.job_marker(resolve(base_dir, hydra_cfg.sweep.dir) / console.MARKERS, case):
-                run_case(case)
+        if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
+            run_case(case_from_hydra(cfg, hydra_cfg))
             return
         output_dir = Path(hydra_cfg.runtime.output_dir)
-        markers = output_dir / console.MARKERS
         with console.collected_notices() as notices:
             case = case_from_hydra(cfg, hydra_cfg)
-            with console.UnitProgress([case], markers), console.job_marker(markers, case):
-                rows = run_case(case)
+            reference = reference_of(cfg, base_dir)  # read before the run writes anything
+            reused = reusable([case])
+            rows = run_case(case)
+            console.say(console.reused(reused, len(rows)))
             record_job(cfg, hydra_cfg, case)  # which units this run computed, for experiments/aggregate.py
         results_dir = results_dir_of(cfg, hydra_cfg)
-        frame = aggregate(results_dir, accumulated(results_dir, case_records(case, rows)))
+        records = case_records(case, rows)
+        frame = aggregate(results_dir, records, keep=True)
         written = [results_dir / name for name in outputs(frame)]
-        console.report(headline(frame), written, str(output_dir / f"{hydra_cfg.job.name}.log"), notices)
+        console.report(headline(frame, noise_floors()), written, str(output_dir / f"{hydra_cfg.job.name}.log"), notices)
+        if reference is not None:  # this run's own rows against the reference
+            verify(results_dir, reference, frame_of(records))
 
 
 if __name__ == "__main__":
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
-    main()
+    with console.exit_on_interrupt():
+        main()

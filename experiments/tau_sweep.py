@@ -4,7 +4,7 @@ python experiments/tau_sweep.py                                  # configs/tau_s
 python experiments/tau_sweep.py 'c_values=[0.001,0.01]' 'seeds=[0]' host=tiny_v2
 python experiments/tau_sweep.py plot_only=true                   # redraw the plot from tau_sweep.csv
 
-One progress bar over the sweep's units; per-unit detail in the run's log file.
+A progress bar per case over its units; per-unit detail in the run's log file.
 """
 
 import hydra

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import pandas as pd
 from processes import run_python
 
-from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
+from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
 from retrofit.runner.record import COLUMNS, UnitRecord, hparams_text, read_records
 from retrofit.runner.units import UnitKey, UnitStore
 
@@ -31,10 +31,10 @@ def record(dataset: str, variant: str, delta: float, **values) -> UnitRecord:
 
 
 def test_single_runs_into_one_results_dir_accumulate(tmp_path):
-    aggregate(tmp_path, accumulated(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)]))
-    aggregate(tmp_path, accumulated(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 3.0)]))
+    aggregate(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)], keep=True)
+    aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 3.0)], keep=True)
     rerun = [record("a", "baseline", 0.0), record("a", "oa_only", 2.0)]  # the same units again: replaced
-    frame = aggregate(tmp_path, accumulated(tmp_path, rerun))
+    frame = aggregate(tmp_path, rerun, keep=True)
     assert len(frame) == 4 and frame.set_index(["dataset", "variant"]).loc[("a", "oa_only"), "delta_rmse_pct"] == 2.0
     assert "2 host × dataset × seed cases" in (tmp_path / "retrofit_table.md").read_text()
     assert [r.dataset for r in read_records(tmp_path / "retrofit_rmse.csv")] == ["a", "a", "b", "b"]
@@ -92,3 +92,24 @@ def test_aggregating_a_finished_unit_store_imports_neither_torch_nor_tabpfn(tmp_
     out = run_python("-c", AGGREGATE_A_STORE, str(tmp_path / "runs"), str(tmp_path / "results"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "[]"] and (tmp_path / "results" / "retrofit_rmse.csv").is_file()
+
+
+def test_a_mean_delta_within_its_hosts_noise_floor_is_marked_and_each_floor_said(tmp_path):
+    frame = pd.DataFrame([vars(r) for r in [record("a", "oa_only", 1.0), record("a", "full_o", 3.0)]])
+    floors_csv = tmp_path / "noise_floor.csv"
+    pd.DataFrame(
+        {
+            "host": ["h", "h"],
+            "source": ["input_ulp", "threads"],
+            "cases": [4, 4],
+            "median_rel_pct": [0.5, 0.1],
+            "max_rel_pct": [1.5, 0.2],
+        }
+    ).to_csv(floors_csv, index=False)
+    floors = noise_floors(floors_csv)
+    assert floors == {"h": 1.5}  # the largest movement over the sources
+    text = headline(frame, floors)
+    assert "| oa_only   | +1.000 ≈0 (+1.000)" in text and "+3.000 (+3.000)" in text
+    assert "h 1.5 %" in text and "≈0: a mean |ΔRMSE| within its host's floor" in text
+    unmeasured = headline(frame, noise_floors(tmp_path / "none.csv"))
+    assert "≈0 (" not in unmeasured and "h: floor not measured" in unmeasured

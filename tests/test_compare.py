@@ -1,6 +1,7 @@
 """Comparing two results files unit by unit: the largest difference per column and where, mean ΔRMSE
 per variant in each file, units found in one file only."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -40,6 +41,7 @@ def test_the_largest_difference_per_column_is_found_with_its_unit():
     assert columns.loc["rmse", "relative"] == pytest.approx(0.02 / 1.96)
     assert columns.loc["delta_rmse_pct", "where"] == "host=h/dataset=b/seed=0/variant=oa_only"
     assert "tau_rule" not in columns.index  # text columns are not differenced
+    assert not columns.loc["rmse", "within tolerance"] and comparison.max_column in ("rmse", "delta_rmse_pct")
     assert columns.loc["arm_extra", "max |A − B|"] == 0.0  # a flag is differenced as 0 / 1
     variants = comparison.variants.set_index("variant")
     assert variants.loc["oa_only", ["A", "B", "A − B"]].tolist() == pytest.approx([0.0, -0.5, 0.5])
@@ -58,8 +60,60 @@ def test_units_in_one_file_only_are_listed_and_a_value_missing_in_one_counts():
 def test_files_that_are_not_results_are_refused():
     with pytest.raises(RunnerError, match=r"B lacks the columns \['variant'\]"):
         compare(results(), results().drop(columns="variant"))
-    with pytest.raises(RunnerError, match="A lists a unit twice"):
+    with pytest.raises(RunnerError, match="A lists 4 units twice"):
         compare(pd.concat([results(), results()]), results())
+
+
+def test_differences_within_the_tolerances_agree_and_changed_inputs_are_listed_not_differing():
+    a, b = results().assign(host_digest="h1"), results().assign(host_digest="h1")
+    a["rmse"] *= 1 + 5e-6  # last-bit rounding of another CPU: within 1e-5 relative
+    a.loc[1, "delta_rmse_pct"] += 5e-4  # within 1e-3 percentage points
+    same = compare(a, b)
+    assert not same.differing and same.columns["within tolerance"].all()
+    a.loc[3, "rmse"] *= 1.01
+    assert compare(a, b).differing == ("host=h/dataset=b/seed=0/variant=oa_only (rmse)",)
+    moved = compare(a.assign(host_digest=["h1", "h1", "h2", "h2"]), b)  # dataset b ran on another host file
+    assert not moved.differing
+    assert moved.changed_inputs == (
+        "host=h/dataset=b/seed=0/variant=baseline",
+        "host=h/dataset=b/seed=0/variant=oa_only",
+    )
+    assert "recomputed from changed inputs (host or data): host=h/dataset=b" in moved.text()
+
+
+def test_timings_are_never_compared():
+    a, b = results().assign(predict_seconds=1.0), results().assign(predict_seconds=9.0)
+    comparison = compare(a, b)
+    assert "predict_seconds" not in set(comparison.columns["column"]) and not comparison.differing
+
+
+BAD_FILES = {
+    "missing": (lambda path: None, r"A .*missing\.csv does not exist; pass a retrofit_rmse\.csv"),
+    "directory": (lambda path: path.mkdir(), r"A .*directory\.csv is not a file"),
+    "empty": (lambda path: path.write_text(""), r"A .*empty\.csv is not a readable CSV"),
+    "non-utf8": (
+        lambda path: path.write_bytes(b"host,dataset\n\xff\xfe,\x80\n"),
+        r"A .*non-utf8\.csv is not a readable CSV",
+    ),
+    "rmse-text": (
+        lambda path: results().assign(rmse="abc").to_csv(path, index=False),
+        r"A: column 'rmse' holds text where numbers belong",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_a_file_that_is_not_results_is_refused_in_one_line_by_the_command(tmp_path, name):
+    """A missing file, a directory, an empty file, bytes that are not UTF-8, text in a number column:
+    one line naming the file (or the column), exit 1, nothing shown as 0."""
+    make, message = BAD_FILES[name]
+    path, good = tmp_path / f"{name}.csv", tmp_path / "good.csv"
+    make(path)
+    results().to_csv(good, index=False)
+    out = run_entry_point("compare.py", str(path), str(good), cwd=ROOT)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert re.search(message, out.stderr) and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "| rmse " not in out.stdout
 
 
 def test_the_command_prints_the_tables(tmp_path):

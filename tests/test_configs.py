@@ -96,7 +96,7 @@ def test_default_case_runs_every_builtin_variant_on_tiny_v3(hydra_compose, tmp_p
     assert case_of(hydra_compose, "timing.members=8").timing_members == 8
 
 
-@pytest.mark.parametrize("host", ["tiny_v2", "tiny_v3_5"])
+@pytest.mark.parametrize("host", ["tiny_v2"])
 def test_closed_variants_are_left_out_on_a_host_that_cannot_be_closed(hydra_compose, host):
     assert [u.variant for u in case_of(hydra_compose, f"host={host}").units] == ["baseline", "full_o", "oa_only"]
 
@@ -148,9 +148,9 @@ def test_variant_key_overrides_take_effect_and_name_the_unit(hydra_compose, over
         (["+host.nmae=x"], r"bad key 'host.nmae' .*keys: \['name', 'path'\]"),
         (["device=gpu"], r"device must be one of"),
         (["precision=bfloat16"], r"precision='bfloat16': must be one of"),
-        (["timing.rounds=-1"], r"timing_rounds=-1: must be an integer >= 0, e.g. timing.rounds=3"),
-        (["threads=0"], r"threads=0: must be an integer >= 1"),
-        (["timing.members=0"], r"timing_members=0: must be an integer >= 1, e.g. timing.members=1"),
+        (["timing.rounds=-1"], r"timing_rounds=-1: must be an integer in \[0, 1000\], e.g. timing.rounds=3"),
+        (["threads=0"], r"threads=0: must be an integer in \[1, 1024\]"),
+        (["timing.members=0"], r"timing_members=0: must be an integer in \[1, 10000\], e.g. timing.members=1"),
         (["+timing.repeats=3"], r"bad key 'timing.repeats'"),
     ],
 )
@@ -160,7 +160,7 @@ def test_bad_keys_and_values_are_errors_naming_them(hydra_compose, overrides, me
 
 
 def test_a_dataset_key_typo_is_an_error(hydra_compose):
-    with pytest.raises(DatasetError, match=r"unknown keys \['targte'\]"):
+    with pytest.raises(DatasetError, match=r"unknown key 'targte' for source 'sklearn' \(did you mean 'target'\?"):
         case_of(hydra_compose, "+dataset.targte=y")
 
 

@@ -24,7 +24,7 @@ from safetensors.torch import save_file
 from synthetic import regression_data
 
 import retrofit
-from retrofit.data import DatasetError, DatasetSpec, clean, load_table
+from retrofit.data import DatasetError, DatasetSpec, clean, load_table, split
 from retrofit.data.prepare import TARGET_SCALE, check_target_scale
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
@@ -250,6 +250,21 @@ def test_one_row_table_is_refused_for_its_rows_not_as_a_constant_target(tmp_path
     with pytest.raises(DatasetError, match="1 usable rows; a train/test split needs at least 10") as err:
         load_table(spec, tmp_path)
     one_line(err)
+
+
+@pytest.mark.parametrize("test_size, left", [(0.99, "leaves 0 of its 60 rows for training"), (0.001, "and 1 for")])
+def test_a_test_size_that_leaves_a_side_too_small_is_refused_before_fitting(test_size, left):
+    """60 rows at test_size=0.99 leave sklearn no train row (its own error was a traceback); at
+    0.001 one test row remains, which is enough, so that one splits."""
+    X, y = regression_data(seed=0, n=60, f=3)
+    spec = DatasetSpec.from_mapping({"name": "small", "source": "csv", "path": "small.csv", "target": "y"})
+    table = clean(pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y), spec)
+    if test_size == 0.99:
+        with pytest.raises(DatasetError, match=left) as err:
+            split(table, seed=0, test_size=test_size)
+        one_line(err)
+    else:
+        assert len(split(table, seed=0, test_size=test_size).y_test) == 1
 
 
 # --- targets and inputs at extreme scales ---------------------------------------------------------

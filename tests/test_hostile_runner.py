@@ -4,31 +4,39 @@ every numeric column against the file named), bad settings refused before any wo
 
 import json
 import logging
+import multiprocessing
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 from omegaconf import open_dict
 from processes import run_python
+from test_aggregate import record
 
+from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.runner import aggregate as agg
-from retrofit.runner.case import UnitSpec, run_case, stored_rows
+from retrofit.runner.case import UnitSpec, check_cases, run_case, stored_rows
+from retrofit.runner.compare import TIMES as NOT_COMPARED
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.guard import RECORD_DIR, check_results_dir
+from retrofit.runner.guard import RECORD_DIR, RECORD_ENV
 from retrofit.runner.hydra_callbacks import sweep_cases
-from retrofit.runner.reproduce import NOT_COMPARED, compare, read_reference, require_covered
+from retrofit.runner.reproduce import check, read_reference, require_covered
 from retrofit.runner.schema import reference_of, results_dir_of
+from retrofit.runner.tables import headline, table_markdown
 from retrofit.runner.units import UnitStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,20 +74,24 @@ MISTYPED_SETTINGS = {
     "test_size-text": (["test_size=abc"], "Value 'abc' of type 'str' could not be converted to Float"),
     "threads-bool": (["threads=true"], "Value 'True' of type 'bool' could not be converted to Integer"),
     "overwrite-text": (["overwrite=maybe"], "Value 'maybe' is not a valid bool"),
-    "record-text": (["record=maybe"], "Value 'maybe' is not a valid bool"),
     "hparams-scalar": (["hparams=5"], r"Cannot assign int to Dict"),
+    "log_level-unknown": (["log_level=LOUD"], r"Invalid value 'LOUD', expected one of \[DEBUG, INFO, WARNING, ERROR"),
 }
 """A value of the wrong type: refused when the config is composed (the sweep's schema), naming the
 override and why."""
 
 BAD_SETTINGS = {
-    "seed-negative": (["seed=-1"], "seed=-1: must be an integer >= 0"),
-    "n_estimators-zero": (["n_estimators=0"], "n_estimators=0: must be an integer >= 1"),
+    "seed-negative": (["seed=-1"], r"seed=-1: must be an integer in \[0, 4294967295\]"),
+    "seed-too-large": (["seed=4294967296"], r"seed=4294967296: must be an integer in \[0, 4294967295\], e.g. seed=1"),
+    "n_estimators-zero": (["n_estimators=0"], r"n_estimators=0: must be an integer in \[1, 10000\]"),
+    "n_estimators-huge": (
+        ["n_estimators=1000000000000"],
+        r"n_estimators=10+: must be an integer in \[1, 10000\]",
+    ),
     "test_size-zero": (["test_size=0"], r"test_size=0(\.0)?: must be a fraction in \(0, 1\)"),
     "test_size-one": (["test_size=1.0"], r"test_size=1.0: must be a fraction in \(0, 1\)"),
     "results_dir-null": (["results_dir=null"], "results_dir is null; give a directory, e.g. results_dir=outputs"),
     "cache_dir-null": (["cache_dir=null"], r"cache_dir is null; give a directory, e.g. cache_dir=\.cache"),
-    "record-without-reference": (["record=true"], "record=true .* only when checked: pass reference"),
     "cache-in-record": (["cache_dir=results/cache"], r"cache_dir=.*results/cache is inside the committed"),
     "host-name-path": (
         ["host=checkpoint", "host.path=missing.ckpt", "host.name=../x"],
@@ -137,18 +149,36 @@ def test_output_dirs_that_are_files_or_unwritable_fail_before_the_case(hydra_com
 # --- the committed record is written only by make retrofit -----------------------------------
 
 
-def test_only_a_whole_checked_record_sweep_may_write_the_record(tmp_path):
-    record = tmp_path / "results"
-    for whole_sweep in (False, True):
-        with pytest.raises(RunnerError, match=r"is the committed record.*e\.g\. results_dir=outputs/results"):
-            check_results_dir(record, record=False, whole_sweep=whole_sweep, record_dir=record)
-    with pytest.raises(RunnerError, match=r"only from a whole sweep \(-m\): run make retrofit"):
-        check_results_dir(record, record=True, whole_sweep=False, record_dir=record)
-    with pytest.raises(RunnerError, match="is not it"):
-        check_results_dir(tmp_path / "elsewhere", record=True, whole_sweep=True, record_dir=record)
-    assert check_results_dir(record, record=True, whole_sweep=True, record_dir=record) == record
-    assert check_results_dir(tmp_path / "mine", record=False, whole_sweep=False, record_dir=record) == tmp_path / "mine"
-    assert not list(tmp_path.iterdir())
+def test_only_a_whole_checked_record_sweep_under_the_record_variable_may_write_the_record(
+    hydra_compose, tmp_path, monkeypatch
+):
+    """The record (`results/`, however named: `..`, a symlink) is a sweep's `results_dir` only with
+    RETROFIT_RECORD=1, in a whole sweep (-m), checked against a reference; nothing is written."""
+    (tmp_path / "link").symlink_to(RECORD_DIR, target_is_directory=True)
+    routes = ["results", "outputs/../results", str(tmp_path / "link")]
+
+    def results_dir(value: str, *, multirun: bool, reference: bool) -> Path:
+        extra = ["reference=results/retrofit_rmse.csv"] if reference else []
+        cfg = hydra_compose(overrides=[f"results_dir={value}", *extra])
+        with open_dict(cfg):
+            cfg.hydra.runtime.cwd = str(ROOT)
+            cfg.hydra.mode = RunMode.MULTIRUN if multirun else RunMode.RUN
+        return results_dir_of(cfg, cfg.hydra)
+
+    before = record_state()
+    monkeypatch.delenv(RECORD_ENV, raising=False)
+    for value in routes:
+        with pytest.raises(RunnerError, match=r"is in the committed record .*e\.g\. results_dir=outputs/results"):
+            results_dir(value, multirun=True, reference=True)
+    monkeypatch.setenv(RECORD_ENV, "1")
+    with pytest.raises(RunnerError, match=r"only by a whole sweep \(-m\): run make retrofit"):
+        results_dir("results", multirun=False, reference=True)
+    with pytest.raises(RunnerError, match=r"only when checked: pass reference"):
+        results_dir("results", multirun=True, reference=False)
+    for value in routes:
+        assert os.path.realpath(results_dir(value, multirun=True, reference=True)) == str(RECORD_DIR)
+    assert results_dir(str(tmp_path / "mine"), multirun=False, reference=False) == tmp_path / "mine"
+    assert record_state() == before
 
 
 def make_retrofit_overrides(*variables: str) -> list[str]:
@@ -160,18 +190,20 @@ def make_retrofit_overrides(*variables: str) -> list[str]:
         text=True,
         check=True,
     ).stdout.replace("\\\n", " ")
+    assert f"{RECORD_ENV}=1" in printed.split("experiments/sweep.py", 1)[0]  # the record target's variable
     sweep = printed.split("experiments/sweep.py", 1)[1].split("&&")[0]  # the sweep's own arguments
     return [arg for arg in shlex.split(sweep) if arg != "-m" and not arg.startswith("hydra")]
 
 
 @pytest.mark.slow
-def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(hydra_compose):
+def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(hydra_compose, monkeypatch):
     """The Makefile's own overrides (as make expands them): a whole sweep may write results/,
     against the committed CSV, whose every row one of its units reruns; the same overrides in a
     single run are refused. GRID_CHANGED=1 adds grid_changed=true, refused on this unchanged grid."""
     overrides = make_retrofit_overrides()
-    assert "record=true" in overrides and "results_dir=results" in overrides
+    assert "results_dir=results" in overrides
     assert make_retrofit_overrides("GRID_CHANGED=1") == [*overrides, "grid_changed=true"]
+    monkeypatch.setenv(RECORD_ENV, "1")
     cfg = hydra_compose(overrides=overrides)
     with open_dict(cfg):
         cfg.hydra.runtime.cwd = str(ROOT)
@@ -190,22 +222,22 @@ def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(h
     with pytest.raises(RunnerError, match="grid_changed=true, but this sweep runs exactly the"):
         require_covered(replace(reference, grid_changed=True), keys)
     cfg.hydra.mode = RunMode.RUN
-    with pytest.raises(RunnerError, match="only from a whole sweep"):
+    with pytest.raises(RunnerError, match="only by a whole sweep"):
         results_dir_of(cfg, cfg.hydra)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "command, message",
+    "command, recording, message",
     [
-        (["experiments/sweep.py", "+experiment=paper_table"], "is the committed record"),
-        (["experiments/sweep.py", "-m", "seed=0,1"], "is the committed record"),
-        (["experiments/sweep.py", "record=true", "reference=results/retrofit_rmse.csv"], "run make retrofit"),
-        (["experiments/aggregate.py", "cache_dir=.no_such_cache"], "is the committed record"),
+        (["experiments/sweep.py", "+experiment=paper_table"], "0", "is in the committed record"),
+        (["experiments/sweep.py", "-m", "seed=0,1"], "0", "is in the committed record"),
+        (["experiments/sweep.py", "reference=results/retrofit_rmse.csv"], "1", "run make retrofit"),
+        (["experiments/aggregate.py", "cache_dir=.no_such_cache"], "0", "is in the committed record"),
     ],
-    ids=["single-paper-table", "sweep-without-record", "single-with-record", "aggregate"],
+    ids=["single-paper-table", "sweep-without-record-variable", "single-with-record-variable", "aggregate"],
 )
-def test_commands_aimed_at_the_record_refuse_and_leave_it_alone(host, tmp_path, command, message):
+def test_commands_aimed_at_the_record_refuse_and_leave_it_alone(host, tmp_path, command, recording, message):
     """`dataset.target=nope` makes any run that got past the guard fail before writing, so a broken
     guard fails this test without touching results/."""
     before = record_state()
@@ -216,6 +248,7 @@ def test_commands_aimed_at_the_record_refuse_and_leave_it_alone(host, tmp_path, 
         f"hydra.run.dir={tmp_path}",
         f"hydra.sweep.dir={tmp_path}",
         *host_args(host)[:3],
+        **{RECORD_ENV: recording},
     )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert message in out.stderr, out.stderr
@@ -315,7 +348,7 @@ def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_h
     repo = tmp_path / "clone"
     for name in ("retrofit", "experiments", "configs"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(repo)}
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(repo), RECORD_ENV: "1"}
 
     def sweep(*args: str) -> subprocess.CompletedProcess:
         command = [sys.executable, "experiments/sweep.py", "-m", "dataset=diabetes", "variant=oa_only", *args]
@@ -332,7 +365,7 @@ def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_h
     committed = (repo / "results" / "retrofit_rmse.csv").read_text()
     edited = pd.read_csv(repo / "results" / "retrofit_rmse.csv")
     edited.assign(nll=edited["nll"] + 1).to_csv(repo / "results" / "retrofit_rmse.csv", index=False)
-    record = ["results_dir=results", "record=true", "reference=results/retrofit_rmse.csv", "reference_commit=HEAD"]
+    record = ["results_dir=results", "reference=results/retrofit_rmse.csv", "reference_commit=HEAD"]
     out = sweep("seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *record)
     assert out.returncode == 0, out.stderr
     assert "reproduced: 4/4 rows within 1e-05 (max rel |Δ| 0, " in out.stdout and " at HEAD (" in out.stdout
@@ -464,9 +497,9 @@ RESULT_COLUMNS = ["rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "delta_c
 def test_an_edit_of_any_result_column_on_either_side_fails_by_name(finished, tmp_path, column, side):
     frame = reference_frame(tmp_path, finished[1])
     edited = frame.copy()
-    edited.loc[1, column] += 1e-3
+    edited.loc[1, column] += 2e-3  # beyond every tolerance (1e-3 points on the % deltas)
     new, reference = (edited, frame) if side == "new" else (frame, edited)
-    outcome = compare(new, reference)
+    outcome = check(new, reference)
     assert not outcome.ok and len(outcome.differing) == 1 and f"({column})" in outcome.differing[0]
     assert f"; 1 differing: host=random_v3/dataset=diabetes/seed=0/variant=oa_only ({column})" in outcome.line()
 
@@ -475,8 +508,8 @@ def test_timings_are_not_compared_and_one_sided_columns_are_named(finished, tmp_
     frame = reference_frame(tmp_path, finished[1])
     assert set(agg.COLUMNS) & NOT_COMPARED == {c for c in agg.COLUMNS if "seconds" in c or "time" in c}
     timed = frame.assign(**{c: 7.0 for c in NOT_COMPARED})
-    assert compare(timed, frame).ok
-    outcome = compare(frame.drop(columns=["crps"]), frame.assign(extra_score=1.0))
+    assert check(timed, frame).ok
+    outcome = check(frame.drop(columns=["crps"]), frame.assign(extra_score=1.0))
     assert not outcome.ok and outcome.one_sided == ("crps (reference only)", "extra_score (reference only)")
     assert "2 columns in one file only: crps (reference only), extra_score (reference only)" in outcome.line()
 
@@ -484,11 +517,11 @@ def test_timings_are_not_compared_and_one_sided_columns_are_named(finished, tmp_
 def test_a_subset_is_compared_as_such_unless_every_row_is_required(finished, tmp_path):
     frame = reference_frame(tmp_path, finished[1])
     doubled = pd.concat([frame, frame.assign(seed=1)], ignore_index=True)
-    outcome = compare(frame, doubled)
+    outcome = check(frame, doubled)
     assert outcome.ok and (outcome.within, outcome.compared) == (2, 2)
     assert "subset: 2 of the reference's 4 rows ran" in outcome.line()
     reference = read_reference(_csv(tmp_path, doubled), require_all=True)
-    strict = compare(frame, reference)
+    strict = check(frame, reference)
     assert not strict.ok and "2 missing: host=random_v3/dataset=diabetes/seed=1/variant=baseline" in strict.line()
 
 
@@ -509,15 +542,16 @@ def test_the_named_reference_is_read_from_the_working_tree_or_the_commit_named(h
     head = reference_of(hydra_compose(overrides=[f"reference={csv}", "reference_commit=HEAD"]), ROOT)
     assert tree.frame["nll"].tolist() == (frame["nll"] + 1).tolist() and tree.source.endswith("(working tree)")
     assert head.frame["nll"].tolist() == frame["nll"].tolist() and " at HEAD (" in head.source
-    assert not compare(frame, tree).ok and compare(frame, head).ok
-    assert compare(frame, head).line().endswith(head.source)
+    assert not check(frame, tree).ok and check(frame, head).ok
+    assert f"vs {head.source};" in check(frame, head).line()
 
 
 def test_a_reference_that_is_not_a_results_table_is_refused_when_read(hydra_compose, finished, tmp_path):
     frame = reference_frame(tmp_path, finished[1])
     bad = {
-        "repeated.csv": (pd.concat([frame, frame.iloc[:1]]), "has 1 repeated rows, e.g. host=random_v3"),
-        "nokey.csv": (frame.drop(columns=["variant"]), "has no variant column"),
+        "repeated.csv": (pd.concat([frame, frame.iloc[:1]]), "lists 1 units twice, e.g. host=random_v3"),
+        "nokey.csv": (frame.drop(columns=["variant"]), r"lacks the columns \['variant'\]"),
+        "text.csv": (frame.assign(nll="abc"), "column 'nll' holds text where numbers belong"),
         "badseed.csv": (frame.assign(seed=0.5), "has a seed that is not an integer"),
     }
     for name, (table, message) in bad.items():
@@ -529,3 +563,169 @@ def test_a_reference_that_is_not_a_results_table_is_refused_when_read(hydra_comp
         read_reference(tmp_path / "empty.csv")
     with pytest.raises(RunnerError, match="reference_commit=HEAD needs reference="):
         reference_of(hydra_compose(overrides=["reference_commit=HEAD"]), ROOT)
+
+
+# --- guards without holes ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_single_run_checks_its_own_rows_against_the_reference(host, tmp_path):
+    """`reference=` takes effect on a single run too: the reproduction line, and a failure when the
+    reference's nll for one of its units differs (the run's units come from the cache)."""
+    common = [*host_args(host), "variant=oa_only", f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path}/h"]
+    first = run("experiments/sweep.py", f"results_dir={tmp_path / 'a'}", *common)
+    assert first.returncode == 0, first.stderr
+    rows = pd.read_csv(tmp_path / "a" / "retrofit_rmse.csv")
+    rows.to_csv(tmp_path / "same.csv", index=False)
+    rows.assign(nll=rows["nll"] + 0.5).to_csv(tmp_path / "other.csv", index=False)
+    same = run("experiments/sweep.py", f"results_dir={tmp_path / 'b'}", f"reference={tmp_path / 'same.csv'}", *common)
+    assert same.returncode == 0, same.stderr
+    assert "reproduced: 2/2 rows within 1e-05" in same.stdout
+    other = run("experiments/sweep.py", f"results_dir={tmp_path / 'c'}", f"reference={tmp_path / 'other.csv'}", *common)
+    assert other.returncode == 1 and "Traceback" not in other.stderr
+    assert "error: not reproduced (reproduced: 0/2 rows" in other.stderr and "(nll)" in other.stderr
+
+
+def _accumulate(results_dir: Path, barrier, dataset: str) -> None:
+    """One writer: waits for the other, then adds its case's two rows to `results_dir`."""
+    barrier.wait()
+    agg.aggregate(results_dir, [record(dataset, "baseline", 0.0), record(dataset, "oa_only", 1.0)], keep=True)
+
+
+def test_concurrent_single_runs_into_one_results_dir_never_lose_rows(tmp_path):
+    """Two processes released together (a barrier), three times over: every row of every writer is
+    in the CSV at the end."""
+    context = multiprocessing.get_context("fork")
+    for attempt in range(3):
+        barrier = context.Barrier(2)
+        writers = [context.Process(target=_accumulate, args=(tmp_path, barrier, f"d{attempt}_{i}")) for i in range(2)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=300)
+        assert [writer.exitcode for writer in writers] == [0, 0]
+    frame = pd.read_csv(tmp_path / "retrofit_rmse.csv")
+    assert sorted(set(frame["dataset"])) == [f"d{attempt}_{i}" for attempt in range(3) for i in range(2)]
+    assert len(frame) == 12
+
+
+def test_two_datasets_under_one_name_in_one_sweep_are_refused(host, tmp_path, case_on, dataset_spec):
+    spec = dataset_spec("diabetes")
+    cases = [case_on(host, tmp_path, dataset=spec), case_on(host, tmp_path, dataset=replace(spec, max_rows=50))]
+    with pytest.raises(RunnerError, match=r"two datasets of this sweep are named 'diabetes' .*give each its own name"):
+        check_cases(cases)
+
+
+def test_runs_of_different_settings_are_kept_apart_and_said_never_pooled(tmp_path):
+    rows = [record("a", "oa_only", 1.0, n_estimators=1), record("b", "oa_only", 3.0, n_estimators=8)]
+    rows += [record("a", "baseline", 0.0, n_estimators=1), record("b", "baseline", 0.0, n_estimators=8)]
+    frame = agg.aggregate(tmp_path, rows)
+    line = headline(frame)
+    assert line.startswith("Rows differ in n_estimators: kept apart")
+    assert "h (n_estimators=1) ΔRMSE %" in line and "h (n_estimators=8) ΔRMSE %" in line
+    assert "+1.000" in line and "+3.000" in line and "+2.000" not in line  # never the pooled mean
+    table = (tmp_path / "retrofit_table.md").read_text()
+    assert "Rows differ in n_estimators" in table and "+2.000" not in table
+    same = agg.aggregate(tmp_path / "same", [r for r in rows if r.n_estimators == 1])
+    assert "Rows differ" not in headline(same)
+
+
+def test_new_timing_settings_retime_a_cached_unit_and_are_shown(host, tmp_path, case_on):
+    units = (UnitSpec("baseline"), UnitSpec("oa_only"))
+    first = run_case(case_on(host, tmp_path, units=units, timing_rounds=1))
+    again = run_case(case_on(host, tmp_path, units=units, timing_rounds=1))
+    assert [r["fingerprint"] for r in again] == [r["fingerprint"] for r in first]  # reused
+    retimed = run_case(case_on(host, tmp_path, units=units, timing_rounds=2, timing_members=2))
+    assert [(r["timing_rounds"], r["timing_members"]) for r in first] == [(1, 1), (1, 1)]
+    assert [(r["timing_rounds"], r["timing_members"]) for r in retimed] == [(2, 2), (2, 2)]
+    assert [r["rmse"] for r in retimed] == [r["rmse"] for r in first]  # the numbers stay
+    frame = agg.frame_of(retimed)
+    assert "(2 rounds, 2 members)" in table_markdown(frame)
+
+
+def test_an_edited_csv_dataset_is_another_unit_recomputed(host, tmp_path, case_on):
+    table = pd.DataFrame({"x1": np.linspace(0, 1, 80), "x2": np.cos(np.arange(80)), "y": np.sin(np.arange(80))})
+    table.to_csv(tmp_path / "mine.csv", index=False)
+    raw = {"name": "mine", "source": "csv", "target": "y", "path": str(tmp_path / "mine.csv")}
+    spec = DatasetSpec.from_mapping(raw)
+    first = run_case(case_on(host, tmp_path / "runs", dataset=spec))
+    table.assign(y=table["y"] * 10 + 100).to_csv(tmp_path / "mine.csv", index=False)
+    edited = run_case(case_on(host, tmp_path / "runs", dataset=spec))
+    assert edited[0]["baseline_rmse"] > 5 * first[0]["baseline_rmse"]
+    assert edited[0]["data_digest"] != first[0]["data_digest"]
+    assert len(list((tmp_path / "runs").rglob("*.json"))) == 4  # both kept, each under its own identity
+
+
+def searchpath_with(tmp_path: Path, files: dict[str, str]) -> str:
+    """The override adding a folder with `variant/<name>.yaml` files (`files`: name -> text)."""
+    (tmp_path / "variant").mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (tmp_path / "variant" / f"{name}.yaml").write_text(text)
+    return f"hydra.searchpath=[pkg://retrofit.configs,file://{tmp_path}]"
+
+
+HOSTILE_BEFORE_WORK = {
+    "results-csv-is-a-directory": (
+        lambda tmp: [f"results_dir={tmp / 'r'}"],
+        lambda tmp: (tmp / "r" / "retrofit_rmse.csv").mkdir(parents=True),
+        r"r/retrofit_rmse\.csv is not a file, and this run writes one there; remove it or choose another results_dir",
+    ),
+    "results-png-is-a-directory": (
+        lambda tmp: [f"results_dir={tmp / 'r'}"],
+        lambda tmp: (tmp / "r" / "retrofit_deltas.png").mkdir(parents=True),
+        r"r/retrofit_deltas\.png is not a file",
+    ),
+    "variant-name-too-long": (
+        lambda tmp: [searchpath_with(tmp / "s", {"v" * 240: "adapters: []\n"})],
+        lambda tmp: None,
+        r"variant name 'v{20}'\.\.\. has 240 characters; use at most 100",
+    ),
+    "variant-yaml-python-tag": (
+        lambda tmp: [searchpath_with(tmp / "s", {"evil": 'adapters: !!python/object/apply:os.system ["true"]\n'})],
+        lambda tmp: None,
+        r"variant=evil \(.*evil\.yaml, line 1\) is not plain YAML: could not determine a constructor .*python",
+    ),
+}
+"""Hostile inputs refused in one line when the run is built, before any computing."""
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_BEFORE_WORK))
+def test_hostile_inputs_are_refused_in_one_line_before_any_work(hydra_compose, tmp_path, name):
+    overrides, prepare, message = HOSTILE_BEFORE_WORK[name]
+    prepare(tmp_path)
+    cfg = hydra_compose(overrides=[*overrides(tmp_path), f"cache_dir={tmp_path / 'cache'}"])
+    with pytest.raises(RunnerError, match=message) as refused:
+        case_from_hydra(cfg, cfg.hydra)
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_the_basic_launcher_says_interrupted_and_exits_130(host, tmp_path):
+    """SIGINT once the first unit is stored: `interrupted`, exit 130, no traceback; the stored unit
+    is kept for the next run."""
+    cache = tmp_path / "cache"
+    command = [sys.executable, "experiments/sweep.py", "-m", "seed=0,1,2,3,4,5,6,7", "variant=oa_only"]
+    command += [f"cache_dir={cache}", f"results_dir={tmp_path / 'r'}", f"hydra.sweep.dir={tmp_path / 'm'}"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    sweep = subprocess.Popen([*command, *host_args(host)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    while not list(cache.rglob("*.json")) and sweep.poll() is None:
+        time.sleep(0.2)  # waits for the first stored unit (no assertion on time)
+    sweep.send_signal(signal.SIGINT)
+    stderr = sweep.communicate(timeout=600)[1]
+    assert sweep.returncode == 130, stderr
+    assert "interrupted: finished units are kept" in stderr and "Traceback" not in stderr
+    assert list(cache.rglob("*.json"))
+
+
+def test_rows_recomputed_from_changed_inputs_are_listed_not_failed_and_machines_named(finished, tmp_path):
+    """A host change on purpose: rows whose host file differs from the reference's are listed as
+    recomputed from changed inputs; the same numbers under the same inputs must still agree."""
+    frame = reference_frame(tmp_path, finished[1])
+    moved = frame.assign(host_digest="another", rmse=frame["rmse"] * 1.01)
+    outcome = check(moved, frame)
+    assert outcome.ok and not outcome.differing
+    assert "2 recomputed from changed inputs: host=random_v3/dataset=diabetes/seed=0/variant=baseline" in outcome.line()
+    assert not check(frame.assign(rmse=frame["rmse"] * 1.01), frame).ok  # same inputs: a failure
+    assert f"reference computed on {frame['machine'].iloc[0]}; this run on {frame['machine'].iloc[0]}" in outcome.line()
+    assert "; BLAS " in frame["machine"].iloc[0] and "; torch " in frame["machine"].iloc[0]

@@ -1,4 +1,4 @@
-"""The experiments' committed files in results/ are written only by their make targets' default runs."""
+"""The experiments' committed files in results/ are written only by their make targets (RETROFIT_RECORD=1)."""
 
 from pathlib import Path
 
@@ -8,40 +8,74 @@ from processes import run_entry_point
 
 from retrofit.audit.run import audit_summary
 from retrofit.errors import RunnerError
-from retrofit.runner.guard import RECORD_DIR, check_record_outputs
+from retrofit.runner.guard import RECORD_DIR, RECORD_ENV, check_record_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_an_overridden_run_aimed_at_the_record_is_refused_naming_file_and_overrides(tmp_path):
+@pytest.fixture
+def no_record_env(monkeypatch):
+    monkeypatch.delenv(RECORD_ENV, raising=False)
+
+
+def routes_into(record: Path, tmp_path: Path) -> list[Path]:
+    """Every way of naming a file in `record`: directly, through `..`, through a symlink to it."""
+    (tmp_path / "link").symlink_to(record, target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    return [record / "audit.csv", tmp_path / "elsewhere" / ".." / "results" / "audit.csv", tmp_path / "link" / "a.csv"]
+
+
+def test_every_route_into_the_record_is_refused_without_the_record_variable(tmp_path, no_record_env):
     record = tmp_path / "results"
-    with pytest.raises(RunnerError, match=r"audit\.csv is the committed record.*'host=checkpoint'"):
-        check_record_outputs([record / "audit.csv"], ["host=checkpoint", "log_level=INFO"], record_dir=record)
+    record.mkdir()
+    for path in routes_into(record, tmp_path):
+        with pytest.raises(RunnerError, match=rf"is in the committed record .*\({RECORD_ENV}=1\)"):
+            check_record_outputs([tmp_path / "outputs" / "x.csv", path], record_dir=record)
+    check_record_outputs([tmp_path / "outputs" / "x.csv"], record_dir=record)  # elsewhere: fine
 
 
-@pytest.mark.parametrize(
-    ("paths", "overrides"),
-    [
-        (["results/audit.csv"], []),  # the make target's own run: no overrides
-        (["results/audit.csv"], ["log_level=INFO", "plot_only=true"]),  # what is printed or redrawn only
-        (["outputs/audit.csv"], ["host=checkpoint"]),  # an overridden run written elsewhere
-    ],
-)
-def test_default_runs_and_runs_written_elsewhere_pass(tmp_path, paths, overrides):
-    check_record_outputs([tmp_path / p for p in paths], overrides, record_dir=tmp_path / "results")
+def test_the_record_variable_alone_opens_the_record(tmp_path, monkeypatch):
+    record = tmp_path / "results"
+    record.mkdir()
+    routes = routes_into(record, tmp_path)
+    for value in ("0", "yes", ""):
+        monkeypatch.setenv(RECORD_ENV, value)
+        with pytest.raises(RunnerError, match="is in the committed record"):
+            check_record_outputs(routes[:1], record_dir=record)
+    monkeypatch.setenv(RECORD_ENV, "1")
+    check_record_outputs(routes, record_dir=record)
 
 
 def test_an_entry_point_refuses_before_any_work_and_leaves_the_record_alone():
     record = RECORD_DIR / "tau_sweep.csv"
     before = record.read_bytes()
-    out = run_entry_point("tau_sweep.py", "seeds=[0]", "c_values=[0.01]", "datasets=[diabetes]", cwd=ROOT)
+    out = run_entry_point(
+        "tau_sweep.py", "seeds=[0]", "c_values=[0.01]", "datasets=[diabetes]", cwd=ROOT, **{RECORD_ENV: "0"}
+    )
     try:
         assert out.returncode != 0
-        assert "is the committed record" in out.stderr + out.stdout
+        assert "is in the committed record" in out.stderr + out.stdout
     finally:
         if record.read_bytes() != before:  # a broken guard must not leave the record changed
             record.write_bytes(before)
             pytest.fail("tau_sweep.py rewrote the committed results/tau_sweep.csv")
+
+
+def test_a_copy_of_a_config_through_its_own_config_dir_cannot_write_the_record(tmp_path):
+    """`-cd <dir> -cn <name>`: a copy of configs/ablation.yaml with one value changed and no override
+    on the command line is still refused (the guard does not read the command line)."""
+    record = RECORD_DIR / "ablation.csv"
+    before = record.read_bytes()
+    copied = (ROOT / "configs" / "ablation.yaml").read_text().replace("bias_std: 0.5", "bias_std: 0.7")
+    (tmp_path / "mine.yaml").write_text(copied)
+    out = run_entry_point("ablation.py", "-cd", str(tmp_path), "-cn", "mine", cwd=ROOT, **{RECORD_ENV: "0"})
+    try:
+        assert out.returncode == 1 and "Traceback" not in out.stderr
+        assert "ablation.csv is in the committed record" in out.stderr, out.stderr
+    finally:
+        if record.read_bytes() != before:
+            record.write_bytes(before)
+            pytest.fail("ablation.py -cd -cn rewrote the committed results/ablation.csv")
 
 
 def test_audit_summary_is_the_largest_relative_change_and_names_refusals():

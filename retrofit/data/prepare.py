@@ -16,6 +16,7 @@ Contract, in order:
 """
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -170,6 +171,12 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
         keep = np.sort(np.random.default_rng(seed).choice(len(X), size=max_rows, replace=False))
         X, y = X.iloc[keep], y.iloc[keep]
     check_rows(table.name, len(X))
+    n_test = math.ceil(test_size * len(X))  # how train_test_split sizes the test side
+    if len(X) - n_test < 2 or n_test < 1:
+        raise DatasetError(
+            f"dataset {table.name!r}: test_size={test_size} leaves {len(X) - n_test} of its {len(X)} rows for training "
+            f"and {n_test} for testing; choose a test_size that leaves at least 2 of each (e.g. test_size=0.3)"
+        )
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
     if y_train.nunique() < 2:
         raise DatasetError(f"dataset {table.name!r}: the target is constant on the training rows of seed {seed}")

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from retrofit.errors import exit_on_any_error
 from retrofit.runner import console
-from retrofit.runner.aggregate import accumulated, aggregate, headline, outputs
+from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
 from retrofit.runner.collect import finish_sweep
 from retrofit.runner.compose import sweep_job_configs
 from retrofit.runner.manifest import current_records, job_manifests
@@ -43,9 +43,9 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     already there) and check it against `reference` when given."""
     results_dir = results_dir_of(cfg, hydra_cfg)
     reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))
-    frame = aggregate(results_dir, accumulated(results_dir, job_records([(cfg, hydra_cfg)])))
+    frame = aggregate(results_dir, job_records([(cfg, hydra_cfg)]), keep=True)
     written = [results_dir / name for name in outputs(frame)]
-    console.report(headline(frame), written, str(Path(hydra_cfg.runtime.output_dir)), [])
+    console.report(headline(frame, noise_floors()), written, str(Path(hydra_cfg.runtime.output_dir)), [])
     if reference is not None:
         verify(results_dir, reference)
 

@@ -32,7 +32,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     base_dir = Path(hydra_cfg.runtime.cwd)
     keys = ("output", "plot", "example_plot", "stages_output")
     outputs = [base_dir / settings[key] for key in keys if settings.get(key)]
-    check_record_outputs(outputs, hydra_cfg.overrides.task)
+    check_record_outputs(outputs)
     datasets = dataset_specs(hydra_cfg, settings["datasets"])
     table, _ = run_bench(OmegaConf.create(settings), datasets, base_dir)
     print(table.to_string(index=False, float_format="%.3g"))

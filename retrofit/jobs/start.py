@@ -28,9 +28,9 @@ class JobStart:
 
     def outputs(self, *paths: str | Path) -> list[Path]:
         """`paths` resolved against `base_dir`; RunnerError (`retrofit.runner.guard`) if any lies in
-        the committed results/ and this is not its make target's default run."""
+        the committed results/ and this is not its make target's run."""
         resolved = [resolve(self.base_dir, path) for path in paths]
-        check_record_outputs(resolved, self.hydra_cfg.overrides.task)
+        check_record_outputs(resolved)
         return resolved
 
 

@@ -8,12 +8,12 @@ from omegaconf import DictConfig
 
 from retrofit.jobs.start import start
 from retrofit.runner import console
-from retrofit.runner.case import run_case
+from retrofit.runner.case import reusable, run_case
 from retrofit.runner.tau_sweep import TauSweepConfig, default_c, plot_tau, tau_cases, write_tau_results
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Run every unit of the sweep `cfg` describes (one progress bar), write the table and plot and
+    """Run every unit of the sweep `cfg` describes (a progress bar per case), write the table and plot and
     report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
     job = start(cfg, hydra_cfg, TauSweepConfig, "configs/tau_sweep.yaml", as_object=False)
     settings = job.settings
@@ -25,11 +25,10 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         return
     with console.collected_notices() as notices:
         cases = tau_cases(cfg, hydra_cfg)
-    markers = Path(hydra_cfg.runtime.output_dir) / console.MARKERS
-    with console.UnitProgress(cases, markers):
-        for case in cases:
-            with console.job_marker(markers, case):
-                run_case(case)
+    reused = reusable(cases)
+    for case in cases:  # one progress bar per case over its units
+        run_case(case)
+    console.say(console.reused(reused, sum(len(case.units) for case in cases)))
     table = write_tau_results(results_dir, cases)
     written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
     shown = table.assign(c=table["c"].map("{:g}".format)).round(4)

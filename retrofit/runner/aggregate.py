@@ -24,8 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock
 
+from retrofit.errors import RunnerError
 from retrofit.io import write_csv, write_text_atomic
+from retrofit.runner.guard import RECORD_DIR
 from retrofit.runner.plots import dots_with_ci
 from retrofit.runner.record import COLUMNS, UnitRecord, frame_of, read_records
 from retrofit.runner.tables import (
@@ -33,12 +36,13 @@ from retrofit.runner.tables import (
     arms_markdown,
     headline,
     per_dataset,
+    settings_apart,
     summary,
     table_markdown,
     variant_label,
 )
 
-__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "per_dataset", "summary", "table_markdown"]
+__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "noise_floors", "per_dataset", "summary", "table_markdown"]
 
 ARM_COLUMNS = [
     "host",
@@ -64,6 +68,25 @@ CSV, TABLE, DELTAS, DISTRIBUTION = (
     "retrofit_distribution_deltas.png",
 )
 ARMS_CSV, ARMS_TABLE, ARMS_PLOT = "decomposition.csv", "decomposition.md", "decomposition.png"
+FILES = (CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt")
+"""Every file a run may write under its `results_dir` (checked before any work: none may be a directory)."""
+FLOORS = RECORD_DIR / "noise_floor.csv"
+"""Each host's measured noise floor (`noise_floors`)."""
+LOCK = f".{CSV}.lock"
+"""The lock file under `results_dir` that serialises its writers (ignored by git)."""
+
+
+def noise_floors(path: Path = FLOORS) -> dict[str, float]:
+    """Host -> its noise floor in % of RMSE (comparable with `delta_rmse_pct`): the largest
+    `max_rel_pct` over the sources of `path` (`results/noise_floor.csv`, written by `make
+    noise-floor`); {} when the file is missing (every host: floor not measured). RunnerError when
+    it is not a noise-floor table."""
+    if not Path(path).is_file():
+        return {}
+    table = pd.read_csv(path)
+    if not {"host", "max_rel_pct"} <= set(table.columns):
+        raise RunnerError(f"{path} is not a noise-floor table (no host / max_rel_pct columns); rewrite it")
+    return {str(host): float(pct) for host, pct in table.groupby("host")["max_rel_pct"].max().items()}
 
 
 def outputs(frame: pd.DataFrame) -> list[str]:
@@ -91,15 +114,9 @@ def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataF
     return arms.astype({"variant": str, "arm": str})
 
 
-def accumulated(results_dir: Path, records: Sequence[UnitRecord]) -> list[UnitRecord]:
-    """The records already in `<results_dir>/retrofit_rmse.csv` (if any) followed by `records`; a unit
-    in both counts once, as in `records` (see `record.frame_of`)."""
-    path = Path(results_dir) / CSV
-    return [*(read_records(path) if path.is_file() else []), *records]
-
-
 def plot_main(main: pd.DataFrame, results_dir: Path) -> None:
     """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`."""
+    main = settings_apart(main)
     groups = main.assign(label=variant_label(main))
     rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
     dots_with_ci(groups, ["label"], rmse_panel, "Matched RMSE change per case", Path(results_dir) / DELTAS)
@@ -112,27 +129,34 @@ def plot_arms(arms: pd.DataFrame, results_dir: Path) -> None:
     """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order)."""
     rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
     title = "Retrofit cost by arm: presence × sink"
-    dots_with_ci(arms, ["variant", "arm"], rmse_panel, title, Path(results_dir) / ARMS_PLOT)
+    dots_with_ci(settings_apart(arms), ["variant", "arm"], rmse_panel, title, Path(results_dir) / ARMS_PLOT)
 
 
-def aggregate(results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True) -> pd.DataFrame:
+def aggregate(
+    results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True, keep: bool = False
+) -> pd.DataFrame:
     """Write `retrofit_rmse.csv` of `records` (rows are accepted as `UnitRecord.from_row` reads them)
     and, with `table`, the main table and plots and the decomposition files (`outputs`) under
-    `results_dir`; return the frame."""
+    `results_dir`; return the frame. With `keep`, the rows already in the CSV stay (a unit in both
+    counts once, as in `records`: single runs accumulate). Read and write happen under one lock on
+    `results_dir` (`filelock`), so concurrent writers never lose each other's rows."""
     results_dir = Path(results_dir)
-    records = [r if isinstance(r, UnitRecord) else UnitRecord.from_row(r) for r in records]
-    frame = frame_of(records)
-    write_csv(frame, results_dir / CSV)
-    if not table:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(results_dir / LOCK):
+        records = [r if isinstance(r, UnitRecord) else UnitRecord.from_row(r) for r in records]
+        kept = read_records(results_dir / CSV) if keep and (results_dir / CSV).is_file() else []
+        frame = frame_of([*kept, *records])
+        write_csv(frame, results_dir / CSV)
+        if not table:
+            return frame
+        main = frame[~frame["arm_extra"]]
+        if len(main):
+            write_text_atomic(results_dir / TABLE, table_markdown(main))
+            plot_main(main, results_dir)
+        arms = ordered_arms(frame, records)
+        if len(arms):
+            write_csv(arms, results_dir / ARMS_CSV)
+            untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
+            write_text_atomic(results_dir / ARMS_TABLE, arms_markdown(untimed))
+            plot_arms(arms, results_dir)
         return frame
-    main = frame[~frame["arm_extra"]]
-    if len(main):
-        write_text_atomic(results_dir / TABLE, table_markdown(main))
-        plot_main(main, results_dir)
-    arms = ordered_arms(frame, records)
-    if len(arms):
-        write_csv(arms, results_dir / ARMS_CSV)
-        untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
-        write_text_atomic(results_dir / ARMS_TABLE, arms_markdown(untimed))
-        plot_arms(arms, results_dir)
-    return frame

@@ -26,6 +26,7 @@ import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,13 @@ from tabpfn import TabPFNRegressor
 
 import retrofit
 from retrofit.data import DatasetSpec, Split
+from retrofit.data.sources import rdatasets_index
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_split
 from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
+from retrofit.runner import console
 from retrofit.runner.costs import PhaseCosts
 from retrofit.runner.predictions import BASELINE, predict_all, time_all, timing_columns
 from retrofit.runner.rows import case_columns, unit_row
@@ -87,6 +90,16 @@ class UnitSpec:
         return retrofit.retrofit(regressor, self.variant if self.spec is None else self.spec, **self.hparams)
 
 
+MAX_SEED = 2**32 - 1
+"""The largest seed: the split and the regressor take it as a numpy / sklearn random state."""
+MAX_MEMBERS = 10_000
+"""The most ensemble members a case (or its timing regressor) may have: beyond, the members'
+arrays alone outgrow any machine's memory."""
+MAX_THREADS = 1_024
+MAX_ROUNDS = 1_000
+"""Bounds of the thread count and the timing rounds (beyond them, a run would not end)."""
+
+
 @dataclass(frozen=True)
 class Case:
     """Everything one case needs; built from a Hydra config by `retrofit.runner.config`.
@@ -117,16 +130,16 @@ class Case:
 
     def __post_init__(self) -> None:
         """RunnerError naming the first setting out of range, with the fix (before any work)."""
-        for name, low, what in (
-            ("seed", 0, "an integer >= 0, e.g. seed=1"),
-            ("n_estimators", 1, "an integer >= 1, e.g. n_estimators=8"),
-            ("threads", 1, "an integer >= 1, e.g. threads=1"),
-            ("timing_rounds", 0, "an integer >= 0, e.g. timing.rounds=3"),
-            ("timing_members", 1, "an integer >= 1, e.g. timing.members=1"),
+        for name, low, high, example in (
+            ("seed", 0, MAX_SEED, "seed=1"),
+            ("n_estimators", 1, MAX_MEMBERS, "n_estimators=8"),
+            ("threads", 1, MAX_THREADS, "threads=1"),
+            ("timing_rounds", 0, MAX_ROUNDS, "timing.rounds=3"),
+            ("timing_members", 1, MAX_MEMBERS, "timing.members=1"),
         ):
             value = getattr(self, name)
-            if not _is_int(value) or value < low:
-                raise RunnerError(f"{name}={value!r}: must be {what}")
+            if not _is_int(value) or not low <= value <= high:
+                raise RunnerError(f"{name}={value!r}: must be an integer in [{low}, {high}], e.g. {example}")
         if not _is_number(self.test_size) or not 0 < self.test_size < 1:
             raise RunnerError(f"test_size={self.test_size!r}: must be a fraction in (0, 1), e.g. test_size=0.3")
         if self.precision not in PRECISIONS:
@@ -134,11 +147,22 @@ class Case:
         if not isinstance(self.overwrite, bool):
             raise RunnerError(f"overwrite={self.overwrite!r}: must be true or false")
 
+    @functools.cached_property
+    def host_digest(self) -> str:
+        """The digest of the host file's bytes (`file_digest`), read once."""
+        return file_digest(check_checkpoint(self.host_path))
+
+    @functools.cached_property
+    def data_digest(self) -> str:
+        """The digest of what the dataset's rows are read from (`data_digest`), read once."""
+        return data_digest(self.dataset, self.base_dir)
+
     def settings(self) -> dict[str, Any]:
-        """Every setting of this case that changes a number: the host file's content, the dataset
-        spec, the ensemble size, the split fraction, device, precision and thread count."""
+        """Every setting of this case that changes a number: the host file's and the data's bytes,
+        the dataset spec, the ensemble size, the split fraction, device, precision and thread count."""
         return {
-            "host": file_digest(check_checkpoint(self.host_path)),
+            "host": self.host_digest,
+            "data": self.data_digest,
             "dataset": self.dataset,
             "n_estimators": self.n_estimators,
             "test_size": self.test_size,
@@ -152,17 +176,47 @@ class Case:
         """The digest of `settings()`, part of every unit key (and file path) of this case."""
         return fingerprint(self.settings())
 
+    def columns(self) -> dict[str, Any]:
+        """What this case ran and under which settings, as columns of its units' rows."""
+        rounds, members = self.timing
+        return {
+            "dataset": self.dataset.name,
+            "seed": self.seed,
+            "host": self.host,
+            "device": self.device,
+            "n_estimators": self.n_estimators,
+            "test_size": self.test_size,
+            "precision": self.precision,
+            "threads": self.threads,
+            "timing_rounds": rounds,
+            "timing_members": members,
+            "host_digest": self.host_digest,
+            "data_digest": self.data_digest,
+        }
+
+    @property
+    def timing(self) -> tuple[int, int]:
+        """The timing settings a timed unit's times come from: (rounds, members), (0, 0) untimed."""
+        return (self.timing_rounds, self.timing_members) if self.timing_rounds else (0, 0)
+
     def key(self, unit: UnitSpec) -> UnitKey:
         return UnitKey(
             self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams), self.settings_digest
         )
 
     def fingerprints(self) -> dict[UnitKey, str]:
-        """Per unit key, the digest of everything its number depends on: `settings()`, the
-        environment (tabpfn and torch versions, the package's code digest; `retrofit.runner.units`)
-        and the resolved variant. A stored unit with another fingerprint is stale."""
+        """Per unit key, the digest of everything its numbers depend on: `settings()`, the
+        environment (library versions, the package's code digest; `retrofit.runner.units`), the
+        resolved variant and, for a timed unit, the timing settings (`timing`): times are shown
+        only with the settings they were measured under. A stored unit with another fingerprint is
+        stale."""
         shared = {**self.settings(), **environment()}
-        return {self.key(unit): fingerprint({**shared, "variant": unit.resolved()}) for unit in self.units}
+        return {
+            self.key(unit): fingerprint(
+                {**shared, "variant": unit.resolved(), "timing": self.timing if unit.timed else (0, 0)}
+            )
+            for unit in self.units
+        }
 
     @property
     def fit_spec(self) -> CaseSpec:
@@ -179,12 +233,37 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
+def data_digest(spec: DatasetSpec, base_dir: Path) -> str:
+    """What a dataset's rows are read from: a CSV file's or an rdatasets table's bytes
+    (`file_digest`), or a loader's name and the version of the package that ships it (sklearn's
+    bundled loaders, OpenML through sklearn). An edited file is another dataset."""
+    if spec.source == "csv":
+        path = Path(spec.options["path"]).expanduser()
+        path = path if path.is_absolute() else Path(base_dir) / path
+        if not path.is_file():
+            raise RunnerError(f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` in its YAML")
+        return file_digest(path)
+    if spec.source == "rdatasets":
+        key = f"{spec.options['package']}/{spec.options['item']}"
+        table = rdatasets_index().get(key)
+        return file_digest(table) if table is not None else f"rdatasets:{key} (absent)"
+    option = spec.options.get("loader", spec.options.get("id"))
+    return f"{spec.source}:{option}@scikit-learn {version('scikit-learn')}"
+
+
 def check_cases(cases: list[Case]) -> None:
-    """Validate a whole sweep before it runs: no unit key twice in a case or in two equal cases (a
-    repeated job, `seed=0,0`), none that two cases would run differently; cases that differ in their
-    variants share their baseline unit. Every case's data loads and splits. Raises RunnerError /
-    DatasetError."""
+    """Validate a whole sweep before it runs: no two datasets under one name, no unit key twice in
+    a case or in two equal cases (a repeated job, `seed=0,0`), none that two cases would run
+    differently; cases that differ in their variants share their baseline unit. Every case's data
+    loads and splits. Raises RunnerError / DatasetError."""
+    datasets: dict[str, DatasetSpec] = {}
     for case in cases:
+        first = datasets.setdefault(case.dataset.name, case.dataset)
+        if first != case.dataset:
+            raise RunnerError(
+                f"two datasets of this sweep are named {case.dataset.name!r} ({first} and {case.dataset}); "
+                "give each its own name"
+            )
         reject_duplicates(case.key(unit) for unit in case.units)
     jobs = {repr(case): case for case in cases}
     if len(jobs) < len(cases):
@@ -201,6 +280,11 @@ def stored_rows(case: Case, stamps: dict[UnitKey, str] | None = None) -> dict[Un
     store = UnitStore(case.runs_dir)
     stamps = case.fingerprints() if stamps is None else stamps
     return {key: store.finished(key, stamp) for key, stamp in stamps.items()}
+
+
+def reusable(cases: list[Case]) -> int:
+    """How many units of `cases` the store already holds under their identity (none with `overwrite`)."""
+    return sum(row is not None for case in cases if not case.overwrite for row in stored_rows(case).values())
 
 
 def run_case(case: Case, *, costs: PhaseCosts | None = None, shared_stages: bool = True) -> list[dict[str, Any]]:
@@ -226,6 +310,7 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(keys))
         return [done[k] for k in keys]
 
+    bar = console.unit_bar(label, len(keys), len(keys) - len(todo))
     with costs.phase("fit"):
         fitted = fit_case(case.fit_spec)
     data = fitted.data
@@ -240,7 +325,9 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
     timed = [(unit, str(key.relpath())) for unit, key in todo if unit.timed and str(key.relpath()) in models]
     times = _timed(case, data, timed, costs, label)
     with costs.phase("rows"):
-        common = case_columns(case, fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"])
+        common = case_columns(
+            case.columns(), fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"]
+        )
         baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
         log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
         store = UnitStore(case.runs_dir)
@@ -249,13 +336,16 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
             name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
             if not np.isfinite(preds[name].mean).all():
                 raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
-            timing = timing_columns(times, name)
+            timing = timing_columns(times, name) | ({} if unit.timed else {"timing_rounds": 0, "timing_members": 0})
+            labels = {"variant": unit.variant, "arm": unit.arm, "arm_extra": unit.arm_extra}
             row = unit_row(
-                common, unit, key, preds[name], baseline_scores, data.y_test, timing, patched[key], stamps[key]
+                common, labels, key, preds[name], baseline_scores, data.y_test, timing, patched[key], stamps[key]
             )
             store.write(key, row)
             done[key] = row
+            bar.update()
             log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
+    bar.close()
     return [done[k] for k in keys]
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from retrofit.runner import console
-from retrofit.runner.aggregate import aggregate, headline, outputs
+from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
 from retrofit.runner.manifest import CaseManifest, current_records
 from retrofit.runner.record import UnitRecord
 from retrofit.runner.reproduce import Reference, verify
@@ -45,7 +45,7 @@ def finish_sweep(config: DictConfig, records: Sequence[UnitRecord], reference: R
     frame = aggregate(results_dir, records)
     written = [results_dir / name for name in outputs(frame)]
     sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
-    console.report(headline(frame), written, f"{sweep_dir}/<job>/{config.hydra.job.name}.log", [])
+    console.report(headline(frame, noise_floors()), written, f"{sweep_dir}/<job>/{config.hydra.job.name}.log", [])
     if reference is not None:
         verify(results_dir, reference)
     return frame

@@ -5,11 +5,13 @@ aggregation names a job's units by them (`retrofit.runner.manifest`), without im
 """
 
 import functools
-import itertools
 
+import yaml
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from hydra.types import RunMode
+from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError
@@ -20,19 +22,19 @@ BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
-    """The override list of every job the basic sweeper will launch for this multirun `config`."""
+    """The override list of every job the sweeper will launch for this multirun `config`:
+    `hydra.sweeper.params`, then the command line, expanded by the configured sweeper itself
+    (Hydra's basic sweeper, named by its config string `hydra.sweeper._target_`)."""
+    sweeper = get_class(config.hydra.sweeper._target_)
+    if not hasattr(sweeper, "split_arguments"):
+        raise RunnerError(f"hydra.sweeper={config.hydra.sweeper._target_}: the sweep runs with Hydra's basic sweeper")
     params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
     overrides = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
-    values: dict[str, list[str]] = {}
-    for override in overrides:
-        key = override.get_key_element()
-        if not override.is_sweep_override():
-            values[key] = [f"{key}={override.get_value_element_as_str()}"]
-        elif override.is_discrete_sweep():
-            values[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
-        else:
-            raise RunnerError(f"{override.input_line}: only lists of values can be swept (a,b,c or choice(a,b,c))")
-    return [list(job) for job in itertools.product(*values.values())]
+    try:
+        (jobs,) = sweeper.split_arguments(overrides, None)
+    except HydraException as err:
+        raise RunnerError(f"{err}: sweep lists of values (a,b,c or choice(a,b,c))") from None
+    return jobs
 
 
 def sweep_job_configs(config: DictConfig) -> list[DictConfig]:
@@ -45,8 +47,18 @@ def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
     """The node `group=option` composes to on this job's search path (read-only), on its own: the
     root config's schema does not see it, so any root config may read any group's options. Only the
     search path is taken from the job: its other Hydra overrides (launcher, directories, callbacks)
-    say how the command runs, not what a group's option holds."""
-    return _composed(_primary(), None, (_searchpath(hydra_cfg), f"+{group}={option}"))[group]
+    say how the command runs, not what a group's option holds. RunnerError naming the option when
+    its file is not plain YAML (e.g. a `!!python/object` tag, which is never constructed)."""
+    try:
+        return _composed(_primary(), None, (_searchpath(hydra_cfg), f"+{group}={option}"))[group]
+    except yaml.YAMLError as err:
+        where = (
+            f" ({err.problem_mark.name}, line {err.problem_mark.line + 1})"
+            if getattr(err, "problem_mark", None)
+            else ""
+        )
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise RunnerError(f"{group}={option}{where} is not plain YAML: {problem}; remove the tag") from None
 
 
 def _primary() -> tuple[str, ...]:

@@ -19,7 +19,6 @@ the command started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
+from retrofit.labels import check_label
 from retrofit.runner.case import Case, UnitSpec
 from retrofit.runner.compose import group_option, variant_nodes
 from retrofit.runner.decomposition import with_arms
@@ -68,48 +68,10 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
     return check_checkpoint(resolve(base_dir, host.path))
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """The `Case` fields every case of a run shares: the host (label and checked checkpoint file),
-    the start directory, the regressor, device and split settings, `overwrite` and the timing
-    regressor's members (`run_settings` reads them once; `Case` checks their ranges)."""
-
-    host: str
-    host_path: Path
-    base_dir: Path
-    n_estimators: int
-    test_size: float
-    overwrite: bool
-    device: str
-    precision: str
-    threads: int
-    timing_members: int
-
-    def case(
-        self, dataset: DatasetSpec, seed: int, units: tuple[UnitSpec, ...], runs_dir: Path, timing_rounds: int
-    ) -> Case:
-        """The `Case` of `dataset` × `seed` running `units` under these settings."""
-        return Case(
-            dataset=dataset,
-            seed=seed,
-            host=self.host,
-            host_path=self.host_path,
-            units=units,
-            runs_dir=runs_dir,
-            base_dir=self.base_dir,
-            n_estimators=self.n_estimators,
-            test_size=self.test_size,
-            overwrite=self.overwrite,
-            device=self.device,
-            precision=self.precision,
-            timing_rounds=timing_rounds,
-            timing_members=self.timing_members,
-            threads=self.threads,
-        )
-
-
-def run_settings(cfg: DictConfig, base_dir: Path) -> RunSettings:
-    """The `RunSettings` of a typed `RunConfig` node. `device=cuda` without CUDA fails here, as do a
+def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
+    """The `Case` fields every case of a typed `RunConfig` node shares (the host, its checked file,
+    the start directory, the regressor, device and split settings, `overwrite`, the timing
+    regressor's members; `Case` checks their ranges). `device=cuda` without CUDA fails here, as do a
     `cache_dir` or `results_dir` that is null, a file or not writable, a `cache_dir` inside the
     committed `results/`, and a `host.name` that is not a plain label."""
     outside_record(output_dir(cfg, base_dir, "cache_dir"), "cache_dir")
@@ -118,7 +80,7 @@ def run_settings(cfg: DictConfig, base_dir: Path) -> RunSettings:
         device = resolve_device(cfg.device)
     except RetrofitError as err:
         raise RunnerError(str(err)) from None
-    return RunSettings(
+    return dict(
         host=str(cfg.host.name),
         host_path=host_path(cfg, base_dir),
         base_dir=Path(base_dir),
@@ -160,8 +122,10 @@ def _without_nulls(value: Any) -> Any:
 def unit_spec(option: str, node: DictConfig | dict, hparams: dict[str, Any]) -> UnitSpec:
     """The unit running the variant config `node` of the `variant` option `option` (see module docstring).
 
-    Raises RunnerError naming a refused key, a name that disagrees with the option, or a bad value.
+    Raises RunnerError naming a refused key, a name that is not a label (`retrofit.labels`: names
+    never become paths otherwise) or disagrees with the option, or a bad value.
     """
+    check_label("variant name", option, RunnerError)
     try:
         spec = typed_spec(node)
     except RetrofitError as err:
@@ -213,10 +177,11 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
     settings = run_settings(cfg, base_dir)
     results_dir_of(cfg, hydra_cfg)
     units = with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.decomposition, cfg.seed)
-    return settings.case(
-        dataset_spec(cfg.dataset),
-        cfg.seed,
-        applicable(units, settings.host_path, settings.host),
-        runs_dir(cfg, base_dir),
-        timing_rounds(cfg, cfg.seed),
+    return Case(
+        dataset=dataset_spec(cfg.dataset),
+        seed=cfg.seed,
+        units=applicable(units, settings["host_path"], settings["host"]),
+        runs_dir=runs_dir(cfg, base_dir),
+        timing_rounds=timing_rounds(cfg, cfg.seed),
+        **settings,
     )

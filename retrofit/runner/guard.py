@@ -1,23 +1,27 @@
-"""Guards on where the runner writes, checked before the first case runs.
+"""Where the runner may write, checked before the first case runs.
 
-`RECORD_DIR` is the checkout's committed `results/`: the sweep's files there (`retrofit_rmse.csv`,
-its table, plots, decomposition and `reproduction.txt`) are the record, rewritten only by `make
-retrofit`, which passes `record=true` to a whole sweep (`-m`) checked against a reference.
-Any other command aiming at it (a single run, `experiments/aggregate.py`, a sweep without
-`record=true`) is refused with the place to write instead. Output and cache directories must be
-(or be creatable as) writable directories, tried by creating and removing a file, not by
-permission bits (which root ignores). The other experiments' files in `results/` are written only
-by their own targets' default runs (`check_record_outputs`).
+`RECORD_DIR` is the checkout's committed `results/`. A path lies in it when its real path (symlinks
+and `..` resolved) is it or under it, and a command may write there only when the environment
+variable `RECORD_ENV` is `1`: the Makefile's record targets (`make retrofit`, `make ablation`, ...)
+set it for their own command and nothing else does, so no config file, config directory
+(`-cd`/`-cn`), copy of a config, symlink or override can aim a run at the record
+(`check_record_outputs`). Output and cache directories must be (or be creatable as) writable
+directories, tried by creating and removing a file, not by permission bits (which root ignores);
+a cache directory never lies in the record.
 """
 
+import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from retrofit.errors import RunnerError
 
 RECORD_DIR = Path(__file__).resolve().parents[2] / "results"
 """The committed `results/` of the checkout holding this package."""
+RECORD_ENV = "RETROFIT_RECORD"
+"""The environment variable (value `1`) that the Makefile's record targets set: only then may a
+command write into `RECORD_DIR`."""
 ELSEWHERE = "outputs/results"
 """Where the refusals suggest writing results instead (the `results_dir` default of `configs/config.yaml`)."""
 EXAMPLES = {"results_dir": ELSEWHERE, "cache_dir": ".cache"}
@@ -43,54 +47,30 @@ def writable_dir(path: Path | None, key: str) -> Path:
     return path
 
 
-def is_record(results_dir: Path, record_dir: Path = RECORD_DIR) -> bool:
-    """Whether `results_dir` is the committed record directory."""
-    return Path(results_dir).resolve() == Path(record_dir).resolve()
+def in_record(path: Path | str, record_dir: Path = RECORD_DIR) -> bool:
+    """Whether `path`, its symlinks and `..` resolved, is `record_dir` or lies under it."""
+    real, record = os.path.realpath(path), os.path.realpath(record_dir)
+    return real == record or real.startswith(record + os.sep)
+
+
+def recording() -> bool:
+    """Whether this command is a record target's (`RECORD_ENV=1`)."""
+    return os.environ.get(RECORD_ENV) == "1"
 
 
 def outside_record(path: Path, key: str, record_dir: Path = RECORD_DIR) -> Path:
-    """`path` unless it is the committed record directory or inside it; RunnerError naming `key`."""
-    record = Path(record_dir).resolve()
-    if Path(path).resolve() == record or record in Path(path).resolve().parents:
-        raise RunnerError(f"{key}={path} is inside the committed {record}; choose another {key}, e.g. {key}=.cache")
+    """`path` unless it lies in the committed record directory; RunnerError naming `key`."""
+    if in_record(path, record_dir):
+        raise RunnerError(f"{key}={path} is inside the committed {record_dir}; choose another {key}, e.g. {key}=.cache")
     return path
 
 
-def check_results_dir(
-    results_dir: Path | None, *, record: bool, whole_sweep: bool, record_dir: Path = RECORD_DIR
-) -> Path:
-    """`results_dir`, writable (`writable_dir`), and the committed record only when `record` is set
-    for a whole sweep (`whole_sweep`: `-m`) — `make retrofit`. RunnerError saying where to write
-    otherwise, and for `record` aimed anywhere but the record or outside a sweep."""
-    path = writable_dir(results_dir, "results_dir")
-    if record and not is_record(path, record_dir):
-        raise RunnerError(f"record=true rewrites the committed {record_dir}; results_dir={path} is not it")
-    if record and not whole_sweep:
-        raise RunnerError("record=true rewrites the committed results/ only from a whole sweep (-m): run make retrofit")
-    if is_record(path, record_dir) and not record:
+def check_record_outputs(paths: Iterable[Path | str], record_dir: Path = RECORD_DIR) -> None:
+    """RunnerError naming the first of `paths` that lies in the committed `record_dir` unless this
+    command is a record target's (`recording`), with where to write instead. Checked before any work."""
+    inside = [Path(p) for p in paths if in_record(p, record_dir)]
+    if inside and not recording():
         raise RunnerError(
-            f"results_dir={path} is the committed record, which only `make retrofit` rewrites; "
-            f"write elsewhere, e.g. results_dir={ELSEWHERE}"
-        )
-    return path
-
-
-INERT_KEYS = ("log_level", "plot_only")
-"""Overrides that change what a run prints or redraws, not the numbers it writes."""
-
-
-def check_record_outputs(paths: Iterable[Path | str], overrides: Sequence[str], record_dir: Path = RECORD_DIR) -> None:
-    """Refuse an experiment run that would write into the committed `results/` from another config
-    than its `make` target's. Each experiment target runs its entry point on the packaged config
-    with no overrides, so a run with any override (other than `INERT_KEYS`) aiming at a file in
-    `record_dir` would replace the record with a partial or different result: RunnerError naming
-    the file, the overrides and where to write instead. Checked before any work."""
-    changed = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in INERT_KEYS]
-    record = Path(record_dir).resolve()
-    inside = [Path(p) for p in paths if record in Path(p).resolve().parents]
-    if changed and inside:
-        raise RunnerError(
-            f"{inside[0]} is the committed record, written only by its make target from the packaged config; "
-            f"this run overrides {changed[:5]}: write it elsewhere (e.g. an output under outputs/) "
-            "or drop the overrides"
+            f"{inside[0]} is in the committed record {record_dir}, written only by its make target "
+            f"({RECORD_ENV}=1); write elsewhere, e.g. results_dir={ELSEWHERE} or an output under outputs/"
         )

@@ -1,18 +1,17 @@
-"""A Hydra callback that checks a whole sweep before any job runs, shows its progress, and sums it up.
+"""A Hydra callback that checks a whole sweep before any job runs and sums it up after the last.
 
-Before the first job (`on_multirun_start`) it expands the sweep as Hydra's basic sweeper does
-(`hydra.sweeper.params`, then command-line overrides, a later value of a key replacing an earlier
-one; the cartesian product of the swept values) with Hydra's public override parser, composes every
-job's config, builds each job's `Case` (which validates dataset specs, variants and host files),
-loads and splits each job's data (so a bad table fails before any unit is written) and rejects units
-that two jobs would run differently (jobs that differ only in `variant` share the case's baseline
-unit) and seed lists that select none of its cases (`check_seed_selections`). Notices the jobs would
-repeat are said once, and one progress bar over the sweep's units runs while the launcher runs the
-jobs (`retrofit.runner.console`). After the last job (`on_multirun_end`) it writes the sweep's
-results from exactly its own units (`finish_sweep`, the units each job's manifest names:
-`retrofit.runner.manifest`, written once the checks pass), whatever else the unit store holds, and,
-with `reference=<csv>`, checks them against that file as committed before the sweep began; then it
-prints the headline table, the files written and the reproduction line.
+Before the first job (`on_multirun_start`) it expands the sweep with Hydra's own sweeper
+(`retrofit.runner.compose.sweep_jobs`: `hydra.sweeper.params`, then command-line overrides, split
+by the sweeper's `split_arguments`), composes every job's config, builds each job's `Case` (which
+validates dataset specs, variants and host files), loads and splits each job's data (so a bad
+table fails before any unit is written) and rejects units that two jobs would run differently
+(jobs that differ only in `variant` share the case's baseline unit) and seed lists that select
+none of its cases (`check_seed_selections`). Notices the jobs would repeat are said once, as is how
+many of the sweep's units the store already holds (reused). After the last job (`on_multirun_end`)
+it writes the sweep's results from exactly its own units (`finish_sweep`, the units each job's
+manifest names: `retrofit.runner.manifest`, written once the checks pass), whatever else the unit
+store holds, and, with `reference=<csv>`, checks them against that file as committed before the
+sweep began; then it prints the headline table, the files written and the reproduction line.
 """
 
 from pathlib import Path
@@ -23,13 +22,13 @@ from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.runner import console
-from retrofit.runner.case import Case, check_cases
+from retrofit.runner.case import Case, check_cases, reusable
 from retrofit.runner.collect import finish_sweep
 from retrofit.runner.compose import sweep_job_configs
 from retrofit.runner.config import case_from_hydra
 from retrofit.runner.manifest import CaseManifest, current_records, record_job
 from retrofit.runner.reproduce import Reference, require_covered
-from retrofit.runner.schema import reference_of, resolve
+from retrofit.runner.schema import reference_of
 
 
 def sweep_cases(config: DictConfig) -> list[tuple[DictConfig, Case]]:
@@ -58,23 +57,14 @@ def _arm_seeds(job: DictConfig) -> list[int] | None:
     return None if job.get("decomposition") is None else job.decomposition.get("seeds")
 
 
-def markers_dir(config: DictConfig) -> Path:
-    """Where the running jobs of this sweep say which case they run (`console.job_marker`)."""
-    return resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir) / console.MARKERS
-
-
 class CheckSweep(Callback):
-    """Reject an invalid sweep before anything runs; each job's manifest; one progress bar over its
-    units; the sweep's results, headline table and reproduction check after the last job."""
+    """Reject an invalid sweep before anything runs; each job's manifest; how many units the store
+    already holds; the sweep's results, headline table and reproduction check after the last job."""
 
     def __init__(self) -> None:
-        self.progress: console.UnitProgress | None = None
         self.manifests: list[tuple[CaseManifest, Path]] = []
         self.reference: Reference | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Parallel launchers send the callbacks to their workers: without the bar's thread."""
-        return {**self.__dict__, "progress": None}
+        self.units = (0, 0)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
@@ -88,10 +78,9 @@ class CheckSweep(Callback):
             self.manifests = [(record_job(job, job.hydra, case), case.runs_dir) for job, case in jobs]
             for notice in notices:
                 console.say(f"note: {notice}")
-            self.progress = console.UnitProgress(cases, markers_dir(config)).__enter__()
+            self.units = (reusable(cases), len({case.key(unit) for case in cases for unit in case.units}))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.progress is not None:
-            self.progress.__exit__(None, None, None)
+        console.say(console.reused(*self.units))
         with exit_on_any_error():
             finish_sweep(config, current_records(self.manifests), self.reference)

@@ -29,7 +29,7 @@ from retrofit.io import write_text_atomic
 from retrofit.runner.compose import variant_nodes
 from retrofit.runner.record import UnitRecord
 from retrofit.runner.schema import jobs_dir
-from retrofit.runner.units import UnitKey, UnitStore, environment, file_digest, fingerprint
+from retrofit.runner.units import UnitKey, UnitStore, code_digest, environment, file_digest, fingerprint
 
 if TYPE_CHECKING:  # a manifest is written from a case, read without one
     from retrofit.runner.case import Case
@@ -95,6 +95,7 @@ class CaseManifest:
     def changed(self) -> str | None:
         """Why the fingerprints of this manifest are no longer those of current results (the code, a
         library version or the host file changed since), or None."""
+        code_digest.cache_clear()  # as the code is now, not as this process first read it
         now = environment()
         moved = [
             f"{name} {self.environment.get(name)} -> {now[name]}"

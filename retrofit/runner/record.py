@@ -15,7 +15,11 @@ This is the only place that schema lives. A record carries everything the aggreg
   case's baseline, their matched deltas (`delta_rmse_pct` and `delta_crps_pct` in %,
   `delta_nll` in nats, `delta_coverage_90` as a fraction), predict and fit times (seconds) and the
   predict-time ratios to the baseline;
-- the case: sizes, `device`, `n_estimators`; and `commit` / `date` of the run that computed it.
+- the case: sizes, `device`, `n_estimators`; and `commit` / `date` of the run that computed it;
+- what the numbers come from (`SETTINGS`, `INPUTS`): `test_size`, `precision`, `threads`, the
+  timing settings of the times shown (`timing_rounds`, `timing_members`; 0 when not timed), the
+  digests of the host file and of the data, tabpfn's version, and the `machine` that computed the
+  row (CPU model, BLAS kernel, torch's SIMD level: `retrofit.runner.rows.machine`).
 
 The columns of the first 34 fields are the published CSV contract (names and order kept); new
 columns are appended at the end.
@@ -79,6 +83,15 @@ class UnitRecord:
     arm_extra: bool = False
     commit: str = ""
     date: str = ""
+    test_size: float = math.nan
+    precision: str = ""
+    threads: int = 0
+    timing_rounds: int = 0
+    timing_members: int = 0
+    host_digest: str = ""
+    data_digest: str = ""
+    tabpfn_version: str = ""
+    machine: str = ""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **labels: Any) -> "UnitRecord":
@@ -104,8 +117,24 @@ COLUMNS = [f.name for f in fields(UnitRecord)]
 """The columns of `retrofit_rmse.csv`, in order."""
 KEY = ["host", "dataset", "seed", "variant", "hparams"]
 """The columns that identify a unit."""
-NUMERIC = [name for name, kind in get_type_hints(UnitRecord).items() if kind in (int, float) and name not in KEY]
-"""Every numeric column but the key's."""
+SETTINGS = ["n_estimators", "device", "test_size", "precision", "threads", "host_digest"]
+"""The columns of settings that change a number: rows that differ in one are never pooled."""
+INPUTS = ["host_digest", "data_digest"]
+"""The columns naming the bytes a row was computed from: a row whose inputs differ from a reference's
+was recomputed from changed inputs (`retrofit.runner.reproduce`)."""
+IDENTITY = [
+    "test_size",
+    "precision",
+    "threads",
+    "timing_rounds",
+    "timing_members",
+    *INPUTS,
+    "tabpfn_version",
+    "machine",
+]
+"""The appended columns that say what a row was computed from (not results: never compared as such)."""
+NUMERIC = [name for name, kind in get_type_hints(UnitRecord).items() if kind in (int, float, bool) and name not in KEY]
+"""Every numeric or flag column but the key's (a text value in one is refused by name: `retrofit.runner.compare`)."""
 _TYPES = get_type_hints(UnitRecord)
 _OPTIONAL = {f.name: f.default for f in fields(UnitRecord) if f.default is not MISSING}
 """The appended columns and their blank values (an older file lacks them)."""

@@ -1,22 +1,25 @@
 """Does a fresh `retrofit_rmse.csv` reproduce a reference (e.g. the committed one, read before the run)?
 
-Rows are matched on `KEY`. Every numeric column of the two files except the timings
-(`NOT_COMPARED`: they measure the machine, not the method) is compared — rmse, nll, crps,
-coverage, their baselines and deltas, the counts and settings — and a value reproduces when
-`|new - ref| <= atol + RTOL * |ref|` (NaN matches NaN only), atol `DELTA_ATOL` on the matched
-deltas (`delta_*`) and `ATOL` elsewhere. On one machine the CPU path is deterministic (same code,
-versions, host file, settings and thread count give the same bits: max rel |Δ| 0); across CPUs
-float32 kernels round differently in the last bits (measured between an AMD EPYC machine and the
-reference: rmse, nll, crps within 6e-7 relative, deltas within 4e-5 points, coverage equal), which
-the tolerances absorb with margin while any change of the method's numbers stands out.
-A row reproduces when every compared column does. A
-numeric column in one file only fails the check, by name. A row only in the new file (extra)
-fails; rows only in the reference are a subset the sweep did not run: compared as such and said
-so, unless the reference requires every row (`Reference.require_all`, as `make retrofit`'s
-`record=true` does), when they fail as missing. A grid changed on purpose (`grid_changed=true`,
-`Reference.grid_changed`: hosts, datasets, seeds, variants or arms added or dropped) compares the
-rows both files hold, which must reproduce, and lists the new and the dropped rows instead of
-failing on them; it is refused before the sweep runs when the sweep's rows are the reference's.
+The rows are compared by `retrofit.runner.compare.compare` (the comparison `make compare` prints):
+every numeric result column of both files but the timings, each value within `TOLERANCES` (1e-5
+relative; the matched deltas with an absolute tolerance on their own scale). On one machine the
+CPU path is deterministic (same code, versions, host file, settings and thread count give the same
+bits: max rel |Δ| 0); across CPUs float32 kernels round differently in the last bits, which the
+tolerances absorb with margin while any change of the method's numbers stands out. The line names
+the machines that computed the reference's rows and the new ones (each row records its `machine`:
+CPU model, BLAS kernel, torch's SIMD level), and `reproduction.txt` holds the largest difference
+per column.
+
+A row reproduces when every compared column does. A row recomputed from changed inputs (another
+host file or data than the reference's row) is listed as such, not failed: that is how an intended
+host change is recorded. A numeric column in one file only fails the check, by name. A row only in
+the new file (extra) fails; rows only in the reference are a subset the sweep did not run: compared
+as such and said so, unless the reference requires every row (`Reference.require_all`, as a rewrite
+of the committed record does), when they fail as missing. A grid changed on purpose
+(`grid_changed=true`, `Reference.grid_changed`: hosts, datasets, seeds, variants or arms added or
+dropped) compares the rows both files hold, which must reproduce, and lists the new and the dropped
+rows instead of failing on them; it is refused before the sweep runs when the sweep's rows are the
+reference's.
 
 `read_reference` reads the file the user names, from the working tree or, with a commit, as
 committed there (`make retrofit` reads `HEAD` before the sweep runs, so a failed run, which has
@@ -30,31 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
-
-KEY = ["host", "dataset", "seed", "variant", "hparams"]
-RTOL = 1e-5
-"""Relative tolerance on every compared value (cross-CPU float32 rounding is below 1e-6)."""
-ATOL = 1e-12
-"""Absolute tolerance of the levels and counts (for values that are zero)."""
-DELTA_ATOL = 1e-4
-"""Absolute tolerance of the matched deltas (`delta_*`: % points, nats, coverage fraction), which are
-differences of nearly equal levels, so their relative rounding is large."""
-NOT_COMPARED = frozenset(
-    {
-        "predict_seconds",
-        "baseline_predict_seconds",
-        "predict_time_ratio",
-        "predict_time_ratio_min",
-        "predict_time_ratio_max",
-        "fit_seconds",
-    }
-)
-"""Timings: numeric, but of the machine and its load, not of the method."""
+from retrofit.runner.compare import TOLERANCES, Comparison, compare, keyed, label, read_results
 
 
 @dataclass(frozen=True)
@@ -70,24 +53,40 @@ class Reference:
 
 @dataclass(frozen=True)
 class Reproduction:
-    """The outcome of `compare`: rows within tolerance out of the rows in both files, the columns
-    compared, the largest relative difference (and its column), and the labels of rows that
-    differ (with their columns), are only in the reference or only in the new file, and of
-    numeric columns in one file only."""
+    """The outcome of `check`: the `comparison` of the new rows with the reference's, where the
+    reference was read (`source`), its row count, the rows only in it (`missing`) or only in the
+    new file (`extra`), the machines that computed each side, and what the reference requires."""
 
-    within: int
-    compared: int
-    reference_rows: int
-    columns: tuple[str, ...]
-    max_rel: float
-    max_column: str
-    differing: tuple[str, ...]
-    missing: tuple[str, ...]
-    extra: tuple[str, ...]
-    one_sided: tuple[str, ...]
+    comparison: Comparison
     source: str
+    reference_rows: int
+    machines: tuple[str, str]
     require_all: bool = False
     grid_changed: bool = False
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return self.comparison.only_b
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        return self.comparison.only_a
+
+    @property
+    def differing(self) -> tuple[str, ...]:
+        return self.comparison.differing
+
+    @property
+    def one_sided(self) -> tuple[str, ...]:
+        return self.comparison.one_sided
+
+    @property
+    def compared(self) -> int:
+        return self.comparison.matched
+
+    @property
+    def within(self) -> int:
+        return self.compared - len(self.comparison.differing) - len(self.comparison.changed_inputs)
 
     @property
     def failures(self) -> dict[str, tuple[str, ...]]:
@@ -106,22 +105,30 @@ class Reproduction:
         return not any(self.failures.values())
 
     def line(self) -> str:
-        """`reproduced: <k>/<n> rows within 1e-09 (max rel |Δ| <x> [in <column>], <m> columns) vs
-        <source>`, then the subset, and what failed."""
-        where = f" in {self.max_column}" if self.max_rel > 0 else ""
+        """`reproduced: <k>/<n> rows within 1e-05 (max rel |Δ| <x> [in <column>], <m> columns) vs
+        <source>`, then the rows recomputed from changed inputs, the subset, what failed, and the
+        machines of both sides."""
+        comparison = self.comparison
+        where = f" in {comparison.max_column}" if comparison.max_rel > 0 else ""
         text = (
-            f"reproduced: {self.within}/{self.compared} rows within {RTOL:g} "
-            f"(max rel |Δ| {self.max_rel:.3g}{where}, {len(self.columns)} columns) vs {self.source}"
+            f"reproduced: {self.within}/{self.compared} rows within {TOLERANCES.rel:g} "
+            f"(max rel |Δ| {comparison.max_rel:.3g}{where}, {len(comparison.columns)} columns) vs {self.source}"
         )
+        if comparison.changed_inputs:
+            text += f"; {_listed('recomputed from changed inputs', comparison.changed_inputs)}"
         if self.grid_changed:
-            changes = [_listed(label, keys) for label, keys in (("new", self.extra), ("dropped", self.missing)) if keys]
+            changes = [_listed(kind, keys) for kind, keys in (("new", self.extra), ("dropped", self.missing)) if keys]
             text += f"; grid changed: {'; '.join(changes)}"
         elif self.missing and not self.require_all:
             text += f"; subset: {self.compared} of the reference's {self.reference_rows} rows ran"
-        for label, keys in self.failures.items():
+        for kind, keys in self.failures.items():
             if keys:
-                text += f"; {_listed(label, keys)}"
-        return text
+                text += f"; {_listed(kind, keys)}"
+        return text + f"; reference computed on {self.machines[1]}; this run on {self.machines[0]}"
+
+    def report(self) -> str:
+        """`line()` and the largest difference per column (what `reproduction.txt` holds)."""
+        return f"{self.line()}\n\n## Largest difference per column\n\n{self.comparison.largest()}\n"
 
 
 def _listed(label: str, keys: Sequence[str]) -> str:
@@ -129,83 +136,37 @@ def _listed(label: str, keys: Sequence[str]) -> str:
     return f"{len(keys)} {label}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
 
 
-def _keyed(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """`frame` indexed by `KEY`; RunnerError naming `name` when a key column is absent, a seed is
-    not an integer or a key occurs twice."""
-    absent = [column for column in KEY if column not in frame.columns]
-    if absent:
-        raise RunnerError(f"the {name} table has no {', '.join(absent)} column; is it a retrofit_rmse.csv?")
-    seeds = pd.to_numeric(frame["seed"], errors="coerce")
-    if seeds.isna().any() or (seeds % 1 != 0).any():
-        raise RunnerError(f"the {name} table has a seed that is not an integer; is it a retrofit_rmse.csv?")
-    hparams = frame["hparams"].map(lambda h: "" if pd.isna(h) else str(h))
-    keyed = frame.assign(hparams=hparams, seed=seeds.astype(int)).set_index(KEY)
-    repeated = keyed.index[keyed.index.duplicated()]
-    if len(repeated):
-        raise RunnerError(f"the {name} table has {len(repeated)} repeated rows, e.g. {_label(repeated[0])}")
-    return keyed
+def machines_of(frame: pd.DataFrame) -> str:
+    """The machines (`machine` column) that computed the rows of `frame`, or "a machine not recorded"."""
+    named = sorted({m for m in frame.get("machine", pd.Series(dtype=str)).dropna().astype(str) if m})
+    return " + ".join(named) if named else "a machine not recorded"
 
 
-def _label(key: tuple) -> str:
-    return "/".join(f"{name}={value}" for name, value in zip(KEY, key, strict=True) if value != "")
-
-
-def _numeric(frame: pd.DataFrame) -> set[str]:
-    return {column for column in frame.columns if pd.api.types.is_numeric_dtype(frame[column])} - NOT_COMPARED
-
-
-def compare(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Reproduction:
+def check(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Reproduction:
     """`new` (rows of `retrofit_rmse.csv`) against `reference` (a bare frame: read from memory),
-    row by row on `KEY`, on every numeric column of both but the timings."""
+    by `retrofit.runner.compare.compare` (see the module docstring)."""
     if not isinstance(reference, Reference):
         reference = Reference(reference, "a table in memory")
-    new, ref = _keyed(new, "new"), _keyed(reference.frame, "reference")
-    new_numeric, ref_numeric = _numeric(new), _numeric(ref)
-    columns = sorted(new_numeric & ref_numeric)
-    one_sided = [f"{c} (new only)" for c in sorted(new_numeric - ref_numeric)]
-    one_sided += [f"{c} (reference only)" for c in sorted(ref_numeric - new_numeric)]
-    both = new.index.intersection(ref.index)
-    a = new.loc[both, columns].to_numpy(dtype="float64")
-    b = ref.loc[both, columns].to_numpy(dtype="float64")
-    diff = np.abs(a - b)
-    atol = np.array([DELTA_ATOL if c.startswith("delta_") else ATOL for c in columns])
-    same = (diff <= atol + RTOL * np.abs(b)) | (np.isnan(a) & np.isnan(b))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / np.abs(b))
-    rel = np.where(np.isnan(a) & np.isnan(b), 0.0, np.where(np.isnan(diff), np.inf, rel))
-    worst = np.unravel_index(np.argmax(rel), rel.shape) if rel.size else None
-    rows_ok = same.all(axis=1)
-    differing = [
-        f"{_label(key)} ({', '.join(c for c, ok in zip(columns, row, strict=True) if not ok)})"
-        for key, row, fine in zip(both, same, rows_ok, strict=True)
-        if not fine
-    ]
+    comparison = compare(new, reference.frame, names=("new", "reference"))
     return Reproduction(
-        within=int(rows_ok.sum()),
-        compared=len(both),
-        reference_rows=len(ref.index),
-        columns=tuple(columns),
-        max_rel=float(rel[worst]) if worst is not None else float("nan"),
-        max_column=columns[worst[1]] if worst is not None else "",
-        differing=tuple(differing),
-        missing=tuple(_label(k) for k in ref.index.difference(new.index)),
-        extra=tuple(_label(k) for k in new.index.difference(ref.index)),
-        one_sided=tuple(one_sided),
+        comparison=comparison,
         source=reference.source,
+        reference_rows=len(reference.frame),
+        machines=(machines_of(new), machines_of(reference.frame)),
         require_all=reference.require_all,
         grid_changed=reference.grid_changed,
     )
 
 
 def require_covered(reference: Reference | None, keys: Iterable[Sequence[Any]]) -> None:
-    """Before a sweep runs: when `reference` requires every row (`record=true`), RunnerError unless
+    """Before a sweep runs: when `reference` requires every row (a record run), RunnerError unless
     the sweep's unit `keys` (`UnitKey`s: host, dataset, seed, variant, hparams pairs) cover them all,
     so that a partial grid never rewrites the record. With `grid_changed`, RunnerError when the
     sweep's rows are exactly the reference's (the key would change nothing)."""
     if reference is None or not (reference.require_all or reference.grid_changed):
         return
     ran = {(k.host, k.dataset, k.seed, k.variant, ",".join(f"{n}={v}" for n, v in k.hparams)) for k in keys}
-    rows = _keyed(reference.frame, "reference").index
+    rows = keyed(reference.frame, "reference").index
     if reference.grid_changed:
         if ran == set(rows):
             raise RunnerError(
@@ -216,8 +177,8 @@ def require_covered(reference: Reference | None, keys: Iterable[Sequence[Any]]) 
     absent = [key for key in rows if key not in ran]
     if absent:
         raise RunnerError(
-            f"record=true: this sweep would not rerun {len(absent)} of the {len(reference.frame)} rows of "
-            f"{reference.source}, e.g. {_label(absent[0])}; the record is rewritten only by the whole grid "
+            f"this sweep would not rerun {len(absent)} of the {len(reference.frame)} rows of "
+            f"{reference.source}, e.g. {label(absent[0])}; the record is rewritten only by the whole grid "
             "(make retrofit; when the grid itself changed on purpose, make retrofit GRID_CHANGED=1)"
         )
 
@@ -264,16 +225,18 @@ def _csv(source, path: Path) -> pd.DataFrame:
 
 def _checked(frame: pd.DataFrame, source: str, require_all: bool, grid_changed: bool) -> Reference:
     """The `Reference`, its keys checked now (before any sweep runs) rather than after it."""
-    _keyed(frame, f"reference {source}")
+    keyed(frame, f"reference {source}")
     return Reference(frame, source, require_all, grid_changed)
 
 
-def verify(results_dir: Path, reference: Reference | pd.DataFrame) -> Reproduction:
-    """Compare `<results_dir>/retrofit_rmse.csv` with `reference` (see `read_reference`), print the
-    line and write it to `<results_dir>/reproduction.txt`. RunnerError (a non-zero exit in an entry
-    point) unless it reproduced (`Reproduction.ok`)."""
-    outcome = compare(pd.read_csv(Path(results_dir) / "retrofit_rmse.csv"), reference)
-    write_text_atomic(Path(results_dir) / "reproduction.txt", outcome.line() + "\n")
+def verify(results_dir: Path, reference: Reference | pd.DataFrame, new: pd.DataFrame | None = None) -> Reproduction:
+    """Compare `new` (default: `<results_dir>/retrofit_rmse.csv`; a single run passes its own rows)
+    with `reference` (see `read_reference`), print the line and write it to
+    `<results_dir>/reproduction.txt`. RunnerError (a non-zero exit in an entry point) unless it
+    reproduced (`Reproduction.ok`)."""
+    new = read_results(Path(results_dir) / "retrofit_rmse.csv", "the new table") if new is None else new
+    outcome = check(new, reference)
+    write_text_atomic(Path(results_dir) / "reproduction.txt", outcome.report())
     print(outcome.line())
     if not outcome.ok:
         raise RunnerError(f"not reproduced ({outcome.line()}); if the change is intended, commit the new CSV")

@@ -7,8 +7,15 @@ distribution scores matched to the baseline's, its timing, the settings its patc
 its decomposition labels, `commit` / `date` and its fingerprint).
 """
 
+import functools
+import platform
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import torch
+from threadpoolctl import threadpool_info
 
 from retrofit.fitting import FittedCase
 from retrofit.metrics import DistributionScores, rmse
@@ -16,34 +23,49 @@ from retrofit.runner.predictions import Prediction
 from retrofit.runner.record import stamp
 from retrofit.runner.units import UnitKey
 
-if TYPE_CHECKING:  # the case module imports this one
-    from retrofit.runner.case import Case, UnitSpec
 
-
-def case_columns(case: "Case", fitted: FittedCase, baseline: Prediction, baseline_seconds: float) -> dict[str, Any]:
-    """The columns every unit of `case` shares: what ran, the sizes of `fitted`'s split, the
-    baseline's RMSE on the test rows and its predict seconds (`baseline_seconds`), the fit time."""
+def case_columns(
+    ran: Mapping[str, Any], fitted: FittedCase, baseline: Prediction, baseline_seconds: float
+) -> dict[str, Any]:
+    """The columns every unit of a case shares: what ran and under which settings (`ran`,
+    `retrofit.runner.case.Case.columns`), the sizes of `fitted`'s split, the baseline's RMSE on the
+    test rows and its predict seconds (`baseline_seconds`), the fit time, tabpfn's version and the
+    `machine`."""
     data = fitted.data
     return {
-        "dataset": case.dataset.name,
-        "seed": case.seed,
-        "host": case.host,
-        "device": case.device,
+        **ran,
         "n_train": len(data.y_train),
         "n_test": len(data.y_test),
         "n_features": data.X_train.shape[1],
         "n_categorical": len(data.categorical_indices),
         "n_missing_target": fitted.table.n_missing_target,
-        "n_estimators": case.n_estimators,
         "baseline_rmse": rmse(data.y_test, baseline.mean),
         "baseline_predict_seconds": baseline_seconds,
         "fit_seconds": fitted.fit_seconds,
+        "tabpfn_version": version("tabpfn"),
+        "machine": machine(),
     }
+
+
+@functools.cache
+def machine() -> str:
+    """The machine computing here, as a reproduction line names it: the CPU model (`/proc/cpuinfo`,
+    else the platform's), the BLAS kernel numpy runs (`threadpoolctl`) and torch's SIMD level."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = models[0] if models else (platform.processor() or platform.machine())
+    blas = [
+        f"{i['internal_api']} {i.get('architecture', '')}".strip() for i in threadpool_info() if i["user_api"] == "blas"
+    ]
+    return (
+        f"{cpu}; BLAS {', '.join(dict.fromkeys(blas)) or 'not found'}; torch {torch.backends.cpu.get_cpu_capability()}"
+    )
 
 
 def unit_row(
     common: Mapping[str, Any],
-    unit: "UnitSpec",
+    labels: Mapping[str, Any],
     key: UnitKey,
     prediction: Prediction,
     baseline_scores: DistributionScores,
@@ -52,17 +74,17 @@ def unit_row(
     patched: Any,
     fingerprint: str,
 ) -> dict[str, Any]:
-    """The row of `unit` (key `key`): `common` (`case_columns`), the RMSE of `prediction` on
-    `y_test` and its change in % of the baseline's, its distribution scores matched to
-    `baseline_scores`, its `timing` columns (`retrofit.runner.predictions.timing_columns`), the
-    settings `patched` used (`effective_hparams`), the tau it took, the decomposition labels as
-    this sweep gives them (`retrofit.runner.collect` relabels stored rows), `stamp()` and
-    `fingerprint`."""
+    """The row of the unit `key`: `common` (`case_columns`), its `labels` (`variant`, and the
+    decomposition's `arm` and `arm_extra` as this sweep gives them: `retrofit.runner.collect`
+    relabels stored rows), the RMSE of `prediction` on `y_test` and its change in % of the
+    baseline's, its distribution scores matched to `baseline_scores`, its `timing` columns (times
+    and the timing settings they ran under), the settings `patched` used (`effective_hparams`), the
+    tau it took, `stamp()` and `fingerprint`."""
     variant_rmse = rmse(y_test, prediction.mean)
     baseline_rmse = common["baseline_rmse"]
     return {
         **common,
-        "variant": unit.variant,
+        **labels,
         "hparams": dict(key.hparams),
         "rmse": variant_rmse,
         "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
@@ -70,8 +92,6 @@ def unit_row(
         **timing,
         **effective_hparams(patched),
         "tau": prediction.tau,
-        "arm": unit.arm,
-        "arm_extra": unit.arm_extra,
         **stamp(),
         "fingerprint": fingerprint,
     }

@@ -6,6 +6,7 @@ reads these keys without importing the models (`retrofit.runner.config` builds t
 """
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.errors import RunnerError
-from retrofit.runner.guard import check_results_dir, writable_dir
+from retrofit.runner.aggregate import FILES
+from retrofit.runner.guard import check_record_outputs, in_record, writable_dir
 from retrofit.runner.reproduce import Reference, read_reference
 from retrofit.typed import typed
 
@@ -49,10 +51,21 @@ class TimingConfig:
     seeds: list[int] | None = None
 
 
+class LogLevel(StrEnum):
+    """The console's levels (`log_level`): a name logging knows, checked when the config is composed,
+    before Hydra configures logging with it."""
+
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+
 @dataclass
 class RunConfig:
     """The keys `configs/config.yaml` and `configs/tau_sweep.yaml` share: where units and results go
-    (`configs/paths/`), the host, and the settings every case of the run shares (`run_settings`).
+    (`configs/paths/`), the host, and the settings every case of the run shares (`retrofit.runner.config.run_settings`).
     Values live in the YAML files; the schema gives their types, so a misspelt or mistyped key fails
     when the config is composed."""
 
@@ -66,7 +79,7 @@ class RunConfig:
     precision: str = MISSING
     threads: int = MISSING
     timing: TimingConfig = field(default_factory=TimingConfig)
-    log_level: str = "WARNING"
+    log_level: LogLevel = LogLevel.WARNING
 
 
 @dataclass
@@ -83,7 +96,6 @@ class SweepConfig(RunConfig):
     hparams: dict[str, Any] = field(default_factory=dict)
     reference: str | None = None
     reference_commit: str | None = None
-    record: bool = False
     grid_changed: bool = False
     decomposition: DecompositionConfig | None = None
     benchmark_datasets: str | None = None
@@ -122,24 +134,35 @@ def jobs_dir(cfg: DictConfig, base_dir: Path) -> Path:
 
 def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
     """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
-    null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. With
-    `record=true` every reference row must be reproduced (`Reference.require_all`), unless
-    `grid_changed=true` says the grid changed on purpose (`Reference.grid_changed`)."""
+    null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. A run that
+    writes the committed record must reproduce every reference row (`Reference.require_all`),
+    unless `grid_changed=true` says the grid changed on purpose (`Reference.grid_changed`)."""
     if not cfg.reference:
         for key in ("reference_commit", "grid_changed"):
             if cfg.get(key) not in (None, False):
                 raise RunnerError(f"{key}={cfg.get(key)} needs reference=<a retrofit_rmse.csv>")
         return None
     path, commit, grid_changed = resolve(base_dir, cfg.reference), cfg.get("reference_commit"), cfg.get("grid_changed")
-    return read_reference(path, commit, require_all=cfg.record, grid_changed=bool(grid_changed))
+    record = cfg.results_dir is not None and in_record(resolve(base_dir, cfg.results_dir))
+    return read_reference(path, commit, require_all=record, grid_changed=bool(grid_changed))
 
 
 def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
-    """The `results_dir` this run may write (`retrofit.runner.guard.check_results_dir`: the
-    committed record only with `record=true`, a reference, in a whole sweep)."""
-    if not isinstance(cfg.record, bool):
-        raise RunnerError(f"record={cfg.record!r}: must be true or false (true only in make retrofit)")
-    if cfg.record and not cfg.reference:
-        raise RunnerError("record=true rewrites the committed results/ only when checked: pass reference=<csv>")
+    """The `results_dir` this run may write: a writable directory (`writable_dir`) where none of the
+    files a run writes (`FILES`) is a directory or other non-file, and the
+    committed record only from its make target (`retrofit.runner.guard.check_record_outputs`) in
+    a whole sweep (`-m`) checked against a reference (`make retrofit`). RunnerError otherwise."""
     path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
-    return check_results_dir(path, record=cfg.record, whole_sweep=hydra_cfg.mode == RunMode.MULTIRUN)
+    path = writable_dir(path, "results_dir")
+    blocked = [name for name in FILES if (path / name).exists() and not (path / name).is_file()]
+    if blocked:
+        raise RunnerError(
+            f"{path / blocked[0]} is not a file, and this run writes one there; remove it or choose another results_dir"
+        )
+    if in_record(path):
+        check_record_outputs([path])
+        if hydra_cfg.mode != RunMode.MULTIRUN:
+            raise RunnerError("the committed results/ is rewritten only by a whole sweep (-m): run make retrofit")
+        if not cfg.reference:
+            raise RunnerError("the committed results/ is rewritten only when checked: pass reference=<csv>")
+    return path

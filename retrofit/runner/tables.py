@@ -8,11 +8,13 @@ and mean ΔRMSE % per host × dataset. `table_markdown` (retrofit_table.md), `ar
 Frames are `retrofit.runner.record.frame_of` frames; nothing here reads a file or a registry.
 """
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from retrofit.runner.bootstrap import N_BOOTSTRAP, frame_ci, mean_with_ci
+from retrofit.runner.record import SETTINGS
 
 DISTRIBUTION_DELTAS = {
     "delta_nll": ("ΔNLL (nats)", 1.0),
@@ -23,12 +25,47 @@ DISTRIBUTION_DELTAS = {
 unit: `delta_coverage_90` is a fraction, shown in points)."""
 
 
+def differing_settings(frame: pd.DataFrame) -> list[str]:
+    """The `SETTINGS` columns whose value differs between rows of one host in `frame`."""
+    present = [column for column in SETTINGS if column in frame]
+    return [column for column in present if (frame.groupby("host")[column].nunique(dropna=False) > 1).any()]
+
+
+def settings_apart(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each row's `host` label extended by the settings that differ within a host
+    (`differing_settings`, e.g. `tiny_v3 (n_estimators=1)`), so that every table and plot keeps runs
+    of different settings apart instead of pooling them into one mean."""
+    columns = differing_settings(frame)
+    if not columns:
+        return frame
+    settings = frame[columns].astype(str).apply(lambda row: ", ".join(f"{c}={v}" for c, v in row.items()), axis=1)
+    return frame.assign(host=frame["host"] + " (" + settings + ")")
+
+
+def settings_note(frame: pd.DataFrame) -> str:
+    """One line saying which settings differ between rows of one host (kept apart), or ""."""
+    columns = differing_settings(frame)
+    if not columns:
+        return ""
+    return f"Rows differ in {', '.join(columns)}: kept apart (the host column names the setting), never pooled."
+
+
 def time_ratio(group: pd.DataFrame) -> str:
     """Median predict-time ratio over the timed units of `group`, the range of their medians, the count."""
     ratios = group["predict_time_ratio"].dropna()
     if ratios.empty:
         return "not timed"
-    return f"{ratios.median():.2f}× [{ratios.min():.2f}, {ratios.max():.2f}] (n={len(ratios)})"
+    return f"{ratios.median():.2f}× [{ratios.min():.2f}, {ratios.max():.2f}] (n={len(ratios)}){timing_settings(group)}"
+
+
+def timing_settings(group: pd.DataFrame) -> str:
+    """The timing settings the timed units of `group` ran under, e.g. ` (3 rounds, 1 member)`;
+    several when they differ."""
+    if "timing_rounds" not in group:
+        return ""
+    timed = group[group["timing_rounds"] > 0]
+    pairs = sorted(set(zip(timed["timing_rounds"], timed["timing_members"], strict=True)))
+    return " (" + "; ".join(f"{r} rounds, {m} member{'s' if m != 1 else ''}" for r, m in pairs) + ")" if pairs else ""
 
 
 def largest(deltas: pd.Series) -> float:
@@ -97,11 +134,14 @@ def _about(frame: pd.DataFrame) -> str:
 
 
 def table_markdown(frame: pd.DataFrame) -> str:
-    """The paper-style table of the main rows `frame` (see module docstring) as Markdown."""
+    """The paper-style table of the main rows `frame` (see module docstring) as Markdown; rows of
+    different settings kept apart (`settings_apart`)."""
+    note, frame = settings_note(frame), settings_apart(frame)
     return "\n".join(
         [
             "# Retrofit RMSE: matched ΔRMSE% = 100 · (RMSE(variant) − RMSE(baseline)) / RMSE(baseline)",
             "",
+            *([note, ""] if note else []),
             _about(frame) + " Predict time / baseline: median of per-unit medians of interleaved, paired ratios "
             "(after a warm-up), [range of those medians], n timed units.",
             "",
@@ -116,7 +156,8 @@ def table_markdown(frame: pd.DataFrame) -> str:
 
 
 def arms_markdown(arms: pd.DataFrame) -> str:
-    """The decomposition table of the arm rows `arms` as Markdown."""
+    """The decomposition table of the arm rows `arms` as Markdown (settings kept apart)."""
+    arms = settings_apart(arms)
     return "\n".join(
         [
             "# Retrofit cost: sink and presence effects",
@@ -131,10 +172,15 @@ def arms_markdown(arms: pd.DataFrame) -> str:
     )
 
 
-def headline(frame: pd.DataFrame) -> str:
+def headline(frame: pd.DataFrame, floors: Mapping[str, float] | None = None) -> str:
     """The README's table for the hosts and variants in `frame` (main and arm rows): per variant (and
     arm other than the variant's own settings), per host, mean ΔRMSE % [95 % CI] (signed largest) and
-    the predict-time ratio to the baseline."""
+    the predict-time ratio to the baseline. Rows of different settings are kept apart
+    (`settings_apart`) and a line above the table says so. With `floors` (host -> noise floor in %
+    of RMSE, `retrofit.runner.aggregate.noise_floors`), a mean |ΔRMSE| below its host's floor is
+    marked `≈0` and a line below the table gives each host's floor, or "floor not measured"."""
+    note, frame = settings_note(frame), settings_apart(frame.assign(host_name=frame["host"]))
+    names = dict(zip(frame["host"], frame["host_name"], strict=True))
     main = frame[~frame["arm_extra"] & (frame["variant"] != "baseline")]
     rows = [(variant_label(g).iloc[0], g) for _, g in main.groupby(variant_label(main), sort=False)]
     extras = frame[frame["arm_extra"]]
@@ -150,13 +196,28 @@ def headline(frame: pd.DataFrame) -> str:
                 continue
             low, high = frame_ci(cases)
             ci = f" [{low:+.3f}, {high:+.3f}]" if len(cases) > 1 else ""
+            mean, floor = cases["delta_rmse_pct"].mean(), (floors or {}).get(names[host], math.nan)
+            mark = " ≈0" if abs(mean) < floor else ""  # NaN (not measured) marks nothing
             line[f"{host} ΔRMSE % [95% CI] (largest)"] = (
-                f"{cases['delta_rmse_pct'].mean():+.3f}{ci} ({largest(cases['delta_rmse_pct']):+.3f})"
+                f"{mean:+.3f}{mark}{ci} ({largest(cases['delta_rmse_pct']):+.3f})"
             )
         line["time / baseline"] = ", ".join(
             f"{group.loc[group['host'] == h, 'predict_time_ratio'].median():.2f}×"
+            + timing_settings(group[group["host"] == h])
             for h in hosts
             if (group["host"] == h).any()
         ).replace("nan×", "not timed")
         table.append(line)
-    return _markdown(pd.DataFrame(table)) if table else "(no variant beyond the baseline ran)"
+    text = _markdown(pd.DataFrame(table)) if table else "(no variant beyond the baseline ran)"
+    if floors is not None:
+        text += "\n\n" + floors_line(sorted(set(names.values())), floors)
+    return f"{note}\n\n{text}" if note else text
+
+
+def floors_line(hosts: Sequence[str], floors: Mapping[str, float]) -> str:
+    """Each host's noise floor, and what `≈0` means."""
+    said = [f"{host} {floors[host]:.2g} %" if host in floors else f"{host}: floor not measured" for host in hosts]
+    return (
+        f"Noise floor (how far the host's own stock RMSE moves under changes that should not matter): "
+        f"{'; '.join(said)}. ≈0: a mean |ΔRMSE| within its host's floor."
+    )

@@ -52,11 +52,16 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
         for c in cfg.c_values
         for name, node in nodes.items()
     )
-    units = applicable(units, settings.host_path, settings.host)
+    units = applicable(units, settings["host_path"], settings["host"])
     runs_dir = resolve(base_dir, cfg.cache_dir) / "tau_sweep" / "runs"
     cases = [
-        settings.case(
-            dataset_spec(group_option(hydra_cfg, "dataset", name)), seed, units, runs_dir, timing_rounds(cfg, seed)
+        Case(
+            dataset=dataset_spec(group_option(hydra_cfg, "dataset", name)),
+            seed=seed,
+            units=units,
+            runs_dir=runs_dir,
+            timing_rounds=timing_rounds(cfg, seed),
+            **settings,
         )
         for name in cfg.datasets
         for seed in cfg.seeds

@@ -5,12 +5,13 @@ under one set of run settings. Its result lives at
 
     <runs_dir>/host=<host>/dataset=<dataset>/seed=<seed>/settings=<digest>/variant=<variant>[,<k>=<v>...].json
 
-where `<digest>` covers every setting that changes a number (host file content, dataset spec,
-`n_estimators`, `test_size`, device, precision, threads; `retrofit.runner.case.Case.settings`), so
-sweeps with different settings share a store without replacing each other's files. The file holds
-one results row, a `fingerprint` of everything the number depends on (those settings, the
-resolved variant, the tabpfn and torch versions and `code_digest()` of this package's source) and
-a `row_digest` of the row itself. A unit whose file exists with the same fingerprint is finished
+where `<digest>` covers every setting that changes a number (the host file's and the data's bytes,
+dataset spec, `n_estimators`, `test_size`, device, precision, threads;
+`retrofit.runner.case.Case.settings`), so sweeps with different settings share a store without
+replacing each other's files. The file holds one results row, a `fingerprint` of everything the
+number depends on (those settings, the resolved variant, the timing settings of a timed unit, the
+library versions of `environment()` and `code_digest()`, the meaning of the code that computes
+numbers) and a `row_digest` of the row itself. A unit whose file exists with the same fingerprint is finished
 and skipped; a stale one (different fingerprint) is recomputed. A file that cannot be parsed, is
 not a JSON object, lacks a result column or whose row does not match its `row_digest` (edited by
 hand, truncated) is never served: `finished` names it in a warning and the unit is recomputed;
@@ -23,6 +24,7 @@ Writes are atomic (`retrofit.io`), so concurrent sweeps on one store and interru
 whole files or none; `rows()` reads whatever is complete.
 """
 
+import ast
 import functools
 import hashlib
 import json
@@ -92,24 +94,74 @@ PACKAGE = Path(__file__).resolve().parents[1]
 """The `retrofit` package directory, whose source `code_digest` covers."""
 
 
+def _meaning(source: str) -> str:
+    """`ast.dump` of a module's source without its docstrings (module, class and function): what the
+    code does, not what it says; comments never reach the tree."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0].value if node.body and isinstance(node.body[0], ast.Expr) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+NOT_NUMBERS = (
+    "jobs/",
+    "runtimes.py",
+    "pretrain/",
+    "removal/",
+    "audit/",
+    *(
+        f"runner/{name}.py"
+        for name in (
+            "aggregate",
+            "bootstrap",
+            "collect",
+            "compare",
+            "compose",
+            "console",
+            "guard",
+            "hydra_callbacks",
+            "manifest",
+            "plots",
+            "reproduce",
+            "schema",
+            "sweep_cost",
+            "tables",
+            "tau_sweep",
+        )
+    ),
+)
+"""The parts of the package (paths relative to it) that compute no unit's numbers: the other jobs,
+and the runner's reading, checking, aggregating and showing. `code_digest` leaves them out."""
+
+
 @functools.cache
 def code_digest(root: Path = PACKAGE) -> str:
-    """sha256 over every `*.py` file under `root` (relative path and content), first 16 hex digits:
-    any change to the code that computes a number makes every stored unit stale."""
+    """sha256 over the meaning (`_meaning`) of every `*.py` file under `root` that computes numbers
+    (all but `NOT_NUMBERS`), with its relative path, first 16 hex digits: a change to what that code
+    does makes every stored unit stale; an edit of a comment or docstring, or of how results are
+    shown, does not."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    paths = [path for path in root.rglob("*.py") if not path.relative_to(root).as_posix().startswith(NOT_NUMBERS)]
+    for path in sorted(paths):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + _meaning(path.read_text()).encode() + b"\0")
     return digest.hexdigest()[:16]
 
 
+LIBRARIES = ("tabpfn", "torch", "numpy", "scikit-learn")
+"""The libraries whose installed versions are part of every unit's identity."""
+
+
 def environment() -> dict[str, str]:
-    """The library versions and code digest every fingerprint includes (the versions as installed,
-    read without importing tabpfn or torch: reading a finished store stays light)."""
-    return {"tabpfn": version("tabpfn"), "torch": version("torch"), "code": code_digest()}
+    """The library versions (`LIBRARIES`) and code digest every fingerprint includes (the versions as
+    installed, read without importing tabpfn or torch: reading a finished store stays light)."""
+    return {name: version(name) for name in LIBRARIES} | {"code": code_digest()}
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's content (a host checkpoint), first 16 hex digits."""
+    """sha256 of a file's content (a host checkpoint, a CSV), first 16 hex digits."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
