@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 from tabpfn.architectures.tabpfn_v3 import _generate_nan_and_inf_indicator
+from tabpfn.architectures.tabpfn_v3_5 import _build_ecdf_context, _in_context_ecdf
 from tabpfn.inference import _maybe_run_gpu_preprocessing, _prepare_model_inputs
 from tabpfn.model_loading import _skip_parameter_init
 from torch import nn
@@ -59,6 +60,11 @@ PRIVATE = (
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_embed_icl_y"),
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_nan_safe_output", instance=True),
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_preprocess_raw", ("x_RiBC", "num_train")),
+    Private("tabpfn.architectures.tabpfn_v3_5", "_build_ecdf_context", ("x_BRiC", "num_train", "num_buckets")),
+    Private("tabpfn.architectures.tabpfn_v3_5", "_in_context_ecdf", ("x_BRiC", "ecdf_context")),
+    Private("tabpfn.architectures.tabpfn_v3_5:TabPFNV3p5", "_embed_col_y", ("task_type",)),
+    Private("tabpfn.architectures.tabpfn_v3_5:TabPFNV3p5", "_embed_icl_y", ("task_type",)),
+    Private("tabpfn.architectures.tabpfn_v3_5:TabPFNV3p5", "_preprocess_raw", ("x_RiBC", "num_train")),
 )
 """The private tabpfn symbols used, each behind one function below."""
 
@@ -92,14 +98,24 @@ def decode_batched_dataset(regressor: Any, **kwargs: Any) -> Any:
     return regressor._decode_batched_dataset(**kwargs)
 
 
-def embed_col_y(model: nn.Module, y_BN: torch.Tensor) -> torch.Tensor:
-    """tabpfn v3's target embedding added to the cells of the train rows."""
-    return model._embed_col_y(y_BN)
+ecdf_context = _build_ecdf_context
+"""tabpfn v3.5's ECDF bucket edges and counts (3, B, C, K) of the first `num_train` rows of
+x (B, R, C): `ecdf_context(x_BRC, num_train, num_buckets)`."""
+
+in_context_ecdf = _in_context_ecdf
+"""tabpfn v3.5's midrank ECDF (B, R, C) of every cell against an `ecdf_context`:
+`in_context_ecdf(x_BRC, context)`."""
 
 
-def embed_icl_y(model: nn.Module, y_BN: torch.Tensor) -> torch.Tensor:
-    """tabpfn v3's target embedding added to the in-context carriers of the train rows."""
-    return model._embed_icl_y(y_BN)
+def embed_col_y(model: nn.Module, y_BN: torch.Tensor, **task: str) -> torch.Tensor:
+    """tabpfn v3's target embedding added to the cells of the train rows (v3.5 takes `task_type=`)."""
+    return model._embed_col_y(y_BN, **task)
+
+
+def embed_icl_y(model: nn.Module, y_BN: torch.Tensor, **task: str) -> torch.Tensor:
+    """tabpfn v3's target embedding added to the in-context carriers of the train rows (v3.5 takes
+    `task_type=`)."""
+    return model._embed_icl_y(y_BN, **task)
 
 
 def nan_safe_output(model: nn.Module) -> bool:
@@ -108,6 +124,6 @@ def nan_safe_output(model: nn.Module) -> bool:
 
 
 def preprocess_raw(model: nn.Module, x_RBC: torch.Tensor, num_train: int) -> torch.Tensor:
-    """tabpfn v3's own standardised cells (B, R, C) of a raw input (R, B, C) whose first
+    """tabpfn v3's (and v3.5's) own standardised cells (B, R, C) of a raw input (R, B, C) whose first
     `num_train` rows are train rows: the stock stage that `o_standardised_cells` O-closes."""
     return model._preprocess_raw(x_RBC, num_train)[0]

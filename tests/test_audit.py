@@ -1,5 +1,5 @@
 """The O-closure audit: null rows at the in-context entry, absent rows and columns at the raw input
-(fast on tiny random hosts; slow on the shipped tiny_v3)."""
+(fast on tiny random hosts; slow on the shipped tiny_v3 and tiny_v3_5)."""
 
 import math
 import re
@@ -7,12 +7,12 @@ import re
 import pandas as pd
 import pytest
 from processes import run_entry_point
-from synthetic import fit_synthetic
+from synthetic import fit_synthetic, regression_data
 
 from retrofit.adapters import ARCHITECTURES
-from retrofit.audit import INSERTIONS, REL_BOUND, Insertion, audit_host
+from retrofit.audit import INSERTIONS, RAW_INSERTIONS, REL_BOUND, Insertion, audit_host
 from retrofit.errors import RetrofitError
-from retrofit.hosts import get_path
+from retrofit.hosts import get_path, inference_config, make_regressor
 
 VARIANTS = {
     "baseline": {"variant": "baseline"},
@@ -78,10 +78,7 @@ def test_full_o_holds_in_context_but_leaks_at_the_input(audit, variant):
         assert row["linf_pred"] > 1e-4 * row["max_abs_pred"] and row["first_leaking_module"] == "column_stage"
 
 
-REFUSALS = {
-    "tabpfn_v2_6": "the tabpfn_v2 family cannot be O-closed at its input",
-    "tabpfn_v3_5": "tabpfn_v3_5 cannot be O-closed at its input yet",
-}
+REFUSALS = {"tabpfn_v2_6": "the tabpfn_v2 family cannot be O-closed at its input"}
 """Architecture without a whole-model closure -> the reason its o_closed rows give."""
 
 
@@ -107,12 +104,56 @@ def test_columns_cannot_be_inserted_at_the_in_context_entry():
         Insertion("icl_entry", "columns")
 
 
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v3_5"])
+def test_raw_table_insertion_shows_what_the_preprocessing_lets_through(arch, make_random_host):
+    """Absent rows and columns inserted into the training table before the preprocessing (the
+    regressor refitted): o_closed on column-separable preprocessing without feature shuffling takes
+    no notice of columns (bitwise with compact); feature shuffling, and for rows the fits over the
+    training rows, are named where they leak; the stock host is not told; a preset with SVD features
+    is refused for columns naming the step."""
+    X, y = regression_data(0, 80, 4)
+    variants = {name: VARIANTS[name] for name in ("baseline", "o_closed", "o_closed_compact")}
+
+    def audit_with(**config):
+        preset = {**inference_config("lean"), **config}
+        regressor = make_regressor(make_random_host(arch), n_estimators=2, inference_config=preset)
+        regressor.fit(X[:60], y[:60])
+        return audit_host(arch, regressor, X[60:], variants, [3], insertions=RAW_INSERTIONS, train=(X[:60], y[:60]))
+
+    rows = audit_with(FEATURE_SHIFT_METHOD=None)
+    closed_columns = [row for v in ("o_closed", "o_closed_compact") for row in _rows(rows, v, "raw_table", "columns")]
+    for row in closed_columns:
+        assert row["status"] == "measured" and row["linf_pred"] <= REL_BOUND * row["max_abs_pred"]
+        assert row["first_leaking_module"] == ""
+    if arch == "tabpfn_v3":
+        assert _rows(rows, "o_closed_compact", "raw_table", "columns")[0]["linf_pred"] == 0.0
+    for row in _rows(rows, "o_closed", "raw_table", "rows"):
+        assert row["linf_pred"] > 1e-3 * row["max_abs_pred"]
+        assert row["first_leaking_module"] == "preprocessing: fitted on every training row"
+    for row in _rows(rows, "baseline", "raw_table"):
+        assert row["linf_pred"] > 1e-3 * row["max_abs_pred"] and row["first_leaking_module"] == "not told"
+    (shuffled,) = _rows(audit_with(FEATURE_SHIFT_METHOD="shuffle"), "o_closed", "raw_table", "columns")
+    assert shuffled["linf_pred"] > 1e-3 * shuffled["max_abs_pred"]
+    assert shuffled["first_leaking_module"] == "preprocessing: feature shuffling (FEATURE_SHIFT_METHOD='shuffle')"
+    (view,) = inference_config("lean")["PREPROCESS_TRANSFORMS"]
+    svd = [{**view, "global_transformer_name": "svd_quarter_components"}]
+    (refused,) = _rows(audit_with(PREPROCESS_TRANSFORMS=svd), "o_closed", "raw_table", "columns")
+    assert refused["status"] == "refused" and "AddSVDFeaturesStep" in refused["first_leaking_module"]
+
+
+def test_raw_table_insertion_needs_the_training_table(make_random_host):
+    regressor, X_test = fit_synthetic(make_random_host("tabpfn_v3"), n=70, n_train=50)
+    with pytest.raises(RetrofitError, match=r"pass its training table as train=\(X, y\)"):
+        audit_host("v3", regressor, X_test, VARIANTS, [1], insertions=RAW_INSERTIONS)
+
+
 @pytest.mark.slow
-def test_tiny_v3_input_audit_separates_full_o_from_o_closed():
-    regressor, X_test = fit_synthetic(get_path("tiny_v3"), n=70, n_train=50, n_estimators=2)
+@pytest.mark.parametrize("host", ["tiny_v3", "tiny_v3_5"])
+def test_shipped_host_input_audit_separates_full_o_from_o_closed(host):
+    regressor, X_test = fit_synthetic(get_path(host), n=70, n_train=50, n_estimators=2)
     variants = {name: VARIANTS[name] for name in ("full_o", "o_closed", "o_closed_compact")}
     insertions = (Insertion("input", "rows"), Insertion("input", "columns"))
-    rows = audit_host("tiny_v3", regressor, X_test, variants, [8], insertions=insertions)
+    rows = audit_host(host, regressor, X_test, variants, [8], insertions=insertions)
     for row in _rows(rows, "full_o"):
         assert row["linf_pred"] > 1e-3 * row["max_abs_pred"] and row["first_leaking_module"] == "column_stage"
     for row in _rows(rows, "o_closed"):
@@ -129,7 +170,7 @@ def _run_audit(cwd, *overrides):
 @pytest.mark.slow
 def test_audit_driver_takes_a_user_checkpoint_and_random_hosts(tmp_path, make_random_host):
     """`host=checkpoint host.path=...` audits that checkpoint under `host.name`, with the random
-    hosts of `random_hosts` (v3.5 included); a path in `hosts`, a bad random-host entry and
+    hosts of `random_hosts` (v3.5 included, o_closed measured on it); a path in `hosts`, a bad random-host entry and
     `host` together with `hosts` are refused with the fix."""
     path = make_random_host("tabpfn_v3_5")
     run = _run_audit(
@@ -145,7 +186,7 @@ def test_audit_driver_takes_a_user_checkpoint_and_random_hosts(tmp_path, make_ra
     assert set(table.host) == {"mine", "random_tabpfn_v3_5_seed1"}
     full_o = table[table.variant.str.startswith("full_o")]
     assert len(full_o) == 2 * 2 * 2 and (full_o.linf_hidden <= REL_BOUND * full_o.max_abs_hidden).all()
-    assert set(table[table.variant.str.startswith("o_closed")].status) == {"refused"}
+    assert set(table[table.variant.str.startswith("o_closed")].status) == {"measured"}
     refusals = {
         f"hosts=[{path}]": "use host=checkpoint host.path=",
         "random_hosts=[{arch: tabpfn_v9, seed: 0}]": r"must be \{arch: <one of \[",

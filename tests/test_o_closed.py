@@ -1,10 +1,10 @@
-"""o_closed: tabpfn_v3 O-closed from the raw input to the readout (fast on a tiny random host,
-slow on the shipped tiny_v3 with trained weights)."""
+"""o_closed: tabpfn_v3 and tabpfn_v3_5 O-closed from the raw input to the readout (fast on a tiny
+random host of each, slow on the shipped tiny_v3 and tiny_v3_5 with trained weights)."""
 
 import numpy as np
 import pytest
 import torch
-from synthetic import diabetes_split, fit_synthetic
+from synthetic import diabetes_split, fit_synthetic, regression_data
 
 import retrofit
 from retrofit.adapters import OClosedModel
@@ -19,11 +19,26 @@ REL_BOUND = 1e-5
 
 
 def _model_inputs(patched, X_test):
-    """(x (R, B, C), y (N, B)) of every ensemble member, as tabpfn's engine builds them."""
-    members = patched.executor_.ensemble_members
-    rows = [np.concatenate([m.X_train, m.transform_X_test(X_test)]) for m in members]
-    x = torch.stack([torch.as_tensor(r, dtype=torch.float32) for r in rows], dim=1)
-    return x, torch.stack([torch.as_tensor(m.y_train, dtype=torch.float32) for m in members], dim=1)
+    """(x (R, B, C), y (N, B)) of every ensemble member, as tabpfn's engine builds them (members of
+    one width: `_model_batches`)."""
+    (batch,) = _model_batches(patched, X_test)
+    return batch
+
+
+def _model_batches(patched, X_test):
+    """[(x (R, B, C), y (N, B))]: the ensemble members' inputs as tabpfn's engine builds them, one
+    batch per input width (members whose preprocessing adds other columns run apart)."""
+    by_width = {}
+    for m in patched.executor_.ensemble_members:
+        rows = np.concatenate([m.X_train, m.transform_X_test(X_test)])
+        by_width.setdefault(rows.shape[1], []).append((rows, m.y_train))
+    return [
+        (
+            torch.stack([torch.as_tensor(r, dtype=torch.float32) for r, _ in members], dim=1),
+            torch.stack([torch.as_tensor(y, dtype=torch.float32) for _, y in members], dim=1),
+        )
+        for members in by_width.values()
+    ]
 
 
 def _insert_absent(x_RBC, y_NB, k, seed=0, fill=0.0):
@@ -40,14 +55,18 @@ def _insert_absent(x_RBC, y_NB, k, seed=0, fill=0.0):
     return x, y, presence, old_test
 
 
-@pytest.fixture(scope="module")
-def random_v3(make_random_host):
-    return fit_synthetic(make_random_host("tabpfn_v3"), n_estimators=2, f=5)
+CLOSED_ARCHITECTURES = ("tabpfn_v3", "tabpfn_v3_5")
+
+
+@pytest.fixture(scope="module", params=CLOSED_ARCHITECTURES)
+def random_closed(request, make_random_host):
+    """A tiny random host of each architecture o_closed takes, fitted with 2 members."""
+    return fit_synthetic(make_random_host(request.param), n_estimators=2, f=5)
 
 
 @pytest.mark.parametrize("compact", [False, True])
-def test_absent_rows_and_columns_change_no_present_output(random_v3, compact):
-    regressor, X_test = random_v3
+def test_absent_rows_and_columns_change_no_present_output(random_closed, compact):
+    regressor, X_test = random_closed
     patched = retrofit.retrofit(regressor, "o_closed", compact=compact)
     x, y = _model_inputs(patched, X_test)
     with torch.inference_mode():
@@ -62,8 +81,8 @@ def test_absent_rows_and_columns_change_no_present_output(random_v3, compact):
         assert change <= REL_BOUND * float(reference.abs().max())
 
 
-def test_absent_cells_are_ignored_whatever_they_hold(random_v3):
-    regressor, X_test = random_v3
+def test_absent_cells_are_ignored_whatever_they_hold(random_closed):
+    regressor, X_test = random_closed
     model = retrofit.retrofit(regressor, "o_closed").models_[0]
     x, y = _model_inputs(retrofit.retrofit(regressor, "o_closed"), X_test)
     x_zero, y_zero, presence, _ = _insert_absent(x, y, k=3)
@@ -73,8 +92,8 @@ def test_absent_cells_are_ignored_whatever_they_hold(random_v3):
     assert torch.equal(zeros, nans)
 
 
-def test_absent_rows_are_null_carriers_at_the_in_context_entry(random_v3):
-    regressor, X_test = random_v3
+def test_absent_rows_are_null_carriers_at_the_in_context_entry(random_closed):
+    regressor, X_test = random_closed
     model = retrofit.retrofit(regressor, "o_closed").models_[0]
     x, y = _model_inputs(retrofit.retrofit(regressor, "o_closed"), X_test)
     x_pad, y_pad, presence, _ = _insert_absent(x, y, k=4)
@@ -87,15 +106,15 @@ def test_absent_rows_are_null_carriers_at_the_in_context_entry(random_v3):
     assert torch.all(entry[0][:, absent_R] == 0) and torch.all(entry[0][:, ~absent_R].abs().sum(-1) > 0)
 
 
-def test_nothing_absent_is_full_o_up_to_rounding(random_v3):
-    regressor, X_test = random_v3
+def test_nothing_absent_is_full_o_up_to_rounding(random_closed):
+    regressor, X_test = random_closed
     closed = retrofit.retrofit(regressor, "o_closed").predict(X_test)
     full_o = retrofit.retrofit(regressor, "full_o").predict(X_test)
     assert np.max(np.abs(closed - full_o)) <= 1e-4 * np.max(np.abs(full_o))
 
 
-def test_unpatch_restores_the_stock_models_and_predictions(random_v3):
-    regressor, X_test = random_v3
+def test_unpatch_restores_the_stock_models_and_predictions(random_closed):
+    regressor, X_test = random_closed
     baseline = retrofit.retrofit(regressor, "baseline").predict(X_test)
     restored = retrofit.unpatch(retrofit.retrofit(regressor, "o_closed"))
     assert not any(isinstance(model, OClosedModel) for model in restored.models_)
@@ -109,23 +128,19 @@ def test_v2_family_is_refused_with_the_reason(make_random_host):
         retrofit.retrofit(regressor, "o_closed")
 
 
-def test_v3_5_is_refused_naming_every_stage_it_would_have_to_close(make_random_host):
-    """v3.5 has no whole-model closure: o_closed, RetrofitRegressor("o_closed") and so predict_many
-    are refused naming the ECDF features, the Fourier embedder, the column stage and the readout."""
+def test_v3_5_o_closed_runs_through_the_estimator(make_random_host):
+    """RetrofitRegressor("o_closed") fits and predicts on a v3.5 host: its predictions are those of
+    the same stock regressor retrofitted."""
     path = make_random_host("tabpfn_v3_5")
-    regressor, X_test = fit_synthetic(path, n_estimators=2, f=5)
-    stages = r"ECDF feature.*present rows.*Fourier feature-group embedder.*aggregator \(8 CLS.*regression readout"
-    with pytest.raises(RetrofitError, match=stages):
-        retrofit.retrofit(regressor, "o_closed")
-    with pytest.raises(RetrofitError, match="tabpfn_v3_5 cannot be O-closed"):
-        estimator = retrofit.RetrofitRegressor("o_closed", model_path=str(path), n_estimators=1, device="cpu")
-        estimator.fit(X_test, X_test[:, 0])
-    with pytest.raises(RetrofitError, match="not an o_closed one"):
-        retrofit.predict_many([(retrofit.retrofit(regressor, "full_o"), X_test)])
+    regressor, X_test = fit_synthetic(path, n_estimators=1, f=5)
+    X, y = regression_data(0, 90, 5, curved=True)
+    estimator = retrofit.RetrofitRegressor("o_closed", model_path=str(path), n_estimators=1, random_state=0)
+    predicted = estimator.fit(X[:60], y[:60]).predict(X_test)
+    np.testing.assert_array_equal(predicted, retrofit.retrofit(regressor, "o_closed").predict(X_test))
 
 
-def test_closed_variant_with_stock_in_context_parts_is_refused(random_v3):
-    regressor, _ = random_v3
+def test_closed_variant_with_stock_in_context_parts_is_refused(random_closed):
+    regressor, _ = random_closed
     with pytest.raises(RetrofitError, match=r"leaves the in-context parts \['ffn', 'norm'\] stock"):
         retrofit.retrofit(regressor, {**_o_closed_spec(), "adapters": ["o_attention"]})
 
@@ -134,8 +149,8 @@ def test_closed_variant_with_stock_in_context_parts_is_refused(random_v3):
     ("presence", "problem"),
     [({"row_presence": torch.ones(2, 5)}, "must be a"), ({"column_presence": torch.full((2, 5), 0.5)}, "other values")],
 )
-def test_bad_presence_is_refused(random_v3, presence, problem):
-    regressor, X_test = random_v3
+def test_bad_presence_is_refused(random_closed, presence, problem):
+    regressor, X_test = random_closed
     patched = retrofit.retrofit(regressor, "o_closed")
     x, y = _model_inputs(patched, X_test)
     with pytest.raises(RetrofitError, match=problem):
@@ -165,8 +180,8 @@ def test_ordered_sum_is_bitwise_unchanged_by_interleaved_zeros():
     assert not torch.equal(x.sum(1), padded.sum(1))  # why the ordered sum exists
 
 
-def test_standardisation_matches_the_hosts_scaler_when_everything_is_present(random_v3):
-    regressor, _ = random_v3
+def test_standardisation_matches_the_hosts_scaler_when_everything_is_present(random_closed):
+    regressor, _ = random_closed
     host = regressor.models_[0]
     x_RBC = torch.randn(40, 2, 5) * 3 + 1
     x_RBC[3, 0, 1] = float("nan")
@@ -182,32 +197,34 @@ def _o_closed_spec():
     return dict(load_variant("o_closed"))
 
 
-@pytest.fixture(scope="module")
-def tiny_v3_diabetes():
+@pytest.fixture(scope="module", params=("tiny_v3", "tiny_v3_5"))
+def shipped_diabetes(request):
+    """A shipped host fitted on diabetes (70/30 split seed 0, 8 members): (regressor, X_test, y_test)."""
     X_train, X_test, y_train, y_test = diabetes_split()
-    regressor = make_regressor(get_path("tiny_v3"), n_estimators=8, random_state=0).fit(X_train, y_train)
+    regressor = make_regressor(get_path(request.param), n_estimators=8, random_state=0).fit(X_train, y_train)
     return regressor, X_test, y_test
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("compact", [False, True])
-def test_tiny_v3_absent_rows_and_columns_change_no_present_output(tiny_v3_diabetes, compact):
-    regressor, X_test, _ = tiny_v3_diabetes
+def test_shipped_host_absent_rows_and_columns_change_no_present_output(shipped_diabetes, compact):
+    regressor, X_test, _ = shipped_diabetes
     patched = retrofit.retrofit(regressor, "o_closed", compact=compact)
-    x, y = _model_inputs(patched, X_test)
-    with torch.inference_mode():
-        reference = patched.models_[0](x, y)
-        x_pad, y_pad, presence, old_test = _insert_absent(x, y, k=16, seed=1)
-        padded = patched.models_[0](x_pad, y_pad, **presence)
-    change = float((padded[old_test] - reference).abs().max())
-    assert change == 0.0 if compact else change <= REL_BOUND * float(reference.abs().max())
+    for x, y in _model_batches(patched, X_test):
+        with torch.inference_mode():
+            reference = patched.models_[0](x, y)
+            x_pad, y_pad, presence, old_test = _insert_absent(x, y, k=16, seed=1)
+            padded = patched.models_[0](x_pad, y_pad, **presence)
+        change = float((padded[old_test] - reference).abs().max())
+        assert change == 0.0 if compact else change <= REL_BOUND * float(reference.abs().max())
 
 
 @pytest.mark.slow
-def test_tiny_v3_o_closed_rmse_is_the_baselines(tiny_v3_diabetes):
-    """On the trained tiny_v3 (diabetes, 70/30 split seed 0, 8 members), o_closed's RMSE is the
-    baseline's within 1e-4 relative and full_o's within 1e-5 (the numbers: results/retrofit_rmse.csv)."""
-    regressor, X_test, y_test = tiny_v3_diabetes
+def test_shipped_host_o_closed_rmse_is_the_baselines(shipped_diabetes):
+    """On the trained tiny_v3 and tiny_v3_5 (diabetes, 70/30 split seed 0, 8 members), o_closed's
+    RMSE is the baseline's within 1e-4 relative and full_o's within 1e-5 (the numbers:
+    results/retrofit_rmse.csv)."""
+    regressor, X_test, y_test = shipped_diabetes
 
     def rmse(variant):
         return float(np.sqrt(np.mean((retrofit.retrofit(regressor, variant).predict(X_test) - y_test) ** 2)))
@@ -229,10 +246,10 @@ def test_rank_rope_is_the_hosts_rope_at_positions_zero_to_s():
         assert torch.equal(rank(t_bHSD), rope.rotate_queries_or_keys(t_bHSD))
 
 
-def test_report_lists_every_stage_outside_the_blocks_of_every_model(random_v3):
+def test_report_lists_every_stage_outside_the_blocks_of_every_model(random_closed):
     """The report names each member's stages that carry weights outside the in-context blocks (the
     blocks are reported as patched blocks): nothing the closure took over goes unlisted."""
-    regressor, _ = random_v3
+    regressor, _ = random_closed
     patched = retrofit.retrofit(regressor, "o_closed")
     stages = [
         f"{i}:{name}"

@@ -3,7 +3,8 @@
 from retrofit.adapters.registry import AdapterSpec, ArchitectureSpec, register_adapter, register_architecture
 from retrofit.adapters.tabpfn_v2 import OTabPFNBlockV2
 from retrofit.adapters.tabpfn_v3 import OICLBlockV3
-from retrofit.adapters.tabpfn_v3_5 import V3_5_REFUSAL, OICLBlockV3p5
+from retrofit.adapters.tabpfn_v3_5 import OICLBlockV3p5
+from retrofit.adapters.tabpfn_v3_5_closed import OClosedTabPFNV3p5
 from retrofit.adapters.tabpfn_v3_closed import V2_REFUSAL, OClosedTabPFNV3
 
 register_architecture(
@@ -24,7 +25,7 @@ register_architecture(
         blocks="icl_blocks",
         block_class="ICLTransformerBlock",
         wrapper=OICLBlockV3p5,
-        closed_refusal=V3_5_REFUSAL,
+        closed_wrapper=OClosedTabPFNV3p5,
         shared_stages="_stages_0_to_2",
     )
 )

@@ -20,12 +20,13 @@ Stages, each on the host's own submodules:
   labels      the in-context label embedding injected with OInject;
   in-context  the host's `icl_blocks`, wrapped by `OICLBlockV3` (hidden-carrier presence);
   readout     `output_norm` (RMSNorm, 0 -> 0) and `output_projection` per test row, gated by
-              the row's presence: an absent test row reads out exactly 0 logits.
+              the row's presence: an absent test row reads out exactly 0 logits (with `compact`,
+              the projection runs per batch element on its present test rows alone).
 The forward is unchunked (tabpfn's row chunking and KV cache are refused or not used), so one
 call holds the whole batch. Regression hosts only.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -58,10 +59,18 @@ class OClosedTabPFNV3(OClosedModel):
     """A tabpfn_v3 regression model O-closed from input to readout (see the module docstring).
 
     `attention`: the OAttention settings of the column stage (the in-context blocks carry their
-    own, from the same variant).
+    own, from the same variant). A subclass for a sibling architecture says what differs by data
+    (`required`, `closed_stages`, `qk_norm`, `task`) and by the hooks `cell_channels` (the per-cell
+    inputs of the embedding) and `head` (the readout's projection of a test carrier).
     """
 
-    required = (
+    qk_norm: ClassVar[bool] = False
+    """Whether the column stage's attentions normalise queries and keys per head (`q_norm`, `k_norm`)."""
+
+    task: ClassVar[dict[str, str]] = {}
+    """Keyword arguments the host's label embeddings take to embed regression targets."""
+
+    required: ClassVar[tuple[str, ...]] = (
         "x_embed",
         "col_y_encoder",
         "feature_distribution_embedder",
@@ -74,7 +83,7 @@ class OClosedTabPFNV3(OClosedModel):
         "use_nan_indicators",
     )
 
-    closed_stages = (
+    closed_stages: ClassVar[tuple[str, ...]] = (
         "x_embed",
         "col_y_encoder",
         "feature_distribution_embedder",
@@ -89,10 +98,10 @@ class OClosedTabPFNV3(OClosedModel):
         missing = [name for name in self.required if not hasattr(base_layer, name)]
         if missing:
             raise RetrofitError(
-                f"OClosedTabPFNV3 cannot wrap {type(base_layer).__name__}: it lacks {missing}; this tabpfn "
-                "version's tabpfn_v3 layout differs from the one the closure reimplements."
+                f"{type(self).__name__} cannot wrap {type(base_layer).__name__}: it lacks {missing}; this tabpfn "
+                "version's layout differs from the one the closure reimplements."
             )
-        if getattr(base_layer, "task_type", None) != "regression":
+        if getattr(base_layer, "task_type", "regression") != "regression":  # a multitask host has none
             raise RetrofitError(
                 f"o_closed supports regression hosts only (this one is {getattr(base_layer, 'task_type', None)!r}); "
                 "the many-class decoder mixes train rows outside the closure."
@@ -114,15 +123,17 @@ class OClosedTabPFNV3(OClosedModel):
         row_presence: torch.Tensor | None = None,
         column_presence: torch.Tensor | None = None,
     ) -> torch.Tensor | dict[str, torch.Tensor]:
-        """tabpfn_v3's forward with absence: logits (T, B, buckets) of the test rows.
+        """The host's forward with absence: logits (T, B, buckets) of the test rows.
 
         `x` (R, B, C) raw (preprocessed) cells, `y` (N,) or (N, B) train targets, `row_presence`
         (B, R), `column_presence` (B, C): 1 present, 0 absent (None: all present). An absent test
-        row gets logits exactly 0. `categorical_inds` and `task_type` are accepted and unused, as
-        by the host.
+        row gets logits exactly 0. `categorical_inds` is accepted and unused, as by the host;
+        `task_type` (a multitask host's head) must be regression when given.
         """
         if kv_cache is not None or return_kv_cache or x_is_test_only:
             raise RuntimeError(KV_CACHE_REFUSAL)
+        if task_type not in (None, "regression"):
+            raise RetrofitError(f"o_closed runs regression heads only, got task_type={task_type!r}")
         x_RBC = x["main"] if isinstance(x, dict) else x
         y = y["main"] if isinstance(y, dict) else y
         y = y.squeeze(-1) if y.dim() == 3 else y
@@ -157,18 +168,26 @@ class OClosedTabPFNV3(OClosedModel):
         base = self.base_layer
         N = y_BN.shape[1]
         p_BRC = present_cells(p_BR, p_BC)
-        cells_BRC, indicator_BRC = o_standardised_cells(x_RBC.transpose(0, 1), p_BRC, N)
+        channels = self.cell_channels(x_RBC.transpose(0, 1), p_BR, p_BC, N)
         if groups_BUG is None:
             groups_BUG, p_BRU = o_column_groups(p_BC, base.feature_group_size), p_BRC
         else:
             p_BRU = p_BR[:, :, None].expand(*p_BR.shape, groups_BUG.shape[1])
-        grouped_BRUG = gathered_groups(cells_BRC, groups_BUG)
-        if base.use_nan_indicators:
-            grouped_BRUG = torch.cat([grouped_BRUG, gathered_groups(indicator_BRC, groups_BUG)], -1)
+        grouped_BRUG = torch.cat([gathered_groups(cells_BRC, groups_BUG) for cells_BRC in channels], -1)
         x_BRUE = o_inject(base.x_embed(grouped_BRUG), p_BRU)
-        label_BN1E = embed_col_y(base, y_BN)[:, :, None, :]
+        label_BN1E = embed_col_y(base, y_BN, **self.task)[:, :, None, :]
         x_BRUE = torch.cat([x_BRUE[:, :N] + o_inject(label_BN1E, p_BRU[:, :N]), x_BRUE[:, N:]], dim=1)
-        return o_distribution_embedder(base.feature_distribution_embedder, x_BRUE, p_BRU, N, self.attention)
+        embedder = base.feature_distribution_embedder
+        return o_distribution_embedder(embedder, x_BRUE, p_BRU, N, self.attention, self.qk_norm)
+
+    def cell_channels(
+        self, x_BRC: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, num_train: int
+    ) -> list[torch.Tensor]:
+        """The per-cell inputs (each (B, R, C)) whose groups the cell embedder reads, in its order:
+        the standardised cells and, if the host uses them, the NaN/inf indicators
+        (`o_standardised_cells`); absent cells 0."""
+        cells_BRC, indicator_BRC = o_standardised_cells(x_BRC, present_cells(p_BR, p_BC), num_train)
+        return [cells_BRC, indicator_BRC] if self.base_layer.use_nan_indicators else [cells_BRC]
 
     def column_groups(self, p_BC: torch.Tensor) -> torch.Tensor:
         """(B, C, G) the columns whose cells form each column's token under column presence `p_BC`
@@ -189,8 +208,9 @@ class OClosedTabPFNV3(OClosedModel):
         the readout; logits (T, B, buckets)."""
         base = self.base_layer
         N = y_BN.shape[1]
-        x_BRD = o_column_aggregator(base.column_aggregator, x_BRCE, p_BR, p_BC, self.attention).flatten(-2)
-        label_BND = o_inject(embed_icl_y(base, y_BN), p_BR[:, :N])
+        aggregator = base.column_aggregator
+        x_BRD = o_column_aggregator(aggregator, x_BRCE, p_BR, p_BC, self.attention, self.qk_norm).flatten(-2)
+        label_BND = o_inject(embed_icl_y(base, y_BN, **self.task), p_BR[:, :N])
         x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
         save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
         for block in base.icl_blocks:
@@ -204,12 +224,35 @@ class OClosedTabPFNV3(OClosedModel):
         with `only_return_standard_out=False` also the test and train embeddings, as the host returns."""
         base = self.base_layer
         test_TBD = x_BRD[:, N:].transpose(0, 1).contiguous()  # a strided matmul rounds by batch layout
-        out_TBO = o_inject(base.output_projection(test_TBD), p_BR[:, N:].transpose(0, 1))
+        p_TB = p_BR[:, N:].transpose(0, 1)
+        out_TBO = self._compact_head(test_TBD, p_TB) if self.attention.compact else o_inject(self.head(test_TBD), p_TB)
         if nan_safe_output(base):
             out_TBO = torch.nan_to_num(out_TBO, nan=0.0)
         if only_return_standard_out:
             return out_TBO
         return {"standard": out_TBO, "test_embeddings": test_TBD, "train_embeddings": x_BRD[:, :N].transpose(0, 1)}
+
+    def _compact_head(self, test_TBD: torch.Tensor, p_TB: torch.Tensor) -> torch.Tensor:
+        """`head` run per batch element on its present test rows alone, absent rows exactly 0: a CPU
+        matmul may round a row differently with another number of rows beside it, so with
+        `compact` an element's logits do not depend on its batch mates or its padding."""
+        T, B, _ = test_TBD.shape
+        present = [p_TB[:, b] > 0 for b in range(B)]
+        logits = [self.head(test_TBD[rows_T, b]) for b, rows_T in enumerate(present)]
+        out_TBO = test_TBD.new_zeros(T, B, logits[0].shape[-1])
+        for b, (rows_T, logits_tO) in enumerate(zip(present, logits, strict=True)):
+            out_TBO[rows_T, b] = logits_tO
+        return out_TBO
+
+    def head(self, test_TBD: torch.Tensor) -> torch.Tensor:
+        """The regression logits (T, B, buckets) of normed test carriers: the host's `output_projection`
+        (its bias is gated by the caller)."""
+        return self.base_layer.output_projection(test_TBD)
+
+    @property
+    def readout_modules(self) -> tuple[nn.Module, ...]:
+        """The host modules a test carrier passes after the in-context blocks (`output_norm`, then `head`'s)."""
+        return self.base_layer.output_norm, self.base_layer.output_projection
 
 
 def _structural(p: torch.Tensor | None, shape: tuple[int, int], name: str, like: torch.Tensor) -> torch.Tensor:

@@ -10,9 +10,14 @@ times its column's; a CLS token: its row's; an inducing point: 1), the FFNs are 
 softmax scaling counts the keys' presence mass, CLS tokens are injected with OInject, and RoPE
 positions count present tokens only, so an absent column moves no position. The norms are
 RMSNorms (0 -> 0) and every projection is bias-free, so an absent token stays exactly 0.
+With `qk_norm` (tabpfn_v3_5) every attention also normalises its queries and keys per head with
+the host's `q_norm` / `k_norm` (RMSNorms: a zero query or key stays 0), as the host does: after
+the projections in the distribution embedder, after RoPE in the aggregator.
 Shapes: B batch, R rows, N train rows, C columns, T = CLS tokens + C, I inducing points,
 E embedding, H heads, D head dim; `b` a folded batch (B*C columns or B*R rows).
 """
+
+from functools import partial
 
 import torch
 from torch import nn
@@ -23,11 +28,17 @@ from retrofit.ops import o_attention, o_ffn, o_inject
 
 
 def o_distribution_embedder(
-    embedder: nn.Module, x_BRCE: torch.Tensor, p_BRC: torch.Tensor, num_train: int, attention: AttentionSettings
+    embedder: nn.Module,
+    x_BRCE: torch.Tensor,
+    p_BRC: torch.Tensor,
+    num_train: int,
+    attention: AttentionSettings,
+    qk_norm: bool = False,
 ) -> torch.Tensor:
     """`FeatureDistributionEmbedder` on cells (B, R, C, E) with presence (B, R, C); same shape.
 
-    `attention`: the OAttention settings (`AttentionSettings`).
+    `attention`: the OAttention settings (`AttentionSettings`); `qk_norm`: the host normalises
+    queries and keys per head (see the module docstring).
     """
     B, R, C, E = x_BRCE.shape
     x_bRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
@@ -36,14 +47,19 @@ def o_distribution_embedder(
         inducing_bIE = layer.inducing_vectors.expand(B * C, -1, -1)
         p_bI = p_bR.new_ones(inducing_bIE.shape[:2])
         hidden_bIE = _o_cross_block(
-            layer.cross_attn_block1, inducing_bIE, x_bRE[:, :num_train], p_bI, p_bR[:, :num_train], attention
+            layer.cross_attn_block1, inducing_bIE, x_bRE[:, :num_train], p_bI, p_bR[:, :num_train], attention, qk_norm
         )
-        x_bRE = _o_cross_block(layer.cross_attn_block2, x_bRE, hidden_bIE, p_bR, p_bI, attention)
+        x_bRE = _o_cross_block(layer.cross_attn_block2, x_bRE, hidden_bIE, p_bR, p_bI, attention, qk_norm)
     return x_bRE.view(B, C, R, E).transpose(1, 2)
 
 
 def o_column_aggregator(
-    aggregator: nn.Module, x_BRCE: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, attention: AttentionSettings
+    aggregator: nn.Module,
+    x_BRCE: torch.Tensor,
+    p_BR: torch.Tensor,
+    p_BC: torch.Tensor,
+    attention: AttentionSettings,
+    qk_norm: bool = False,
 ) -> torch.Tensor:
     """`ColumnAggregator` on cells (B, R, C, E): the CLS readout (B, R, CLS, E), 0 for absent rows."""
     B, R, _, E = x_BRCE.shape
@@ -53,15 +69,14 @@ def o_column_aggregator(
     p_BT = torch.cat([p_BC.new_ones(B, n_cls), p_BC], dim=1)
     p_bT = (p_BR[:, :, None] * p_BT[:, None, :]).flatten(0, 1)
     rope = _RankRope(aggregator.rope, ((p_BT > 0).cumsum(1) - 1).clamp(min=0))
+    self_attention = partial(_o_self_attention, rope=rope, attention=attention, qk_norm=qk_norm)
     for block in aggregator.blocks[:-1]:
         h_bTE = block.layernorm(x_bTE)
-        x_bTE = x_bTE + _o_self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT, rope, attention)
+        x_bTE = x_bTE + self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT)
         x_bTE = o_ffn(x_bTE, p_bT, block.mlp, block.layernorm_mlp)
     last = aggregator.blocks[-1]
     cls_bLE, p_bL = x_bTE[:, :n_cls], p_bT[:, :n_cls]
-    attended_bLE = _o_self_attention(
-        last.attention, last.layernorm(cls_bLE), last.layernorm(x_bTE), p_bL, p_bT, rope, attention
-    )
+    attended_bLE = self_attention(last.attention, last.layernorm(cls_bLE), last.layernorm(x_bTE), p_bL, p_bT)
     cls_bLE = o_ffn(cls_bLE + attended_bLE, p_bL, last.mlp, last.layernorm_mlp)
     return aggregator.out_ln(cls_bLE).view(B, R, n_cls, E)
 
@@ -73,6 +88,7 @@ def _o_cross_block(
     p_bQ: torch.Tensor,
     p_bK: torch.Tensor,
     attention: AttentionSettings,
+    qk_norm: bool,
 ) -> torch.Tensor:
     """tabpfn_v3 `CrossAttentionBlock`: `x + attn(norm_q(x), norm_kv(context))`, then OFFN."""
     attn = block.attn
@@ -82,6 +98,8 @@ def _o_cross_block(
     kv_bKE = block.layernorm_kv(context_bKE)
     k_bKHD = attn.k_projection(kv_bKE).view(b, K, -1, D)
     v_bKHD = attn.v_projection(kv_bKE).view(b, K, -1, D)
+    if qk_norm:
+        q_bQHD, k_bKHD = attn.q_norm(q_bQHD), attn.k_norm(k_bKHD)
     if attn.softmax_scaling_layer is not None:
         q_bQHD = scale_queries(attn.softmax_scaling_layer, q_bQHD, n_B=p_bK.sum(1, dtype=torch.float64))
     out_bHQD = o_attention(
@@ -99,6 +117,7 @@ def _o_self_attention(
     p_bT: torch.Tensor,
     rope: "_RankRope",
     attention: AttentionSettings,
+    qk_norm: bool,
 ) -> torch.Tensor:
     """tabpfn_v3 `Attention` (the aggregator's) with OAttention; queries are the first Q tokens."""
     b, Q, _ = h_query_bQE.shape
@@ -106,6 +125,8 @@ def _o_self_attention(
     q_bHQD = rope(attn.q_projection(h_query_bQE).view(b, Q, -1, D).transpose(1, 2))
     k_bHTD = rope(attn.k_projection(h_bTE).view(b, T, -1, D).transpose(1, 2))
     v_bHTD = attn.v_projection(h_bTE).view(b, T, -1, D).transpose(1, 2)
+    if qk_norm:
+        q_bHQD, k_bHTD = attn.q_norm(q_bHQD), attn.k_norm(k_bHTD)
     out_bHQD = o_attention(q_bHQD, k_bHTD, v_bHTD, p_bQ, p_bT, **attention.kwargs())
     return attn.out_projection(out_bHQD.transpose(1, 2).reshape(b, Q, -1))
 

@@ -39,17 +39,32 @@ def present_cells(p_BR: torch.Tensor, p_BC: torch.Tensor) -> torch.Tensor:
 def o_standardised_cells(x_BRC: torch.Tensor, p_BRC: torch.Tensor, num_train: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Imputed and standardised cells (B, R, C) and the NaN/inf indicators (B, R, C).
 
+    `o_imputed_cells`, then `o_standardised`. Absent cells: 0 in both outputs.
+    """
+    imputed_BRC, indicator_BRC = o_imputed_cells(x_BRC, p_BRC, num_train)
+    return o_standardised(imputed_BRC, p_BRC, num_train), indicator_BRC
+
+
+def o_imputed_cells(x_BRC: torch.Tensor, p_BRC: torch.Tensor, num_train: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Imputed cells (B, R, C) and the NaN/inf indicators (B, R, C).
+
     Indicators as the host computes them (-2 NaN, 2 +inf, 4 -inf). A non-finite present cell is
-    imputed with the mean of its column's finite present train cells (0 if none); the column is
-    then standardised with the mean and unbiased std of its present train cells. Absent cells:
-    0 in both outputs.
+    imputed with the mean of its column's finite present train cells (0 if none). Absent cells:
+    0 in both outputs, whatever they held.
     """
     present_BRC = p_BRC > 0
     x_BRC = torch.where(present_BRC, x_BRC, 0)
     indicator_BRC = nan_and_inf_indicator(x_BRC)
     finite_BRC = torch.isfinite(x_BRC)
     mean_BC = _mean(x_BRC[:, :num_train], present_BRC[:, :num_train] & finite_BRC[:, :num_train])
-    x_BRC = torch.where(finite_BRC, x_BRC, mean_BC[:, None, :])
+    return torch.where(finite_BRC, x_BRC, mean_BC[:, None, :]), indicator_BRC  # absent cells: 0, indicator 0
+
+
+def o_standardised(x_BRC: torch.Tensor, p_BRC: torch.Tensor, num_train: int) -> torch.Tensor:
+    """Finite cells (B, R, C) standardised with the mean and unbiased std of their column's present
+    train cells, as the host's scaler (`std + eps`, constant column -> std 1, clip at +-100). Absent
+    cells: 0."""
+    present_BRC = p_BRC > 0
     train_BNC = present_BRC[:, :num_train]
     mean_BC = _mean(x_BRC[:, :num_train], train_BNC)
     count_BC = ordered_sum(train_BNC.to(x_BRC.dtype), 1)
@@ -57,8 +72,7 @@ def o_standardised_cells(x_BRC: torch.Tensor, p_BRC: torch.Tensor, num_train: in
     std_BC = (ordered_sum(centred_BNC.square(), 1) / (count_BC - 1).clamp(min=1)).sqrt()
     std_BC = torch.where((std_BC == 0) | (count_BC <= 1), 1, std_BC)
     scaled_BRC = (x_BRC - mean_BC[:, None, :]) / (std_BC[:, None, :] + torch.finfo(std_BC.dtype).eps)
-    scaled_BRC = scaled_BRC.clip(-CLIP, CLIP)
-    return torch.where(present_BRC, scaled_BRC, 0), indicator_BRC  # absent cells were zeroed: indicator 0
+    return torch.where(present_BRC, scaled_BRC.clip(-CLIP, CLIP), 0)
 
 
 def _mean(x_BNC: torch.Tensor, keep_BNC: torch.Tensor) -> torch.Tensor:

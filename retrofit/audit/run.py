@@ -5,11 +5,15 @@ with `k` null tokens inserted:
 - `inserted_at="icl_entry"`, rows: zero carriers at the entry of the first in-context block
   (`NullRows`); the nulls are removed again before the readout;
 - `inserted_at="input"`, rows or columns: absent train rows or feature columns inserted into
-  the raw table at the model's input (`NullInput`); only a closed model is told they are absent.
+  the raw table at the model's input (`NullInput`); only a closed model is told they are absent;
+- `inserted_at="raw_table"`, rows or columns: inserted into the training table before tabpfn's
+  per-member preprocessing, the regressor refitted on it (`raw_table`); only a closed model is
+  told they are absent, at every member's input. Prediction changes only (no per-block states).
 Rows of `results/audit.csv` (`COLUMNS`): the L-inf change of the old rows' hidden states after
 every in-context block, the L-inf change of the test predictions, and where the leak starts.
-A variant the host cannot take (o_closed on the v2 family and tabpfn_v3_5) gives one `status="refused"` row per
-insertion and count, with the reason in `first_leaking_module`.
+A variant the host cannot take (o_closed on the v2 family) gives one `status="refused"` row per
+insertion and count, with the reason in `first_leaking_module`; so does a raw-table column insertion
+into a closed variant whose preprocessing mixes columns (the step named).
 """
 
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from tqdm.auto import tqdm
 from retrofit.adapters import architecture_of
 from retrofit.audit.null_input import NullInput, leaking_stage
 from retrofit.audit.null_rows import NullRows, first_leaking_module
+from retrofit.audit.raw_table import preprocessing_leak, raw_table_predictions
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
@@ -48,29 +53,44 @@ COLUMNS = (
 float32 rounding is relative to); `first_leaking_module`: for `icl_entry`, the first module that
 turned a null carrier non-zero; for `input`, the first stage where the insertion shows beyond
 `REL_BOUND` (`column_stage`: everything before the in-context blocks; or an in-context block);
-empty if none. `status`: measured, or refused (the reason's first clause in `first_leaking_module`)."""
+for `raw_table`, what in the preprocessing lets the insertion through to a closed model
+(`raw_table.preprocessing_leak`) or `not told` for any other; empty if none (`raw_table` rows
+carry no hidden states: `block` empty, `*_hidden` NaN). `status`: measured, or refused (the
+reason's first clause in `first_leaking_module`)."""
 
 REL_BOUND = 1e-5
 """Rounding bound: a change up to this fraction of the largest magnitude is float32 summation
 order (~80 ulps), not a leak."""
 
 
+PLACES = {
+    ("icl_entry", "rows"),
+    ("input", "rows"),
+    ("input", "columns"),
+    ("raw_table", "rows"),
+    ("raw_table", "columns"),
+}
+"""The (at, kind) pairs an `Insertion` can be."""
+
+
 @dataclass(frozen=True)
 class Insertion:
-    """Where null tokens go (`at`: icl_entry | input) and what they are (`kind`: rows | columns)."""
+    """Where null tokens go (`at`: icl_entry | input | raw_table) and what they are (`kind`: rows | columns)."""
 
     at: str
     kind: str
 
     def __post_init__(self) -> None:
-        if (self.at, self.kind) not in {("icl_entry", "rows"), ("input", "rows"), ("input", "columns")}:
+        if (self.at, self.kind) not in PLACES:
             raise RetrofitError(
                 f"audit insertion at={self.at!r} kind={self.kind!r} is not one of icl_entry/rows, input/rows, "
-                "input/columns (columns do not reach the in-context stage)"
+                "input/columns, raw_table/rows, raw_table/columns (columns do not reach the in-context stage)"
             )
 
 
 INSERTIONS = (Insertion("icl_entry", "rows"), Insertion("input", "rows"), Insertion("input", "columns"))
+RAW_INSERTIONS = (Insertion("raw_table", "rows"), Insertion("raw_table", "columns"))
+"""Before the preprocessing: they need the training table (`audit_host`'s `train`)."""
 
 
 def audit_host(
@@ -82,12 +102,16 @@ def audit_host(
     seed: int = 0,
     insertions: tuple[Insertion, ...] = INSERTIONS,
     progress: tqdm | None = None,
+    train: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[dict]:
     """Audit rows (see `COLUMNS`) of the fitted `regressor` for every variant, insertion and count.
 
     `variants`: label -> `{"variant": name or spec, **hparams}` passed to `retrofit`; `progress`, a
-    bar advanced by one per variant.
+    bar advanced by one per variant; `train`: the (X_train, y_train) `regressor` was fitted on,
+    which the `raw_table` insertions refit on (RetrofitError if they are asked for without it).
     """
+    if train is None and any(insertion.at == "raw_table" for insertion in insertions):
+        raise RetrofitError("the raw_table insertions refit the regressor: pass its training table as train=(X, y)")
     arch = architecture_of(regressor.models_[0])
     rows = []
     for label, setting in variants.items():
@@ -106,7 +130,11 @@ def audit_host(
         else:
             patched = retrofit(regressor, variant, **setting)
             for insertion in insertions:
-                rows += _audit_insertion(host, label, patched, X_test, insertion, n_nulls, seed)
+                if insertion.at == "raw_table":
+                    raw = {"variant": variant, **setting}
+                    rows += _audit_raw_table(host, label, patched, raw, train, X_test, insertion, n_nulls, seed)
+                else:
+                    rows += _audit_insertion(host, label, patched, X_test, insertion, n_nulls, seed)
         if progress is not None:
             progress.update()
     return rows
@@ -139,6 +167,28 @@ def _audit_insertion(host, label, patched, X_test, insertion: Insertion, n_nulls
     return rows
 
 
+def _audit_raw_table(host, label, patched, setting, train, X_test, insertion: Insertion, n_nulls, seed) -> list[dict]:
+    """The rows of one variant's raw-table insertion (`raw_table`), for every null count: the
+    prediction change against `patched` (the variant on the regressor fitted on `train`)."""
+    pred_ref = patched.predict(X_test)
+    scale_pred = float(np.max(np.abs(pred_ref)))
+    closed = patched.retrofit_report_.variant.closed
+    rows = []
+    for k in n_nulls:
+        try:
+            pred = raw_table_predictions(patched, train, X_test, setting, insertion.kind, k, seed)
+        except RetrofitError as refused:
+            reason = str(refused).split(":")[0]  # names the step; the error holds the fix
+            rows.append(_row(host, label, insertion, k, "", np.nan, np.nan, np.nan, np.nan, reason, "refused"))
+            continue
+        linf_pred = float(np.max(np.abs(pred - pred_ref)))
+        leak = ""
+        if linf_pred > REL_BOUND * scale_pred:
+            leak = preprocessing_leak(patched, insertion.kind) if closed else "not told"
+        rows.append(_row(host, label, insertion, k, "", np.nan, linf_pred, np.nan, scale_pred, leak, "measured"))
+    return rows
+
+
 def _row(host, label, insertion, k, block, linf, linf_pred, scale, scale_pred, leak, status) -> dict:
     values = (host, label, insertion.at, insertion.kind, k, block, linf, linf_pred, scale, scale_pred, leak, status)
     return dict(zip(COLUMNS, values, strict=True))
@@ -167,7 +217,8 @@ def audit_table(
     with tqdm(total=len(hosts) * len(variants), desc="audit", unit="variant") as bar:
         for name, path in hosts.items():
             regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators)
-            rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed, insertions, bar)
+            train = (data.X_train, data.y_train)
+            rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed, insertions, bar, train)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

@@ -1,0 +1,154 @@
+"""o_closed on tabpfn_v3_5: its in-context ECDF ranks among the present train rows only
+(`o_ecdf_ranks`), and the payoffs of closure, `predict_many` and `retrofit.removal`, meeting on v3.5
+the contracts they meet on v3 (fast on a tiny random host, slow on the shipped tiny_v3_5). The
+whole-model closure itself is tested with v3's in test_o_closed.py."""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+import retrofit
+from retrofit.adapters.tabpfn_v3_5_input import o_ecdf_ranks
+from retrofit.batching import ForwardCost, batched_tables, member_inputs
+from retrofit.errors import RetrofitError
+from retrofit.hosts import get_path, inference_config, make_regressor
+from retrofit.ops.insertion import insert_rows, random_keep_mask
+from retrofit.removal import leave_one_out, values
+from retrofit.tabpfn_internals import ecdf_context, in_context_ecdf
+
+REL_BOUND = 1e-5
+"""Without compaction, a payoff matches its reference to this fraction of the prediction scale."""
+
+T, C = 9, 3
+NUM_BUCKETS = 8
+"""Fewer bucket edges than train rows: ranks between edges are interpolated, as on a tall table."""
+
+
+def _table(num_train, seed):
+    """(1, R, C) cells with ties (rounded to 0.5) and the host's ranks against its train rows."""
+    generator = torch.Generator().manual_seed(seed)
+    x_BRC = (torch.randn(1, num_train + T, C, generator=generator) * 2).round() / 2
+    return x_BRC, in_context_ecdf(x_BRC, ecdf_context(x_BRC, num_train, NUM_BUCKETS))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_everything_present_gives_the_hosts_ranks(seed):
+    x_BRC, host_BRC = _table(40, seed)
+    ranks_BRC = o_ecdf_ranks(x_BRC, torch.ones(1, 40 + T), torch.ones(1, C), 40, NUM_BUCKETS)
+    assert torch.equal(ranks_BRC, host_BRC)
+
+
+def test_absent_rows_and_columns_change_no_rank_of_a_present_cell():
+    """Two tables of 40 and 33 train rows padded to 45 train and T + 2 test rows and one more
+    column, absent cells holding NaN: each table's present cells get bitwise its own ranks (which
+    ranking against the padded rows would move), every absent cell 0."""
+    g = torch.Generator().manual_seed(0)
+    old_C = torch.tensor([True, False, True, True])
+    padded, keeps, hosts = [], [], []
+    for seed, num_train in enumerate((40, 33)):
+        x_BRC, host_BRC = _table(num_train, seed)
+        keep_R = torch.cat([random_keep_mask(num_train, 45 - num_train, g), random_keep_mask(T, 2, g)])
+        padded.append(insert_rows(insert_rows(x_BRC, keep_R, dim=1, fill=float("nan")), old_C, dim=2, fill=0.0))
+        keeps.append(keep_R)
+        hosts.append(host_BRC[0])
+    x_BRC, p_BR = torch.cat(padded).nan_to_num(0.0), torch.stack(keeps).float()
+    ranks_BRC = o_ecdf_ranks(x_BRC, p_BR, old_C.float().expand(2, -1), 45, NUM_BUCKETS)
+    for b, keep_R in enumerate(keeps):
+        assert torch.equal(ranks_BRC[b][keep_R][:, old_C], hosts[b])
+        assert torch.all(ranks_BRC[b][~keep_R] == 0) and torch.all(ranks_BRC[b][:, ~old_C] == 0)
+    stock_BRC = in_context_ecdf(x_BRC, ecdf_context(x_BRC, 45, NUM_BUCKETS))
+    assert not torch.equal(stock_BRC[0][keeps[0]][:, old_C], hosts[0])
+
+
+SHAPES = [(60, 20, 5), (40, 13, 3), (80, 7, 8), (33, 30, 5)]
+"""(train rows, test rows, features) of the predict_many tables: all different."""
+
+
+def _tables(path, compact, **overrides):
+    """One fitted o_closed regressor (2 members) per table of `SHAPES`, with its test rows."""
+    rng = np.random.default_rng(0)
+    pairs = []
+    for i, (n, t, c) in enumerate(SHAPES):
+        X = rng.normal(size=(n + t, c))
+        y = (i + 1) * X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n + t) + 10 * i
+        regressor = make_regressor(path, n_estimators=2, random_state=i, **overrides).fit(X[:n], y[:n])
+        pairs.append((retrofit.retrofit(regressor, "o_closed", compact=compact), X[n:]))
+    return pairs
+
+
+def _close(a, b, compact):
+    if compact:
+        return np.array_equal(a, b)
+    return float(np.abs(a - b).max()) <= REL_BOUND * float(np.abs(b).max())
+
+
+def _check_predict_many(path, compact):
+    """Every table batched into one padded forward (no padding bound, an infinite fixed cost per
+    forward) predicts what its own predict does: to 1e-5 of the scale, bitwise with compact."""
+    pairs = _tables(path, compact)
+    model = pairs[0][0].models_[0]
+    model.predict_many_cost = replace(ForwardCost.of(model, overhead=0.0), overhead=math.inf)
+    members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
+    assert batched_tables(members, model.predict_many_cost, max_padding=100.0) == set(range(len(SHAPES)))
+    many = retrofit.predict_many(pairs, max_padding=100.0)
+    for (regressor, X_test), predicted in zip(pairs, many, strict=True):
+        assert _close(predicted, regressor.predict(X_test), compact)
+
+
+@pytest.mark.parametrize("host", ["random", pytest.param("tiny_v3_5", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("compact", [False, True])
+def test_predict_many_equals_each_regressors_predict(host, compact, make_random_host):
+    _check_predict_many(make_random_host("tabpfn_v3_5") if host == "random" else get_path(host), compact)
+
+
+COALITIONS = np.array([[1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]], dtype=bool)
+N_TRAIN = 60
+
+
+def _removal_table(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N_TRAIN + 6, COALITIONS.shape[1]))
+    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3] + 0.1 * rng.normal(size=len(X))
+
+
+def _check_removal(path, compact, **overrides):
+    """The full coalition is predict; a coalition's value does not move when the features outside it
+    take other values in the context and the queries (bitwise with compact); leave-one-out runs."""
+
+    def closed(X, y):
+        fitted = make_regressor(path, n_estimators=2, random_state=0, **overrides).fit(X[:N_TRAIN], y[:N_TRAIN])
+        return retrofit.retrofit(fitted, "o_closed", compact=compact)
+
+    X, y = _removal_table(0)
+    regressor = closed(X, y)
+    reference = values(regressor, X[N_TRAIN:], COALITIONS)
+    predicted = regressor.predict(X[N_TRAIN:])
+    assert np.abs(reference[2] - predicted).max() <= REL_BOUND * np.abs(predicted).max()
+    rng = np.random.default_rng(1)
+    for k, coalition in enumerate(COALITIONS):
+        X_new = X.copy()
+        X_new[:, ~coalition] = rng.normal(size=(len(X), (~coalition).sum())) * 3 + 1
+        changed = values(closed(X_new, y), X_new[N_TRAIN:], COALITIONS)[k]
+        assert _close(changed, reference[k], compact), coalition
+    loo = leave_one_out(regressor, X[N_TRAIN:], y[N_TRAIN:])
+    assert loo.shape == (N_TRAIN,) and np.isfinite(loo).all() and np.abs(loo).max() > 0
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_removal_meets_its_contracts(make_random_host, compact):
+    _check_removal(make_random_host("tabpfn_v3_5"), compact)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compact", [False, True])
+def test_tiny_v3_5_removal_meets_its_contracts_under_a_column_separable_preset(compact):
+    """tiny_v3_5 refitted with the 'lean' preset (one squashing-scaler view, no SVD features, no
+    fingerprint); its stored preset is refused by feature removal naming the mixing step."""
+    _check_removal(get_path("tiny_v3_5"), compact, inference_config=inference_config("lean"))
+    X, y = _removal_table(0)
+    fitted = make_regressor(get_path("tiny_v3_5"), n_estimators=2, random_state=0).fit(X[:N_TRAIN], y[:N_TRAIN])
+    with pytest.raises(RetrofitError, match=r"AddSVDFeaturesStep|AddFingerprintFeaturesStep"):
+        values(retrofit.retrofit(fitted, "o_closed"), X[N_TRAIN:], COALITIONS)
