@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Targets leave git as they found it, except the record targets, which exist to rewrite the committed
 # results/. A record target runs under RECORD: RETROFIT_RECORD=1 is the only way anything may write
-# results/ (retrofit.guard), and its wall and CPU time go to results/command_times.csv on success.
+# results/ (retrofit.runner.guard), and its wall and CPU time go to results/command_times.csv on success.
 # Every other target runs under TIMED: its time goes to the untracked outputs/command_times.csv
 # (retrofit.runtimes). Pretraining runs for its configured max_minutes per call, so it is not timed.
 TIMED = $(PY) -m retrofit.runtimes record $@ --to outputs/command_times.csv --
@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
+.PHONY: help install retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection noise-floor pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -45,14 +45,14 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
 
-# The only command that rewrites the committed results/ (record=true, retrofit.runner.guard). The sweep
+# The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.runner.guard). The sweep
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
 # results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.reproduce).
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
-		hydra.launcher.n_jobs=2 results_dir=results record=true reference=results/retrofit_rmse.csv \
+		hydra.launcher.n_jobs=2 results_dir=results reference=results/retrofit_rmse.csv \
 		reference_commit=HEAD$(if $(GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
 
 compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per column, mean ΔRMSE per variant (A=<csv> B=<csv>)
@@ -109,6 +109,9 @@ host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_qua
 
 preset-selection: $(STAMP) ## hosts' inference presets on datasets disjoint from the bar -> results/preset_selection/
 	$(RECORD) $(PY) experiments/host_quality.py --config-name preset_selection
+
+noise-floor: $(STAMP) ## each host's stock RMSE under inputs x (1 +- 1e-7), 1 vs 2 threads, chunked predict -> results/noise_floor.csv
+	$(RECORD) $(PY) experiments/noise_floor.py
 
 scale-check: $(STAMP) ## every architecture at tabpfn's default size: retrofit time / memory ratios, audit, predict_many -> results/scale.csv
 	$(RECORD) $(PY) experiments/scale_check.py

@@ -79,9 +79,28 @@ INFERENCE_PRESETS: dict[str, list[dict[str, Any]]] = {
 """Preset name -> the preprocessing views its estimators cycle through (no fingerprint feature,
 no target transform: y is only z-scored, as in pretraining)."""
 
-TABPFN_PRESETS: dict[str, ModelVersion] = {"v2_default": ModelVersion.V2, "v2_5_default": ModelVersion.V2_5}
-"""Preset name -> the model version whose tabpfn regression defaults it is (fingerprint feature,
-`safepower` target view, quantile / power / squashing views with SVD features)."""
+
+@dataclass(frozen=True)
+class TabpfnPreset:
+    """tabpfn's regression defaults of `version` (`safepower` target view, quantile / power /
+    squashing views with SVD features), with its row-hash fingerprint column or without it.
+
+    The fingerprint appends a SHA-256 hash of each preprocessed row: a last-bit change upstream
+    (another CPU's BLAS kernel) flips hashes, so a host that was not pretrained with that column
+    is not stable under last-bit input changes with it on."""
+
+    version: ModelVersion
+    fingerprint: bool
+
+
+TABPFN_PRESETS: dict[str, TabpfnPreset] = {
+    "v2_default": TabpfnPreset(ModelVersion.V2, fingerprint=True),
+    "v2_5_default": TabpfnPreset(ModelVersion.V2_5, fingerprint=True),
+    "v2_no_fingerprint": TabpfnPreset(ModelVersion.V2, fingerprint=False),
+    "v2_5_no_fingerprint": TabpfnPreset(ModelVersion.V2_5, fingerprint=False),
+}
+"""Preset name -> tabpfn's regression defaults it is: `*_default` as tabpfn ships them
+(fingerprint on), `*_no_fingerprint` the same with the fingerprint off."""
 
 
 def inference_config(preset: str) -> dict[str, Any]:
@@ -89,7 +108,9 @@ def inference_config(preset: str) -> dict[str, Any]:
     (`INFERENCE_PRESETS` or `TABPFN_PRESETS`). Which preset a shipped host stores is chosen by
     measurement on datasets disjoint from the quality bar (`make preset-selection`)."""
     if preset in TABPFN_PRESETS:
-        return dataclasses.asdict(InferenceConfig.get_default("regression", TABPFN_PRESETS[preset]))
+        tabpfn = TABPFN_PRESETS[preset]
+        default = InferenceConfig.get_default("regression", tabpfn.version)
+        return dataclasses.asdict(dataclasses.replace(default, FINGERPRINT_FEATURE=tabpfn.fingerprint))
     if preset not in INFERENCE_PRESETS:
         raise ValueError(
             f"unknown inference preset {preset!r}; use one of {sorted([*INFERENCE_PRESETS, *TABPFN_PRESETS])}"

@@ -25,6 +25,7 @@ _SOURCES = {
     "exactness": "retrofit.jobs.exactness:ExactnessConfig",
     "explain_bench": "retrofit.jobs.explain_bench:ExplainBenchRootConfig",
     "host_quality": "retrofit.jobs.host_quality:HostQualityConfig",
+    "noise_floor": "retrofit.jobs.noise_floor:NoiseFloorConfig",
     "padding_demo": "retrofit.jobs.padding_demo:PaddingDemoConfig",
     "pretrain_host": "retrofit.jobs.pretrain_host:PretrainHostConfig",
     "scale_check": "retrofit.measure.scale:ScaleConfig",

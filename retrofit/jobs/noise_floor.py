@@ -1,0 +1,53 @@
+"""Each host's noise floor -> `output` (`configs/noise_floor.yaml`; `retrofit.measure.noise_floor`):
+the shipped `hosts`, or the one host chosen with `host=<option>` (`host=checkpoint host.path=...`)."""
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import MISSING, DictConfig
+
+from retrofit.hosts import get_path
+from retrofit.jobs.start import start
+from retrofit.measure.noise_floor import measure, summarise
+from retrofit.runner.config import dataset_specs
+from retrofit.runner.schema import HostConfig, resolve
+
+
+@dataclass
+class NoiseFloorConfig:
+    """The schema of `configs/noise_floor.yaml` (each key's role is written there)."""
+
+    benchmark_datasets: str = MISSING
+    host: HostConfig | None = None
+    hosts: list[str] = MISSING
+    datasets: list[str] = MISSING
+    seeds: list[int] = MISSING
+    n_estimators: int = MISSING
+    output: str = MISSING
+
+
+def host_paths(settings: NoiseFloorConfig, base_dir: Path) -> dict[str, Path]:
+    """Host label -> checkpoint: the chosen `host` alone (its `path`, relative to `base_dir`; null:
+    the shipped host of its `name`), else every shipped host of `hosts`."""
+    if settings.host is None:
+        return {name: get_path(name) for name in settings.hosts}
+    host = settings.host
+    return {host.name: get_path(host.name) if host.path is None else resolve(base_dir, host.path)}
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Measure every host's movements on every dataset x seed of `cfg`; write the per-source table and print it."""
+    job = start(cfg, hydra_cfg, NoiseFloorConfig, "configs/noise_floor.yaml")
+    settings: NoiseFloorConfig = job.settings
+    logging.getLogger("retrofit").setLevel(logging.WARNING)
+    logging.getLogger("retrofit.measure.noise_floor").setLevel(logging.INFO)  # one line per host and case
+    hosts = host_paths(settings, job.base_dir)
+    (output,) = job.outputs(settings.output)
+    datasets = dataset_specs(hydra_cfg, settings.datasets)
+    movements = measure(hosts, datasets, settings.seeds, settings.n_estimators, base_dir=job.base_dir)
+    table = summarise(movements)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False, float_format="%.3g")
+    print(table.to_string(index=False, float_format="%.3g"))
+    print(f"wrote {output}")

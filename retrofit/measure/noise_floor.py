@@ -1,0 +1,166 @@
+"""A host's noise floor: how far its own stock predictions move under changes that should not matter.
+
+For one fitted case (`retrofit.fitting`), each source computes the stock host's test RMSE twice,
+once as the harness runs it and once under a change that leaves the problem the same:
+
+- `input_ulp`: every numeric feature cell (train and test) times (1 + 1e-7) or (1 - 1e-7),
+  alternating over each column's distinct values, in both phases (`perturb_inputs`): last-bit
+  changes, what another CPU's BLAS kernel makes of the same numbers;
+- `threads`: torch running on 1 thread, then on 2 (the same fitted regressor);
+- `chunked`: the test rows predicted in `CHUNKS` consecutive chunks, then all at once.
+
+A movement is `100 * |RMSE(changed) - RMSE(reference)| / RMSE(reference)`, in % of the RMSE. A
+mean delta smaller than its host's floor (the largest movement over every source and case,
+`read_floors`) says nothing the host's own numerics would not say.
+"""
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from retrofit.data import DatasetSpec, Split
+from retrofit.errors import RetrofitError
+from retrofit.fitting import fit_host, load_split
+from retrofit.metrics import rmse
+
+log = logging.getLogger(__name__)
+
+ULP_REL = 1e-7
+"""The relative size of an `input_ulp` perturbation (about one float32 ulp)."""
+CHUNKS = 4
+"""How many `predict` calls the `chunked` source splits the test rows into (each call runs the whole
+training context again, so more chunks cost more forwards, not more coverage)."""
+THREADS = (1, 2)
+"""The torch thread counts the `threads` source compares."""
+COLUMNS = ["host", "host_digest", "source", "cases", "median_rel_pct", "max_rel_pct"]
+"""The columns of `results/noise_floor.csv` (one row per host x source)."""
+
+
+def perturb_inputs(data: Split, rel: float = ULP_REL, phase: int = 0) -> Split:
+    """`data` with every numeric feature cell multiplied by `1 + rel` or `1 - rel`, alternating over
+    each column's distinct values in sorted order (over train and test rows together): `+` where the
+    value's rank + `phase` is even. Equal values get the same factor and distinct values keep their
+    order (unless two lie within `2 * rel` of each other), so ties and ranks, which quantile views
+    read, are untouched: only last bits move. Categorical codes and the target are untouched;
+    deterministic; `phase` 1 is the opposite pattern of phase 0."""
+    X_RF = np.concatenate([data.X_train, data.X_test])
+    factor_RF = np.ones_like(X_RF)
+    numeric = [f for f in range(X_RF.shape[1]) if f not in data.categorical_indices]
+    for f in numeric:
+        _, rank_R = np.unique(X_RF[:, f], return_inverse=True)
+        factor_RF[:, f] = np.where((rank_R + phase) % 2 == 0, 1.0 + rel, 1.0 - rel)
+    X_RF = X_RF * factor_RF
+    N = len(data.X_train)
+    return dataclasses.replace(data, X_train=X_RF[:N], X_test=X_RF[N:])
+
+
+def relative_pct(reference: float, changed: float) -> float:
+    """`100 * |changed - reference| / reference`: a movement in % of the reference RMSE."""
+    return 100.0 * abs(changed - reference) / reference
+
+
+Fit = Callable[[Split], object]
+"""A split -> a host regressor fitted on its training rows (the case's own settings)."""
+
+
+def _predict_threads(regressor, X_RF: np.ndarray, threads: int) -> np.ndarray:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return regressor.predict(X_RF)
+    finally:
+        torch.set_num_threads(before)
+
+
+def input_ulp(fit: Fit, data: Split, reference: float, fitted) -> list[float]:
+    """Movements of the RMSE when the inputs are perturbed at `ULP_REL` (both phases), refitted."""
+    changed = [perturb_inputs(data, ULP_REL, phase) for phase in (0, 1)]
+    return [relative_pct(reference, rmse(c.y_test, fit(c).predict(c.X_test))) for c in changed]
+
+
+def threads(fit: Fit, data: Split, reference: float, fitted) -> list[float]:
+    """Movement of the RMSE between predicting on `THREADS[0]` and `THREADS[1]` torch threads."""
+    one, two = (rmse(data.y_test, _predict_threads(fitted, data.X_test, n)) for n in THREADS)
+    return [relative_pct(one, two)]
+
+
+def chunked(fit: Fit, data: Split, reference: float, fitted) -> list[float]:
+    """Movement of the RMSE between predicting the test rows at once and in `CHUNKS` consecutive chunks."""
+    pieces = np.concatenate([fitted.predict(X_RF) for X_RF in np.array_split(data.X_test, CHUNKS)])
+    return [relative_pct(reference, rmse(data.y_test, pieces))]
+
+
+SOURCES: dict[str, Callable[[Fit, Split, float, object], list[float]]] = {
+    "input_ulp": input_ulp,
+    "threads": threads,
+    "chunked": chunked,
+}
+"""Source name -> its movements (in %) on one case, given the case's fit, its split, the reference
+RMSE (all test rows at once, the command's own thread count) and the regressor fitted on the split."""
+
+
+def host_digest(path: Path) -> str:
+    """sha256 of the host file's bytes, first 16 hex digits."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def case_movements(
+    host_path: Path, data: Split, seed: int, n_estimators: int, sources: Sequence[str] = tuple(SOURCES)
+) -> list[dict]:
+    """Rows `source, rel_pct` of one case: the host at `host_path` fitted on `data` with
+    `random_state=seed` and `n_estimators` members (`retrofit.fitting.fit_host`, the sweep's fit)."""
+
+    def fit(split: Split):
+        return fit_host(host_path, split, random_state=seed, n_estimators=n_estimators)[0]
+
+    fitted = fit(data)
+    reference = rmse(data.y_test, fitted.predict(data.X_test))
+    return [{"source": s, "rel_pct": pct} for s in sources for pct in SOURCES[s](fit, data, reference, fitted)]
+
+
+def measure(
+    hosts: dict[str, Path],
+    datasets: Iterable[DatasetSpec],
+    seeds: Sequence[int],
+    n_estimators: int,
+    *,
+    base_dir: Path,
+    sources: Sequence[str] = tuple(SOURCES),
+) -> pd.DataFrame:
+    """Every movement of every host x dataset x seed x source: columns `host, host_digest,
+    dataset, seed, source, rel_pct`."""
+    digests = {host: host_digest(path) for host, path in hosts.items()}
+    rows = []
+    for dataset in datasets:
+        for seed in seeds:
+            _, data = load_split(dataset, seed, base_dir=base_dir)
+            for host, path in hosts.items():
+                common = dict(host=host, host_digest=digests[host], dataset=dataset.name, seed=seed)
+                rows += [{**common, **row} for row in case_movements(path, data, seed, n_estimators, sources)]
+                log.info("%s: %s seed %d measured", host, dataset.name, seed)
+    return pd.DataFrame(rows)
+
+
+def summarise(movements: pd.DataFrame) -> pd.DataFrame:
+    """One row per host x source (`COLUMNS`): how many movements, their median and their largest."""
+    grouped = movements.groupby(["host", "host_digest", "source"], sort=False)["rel_pct"]
+    summary = grouped.agg(cases="size", median_rel_pct="median", max_rel_pct="max").reset_index()
+    return summary[COLUMNS]
+
+
+def read_floors(path: Path) -> dict[str, float]:
+    """Host -> its noise floor in % of RMSE: the largest `max_rel_pct` over its sources in the
+    `summarise` table at `path` (`results/noise_floor.csv`)."""
+    table = pd.read_csv(path)
+    missing = [c for c in COLUMNS if c not in table.columns]
+    if missing:
+        raise RetrofitError(
+            f"{path}: not a noise-floor table, missing columns {missing} (write it with noise_floor.py)"
+        )
+    return {str(host): float(pct) for host, pct in table.groupby("host", sort=False)["max_rel_pct"].max().items()}
