@@ -47,7 +47,7 @@ install: $(STAMP) ## create .venv and install the pinned harness (first use only
 
 # The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.runner.guard). The sweep
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
-# results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.reproduce).
+# results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.compare).
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check

@@ -10,7 +10,7 @@ It takes the sweep's command line and aggregates exactly that sweep's units (as 
 its end), whatever else the cache holds; a unit without a current result is named and nothing is
 written. Without -m it aggregates the one case the overrides describe, as a single run would.
 Configs: configs/config.yaml, the sweep's, with the aggregation's callback in place of the sweep's
-(`AS_AGGREGATION`): each sweep job's manifest (`retrofit.runner.manifest`) names its units, so this
+(`AS_AGGREGATION`): each sweep job's manifest (`retrofit.runner.collect`) names its units, so this
 builds no case and imports neither torch nor tabpfn.
 """
 

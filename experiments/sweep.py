@@ -25,11 +25,10 @@ from retrofit.jobs import register
 from retrofit.runner import console
 from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
 from retrofit.runner.case import reusable, run_case
-from retrofit.runner.collect import case_records
+from retrofit.runner.collect import case_records, record_job
+from retrofit.runner.compare import verify
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.manifest import record_job
 from retrofit.runner.record import frame_of
-from retrofit.runner.reproduce import verify
 from retrofit.runner.schema import reference_of, results_dir_of
 
 register("config")  # this entry point's schema, before Hydra composes

@@ -23,7 +23,14 @@ def main(host: str, runs: str, datasets: str, seeds: str, n_estimators: str) -> 
         spec = DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{name}.yaml").read_text()))
         for seed in seeds.split(","):
             case = Case(
-                spec, int(seed), "random_v3", Path(host), units, Path(runs), Path("."), n_estimators=int(n_estimators)
+                spec,
+                int(seed),
+                Path(host),
+                Path("."),
+                host="random_v3",
+                units=units,
+                runs_dir=Path(runs),
+                n_estimators=int(n_estimators),
             )
             run_case(case)
 

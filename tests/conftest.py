@@ -69,6 +69,8 @@ def make_case(dataset_spec):
 
     def make(host_path, runs_dir, dataset="diabetes", seed=0, *, host="random_v3", units=(), **fields):
         spec = dataset if isinstance(dataset, DatasetSpec) else dataset_spec(dataset)
-        return Case(spec, seed, host, Path(host_path), tuple(units), Path(runs_dir), Path("."), **fields)
+        return Case(
+            spec, seed, Path(host_path), Path("."), host=host, units=tuple(units), runs_dir=Path(runs_dir), **fields
+        )
 
     return make

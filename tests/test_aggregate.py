@@ -78,7 +78,7 @@ from pathlib import Path
 from retrofit.runner.aggregate import aggregate
 from retrofit.runner.record import UnitRecord
 from retrofit.runner.units import UnitStore
-rows = UnitStore(Path(sys.argv[1])).rows()
+rows = [UnitStore(Path(sys.argv[1])).read(path) for path in sorted(Path(sys.argv[1]).rglob("*.json"))]
 aggregate(Path(sys.argv[2]), [UnitRecord.from_row(row) for row in rows])
 print(len(rows), sorted(name for name in ("torch", "tabpfn") if name in sys.modules))
 """

@@ -177,7 +177,7 @@ def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, t
 
     presence_of_squared = block.presence_of_squared
     monkeypatch.setattr(block, "presence_of_squared", recorded)
-    fitted = fit_case(case.fit_spec)
+    fitted = fit_case(case)
     regressor, data = fitted.regressor, fitted.data
     for variant in ("oa_only", "full_o"):
         retrofit.retrofit(regressor, variant, **Decomposition.load().arms["sink_only"]).predict(data.X_test)

@@ -30,10 +30,9 @@ from retrofit.runner import predictions
 from retrofit.runner import units as units_module
 from retrofit.runner.bootstrap import cluster_bootstrap_ci
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.compare import TOLERANCES
+from retrofit.runner.compare import TOLERANCES, Reference, check, read_reference, require_covered, verify
 from retrofit.runner.hydra_callbacks import check_seed_selections
 from retrofit.runner.predictions import predict_all, time_all, timing_columns
-from retrofit.runner.reproduce import Reference, check, read_reference, require_covered, verify
 from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +86,7 @@ def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
 def test_corrupt_unit_file_is_named(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(RunnerError, match=r"bad\.json is not valid JSON"):
-        UnitStore(tmp_path).rows()
+        UnitStore(tmp_path).read(tmp_path / "bad.json")
 
 
 def test_code_digest_follows_what_the_code_does_not_what_it_says(tmp_path):
@@ -382,7 +381,8 @@ def test_two_concurrent_sweeps_on_one_store_lose_nothing(host, tmp_path):
     ]
     errors = [p.communicate(timeout=600)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
-    rows = UnitStore(tmp_path).rows()
+    store = UnitStore(tmp_path)
+    rows = [store.read(path) for path in tmp_path.rglob("*.json")]
     assert sorted((r["dataset"], r["variant"]) for r in rows) == [
         ("carseats", "baseline"),
         ("carseats", "oa_only"),

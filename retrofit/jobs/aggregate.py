@@ -1,14 +1,11 @@
-"""A sweep's results from the unit store alone (`experiments/aggregate.py`, `configs/aggregate.yaml`).
+"""A sweep's results from the unit store alone (`experiments/aggregate.py`, `configs/aggregate.yaml`):
+each job of the command, composed from the sweep's own overrides, names its units through its
+manifest (`retrofit.runner.collect`), so no case is built and no model imported; a job without a
+manifest or a unit without a current result is named and nothing is written.
 
-Each job of the command, composed from the sweep's own overrides, names its units through the
-manifest the sweep wrote for that job when it started (`retrofit.runner.manifest`); the stored
-results carrying the manifest's fingerprints are aggregated (`retrofit.runner.aggregate`). No case
-is built: no torch, tabpfn, variant registry, host or dataset is loaded. A job without a manifest,
-or a unit without a current result, is named and nothing is written.
-
-`run` aggregates the one job of a single run into its `results_dir`, with the rows already there
-(as a single run would); `AggregateSweep`, the callback of a multirun, writes exactly the sweep's
-units (as the sweep does at its end) after Hydra has launched its jobs, which do nothing.
+`run` aggregates the one job of a single run into its `results_dir`, with the rows already there;
+`AggregateSweep`, a multirun's callback, writes exactly the sweep's units after Hydra has launched
+its (empty) jobs.
 """
 
 from pathlib import Path
@@ -20,11 +17,10 @@ from omegaconf import DictConfig
 from retrofit.errors import exit_on_any_error
 from retrofit.runner import console
 from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
-from retrofit.runner.collect import finish_sweep
+from retrofit.runner.collect import current_records, finish_sweep, job_manifests
+from retrofit.runner.compare import verify
 from retrofit.runner.compose import sweep_job_configs
-from retrofit.runner.manifest import current_records, job_manifests
 from retrofit.runner.record import UnitRecord
-from retrofit.runner.reproduce import verify
 from retrofit.runner.schema import SweepConfig, job_config, reference_of, results_dir_of, runs_dir
 
 

@@ -1,23 +1,10 @@
-"""Aggregation (TabArena-style, a step of its own): unit records → CSV, paper-style tables, plots.
+"""Aggregation, a pure step: unit records (`retrofit.runner.record.UnitRecord`) → the files of a run.
 
-A pure step over `retrofit.runner.record.UnitRecord`s: it reads the records alone (no variant
-registry, no arms file, no torch or tabpfn), so what a table shows is what the rows say.
-
-- `retrofit_rmse.csv`: every record (`record.COLUMNS`), one row per unit.
-- `retrofit_table.md`: the main units (`arm_extra` false): mean ΔRMSE % per host × variant over the
-  cases with a 95 % CI from the two-level bootstrap of `retrofit.runner.bootstrap` (datasets, then
-  seeds within), the count of cases above / below zero, the signed largest change, the
-  predict-time ratio to the baseline (median over the timed units of each unit's median
-  interleaved ratio, with the range of those medians) and the mean matched deltas of the whole
-  predictive distribution (NLL in nats, CRPS in %, 90 % coverage in points) with the same CI; then
-  per-dataset rows (mean over seeds). Plotted in `retrofit_deltas.png` and
-  `retrofit_distribution_deltas.png` (one panel per host, `retrofit.runner.plots`).
-- `decomposition.{csv,md,png}`: the rows with an `arm` (`retrofit.runner.decomposition` labels
-  them), per host × variant × arm.
-
-The statistics and their Markdown (`summary`, `per_dataset`, `table_markdown`, `arms_markdown` and
-`headline`, the README's table of the same numbers printed at the end of a sweep) are
-`retrofit.runner.tables`; this module writes the files.
+It reads the records alone (no registry, no torch or tabpfn), so what a table shows is what the
+rows say: `retrofit_rmse.csv` (every record, one row per unit), `retrofit_table.md` and its plots
+`retrofit_deltas.png`, `retrofit_distribution_deltas.png` (the main units, `arm_extra` false;
+statistics and Markdown: `retrofit.runner.tables`), and `decomposition.{csv,md,png}` (the rows
+with an `arm`).
 """
 
 from collections.abc import Sequence

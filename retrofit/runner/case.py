@@ -1,31 +1,24 @@
 """One case: fit ONE regressor on one dataset × seed, then every requested variant on that fit.
 
 Matched comparison: all units of a case share the split, the fitted preprocessing, the ensemble
-members and the `random_state` (= the seed): the case is fitted once, by `retrofit.fitting`. The
-baseline prediction, from the frozen stock host `retrofit.retrofit(fitted, "baseline")`, is
-computed once per case; each variant is `retrofit.retrofit(fitted, variant, **hparams)` on the
-same fitted regressor, and a variant that patches nothing reuses the baseline prediction.
-Inference runs in `Case.precision` (float32 by default, see `retrofit.fitting`) on `Case.device`.
-
-`run_case` orders the jobs, each done elsewhere: the units' fingerprints (`Case.fingerprints`)
-decide which are finished (see `retrofit.runner.units`; skipped unless `overwrite`, and a case
-whose units are all finished loads no data and fits nothing); the predictions and the interleaved
-timing are `retrofit.runner.predictions`; each unit's row is assembled by `retrofit.runner.rows`
-and written to the unit store.
+members and the `random_state` (= the seed). The baseline, the frozen stock host
+(`retrofit.retrofit(fitted, "baseline")`), predicts once per case; each variant is
+`retrofit.retrofit(fitted, variant, **hparams)` on the same fit, and one that patches nothing
+reuses the baseline's prediction. `run_case` skips the units whose stored row carries their
+fingerprint (`Case.fingerprints`; unless `overwrite`: a case whose units are all finished loads no
+data), predicts and times the rest (`retrofit.runner.predictions`) and stores their rows.
 
 Timing (`Case.timing_rounds` rounds, 0 for none) runs on a regressor of its own: the case's split
-and `random_state` fitted with `Case.timing_members` ensemble members (1 by default), the stock
-host and every timed unit's variant retrofitted onto it, each predicting the test rows in every
-round. The ensemble's members are independent forwards of one network (the v2 family runs them
-one after another, the v3 family as one batch), so the patched / stock ratio of one member is the
-ratio of the ensemble, at an eighth of the cost of timing all eight; no prediction of the case
-comes from a timed call.
+and `random_state` fitted with `Case.timing_members` members (1 by default), the stock host and each
+timed unit's variant on it, interleaved. The members are independent forwards of one network, so
+the patched / stock ratio of one member is the ensemble's, at an eighth of the cost; no prediction
+of the case comes from a timed call.
 """
 
 import functools
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -43,8 +36,7 @@ from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
 from retrofit.runner import console
 from retrofit.runner.costs import PhaseCosts
-from retrofit.runner.predictions import BASELINE, predict_all, time_all, timing_columns
-from retrofit.runner.rows import case_columns, unit_row
+from retrofit.runner.predictions import BASELINE, case_columns, predict_all, time_all, timing_columns, unit_row
 from retrofit.runner.units import (
     UnitKey,
     UnitStore,
@@ -100,30 +92,22 @@ MAX_ROUNDS = 1_000
 """Bounds of the thread count and the timing rounds (beyond them, a run would not end)."""
 
 
-@dataclass(frozen=True)
-class Case:
-    """Everything one case needs; built from a Hydra config by `retrofit.runner.config`.
+@dataclass(frozen=True, kw_only=True)
+class Case(CaseSpec):
+    """Everything one case needs, built from a Hydra config by `retrofit.runner.config`: the fitted
+    case it is (`retrofit.fitting.CaseSpec`, which it hands to the fit as itself) and its units.
 
-    `runs_dir`: the unit store (a local cache); `device`: "cpu" or "cuda" (resolved, see
-    `retrofit.hosts.regressor.resolve_device`); `precision`: a key of `retrofit.fitting.PRECISIONS`;
+    `runs_dir`: the unit store (a local cache); `device`: resolved ("cpu" or "cuda");
     `timing_rounds`: interleaved timing rounds per timed unit, 0 for none; `timing_members`: the
-    ensemble members of the regressor the timing runs on (see the module docstring); `threads`: torch's CPU threads
-    while the case runs (part of the fingerprint: CPU kernels may split sums differently with more
-    threads, e.g. 4 threads move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
+    ensemble members of the regressor the timing runs on (module docstring); `threads`: torch's
+    CPU threads while the case runs (part of the fingerprint: more threads may split sums
+    differently, e.g. 4 move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
     """
 
-    dataset: DatasetSpec
-    seed: int
     host: str
-    host_path: Path
     units: tuple[UnitSpec, ...]
     runs_dir: Path
-    base_dir: Path
-    n_estimators: int = 8
-    test_size: float = 0.3
     overwrite: bool = False
-    device: str = "cpu"
-    precision: str = "float32"
     timing_rounds: int = 0
     timing_members: int = 1
     threads: int = 1
@@ -218,12 +202,6 @@ class Case:
             for unit in self.units
         }
 
-    @property
-    def fit_spec(self) -> CaseSpec:
-        """The fitted case every unit of this case shares (`retrofit.fitting`): the `CaseSpec` fields,
-        each a field of this case too."""
-        return CaseSpec(**{spec_field.name: getattr(self, spec_field.name) for spec_field in fields(CaseSpec)})
-
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
@@ -271,7 +249,7 @@ def check_cases(cases: list[Case]) -> None:
     distinct = {(case.key(unit), repr(unit), repr(replace(case, units=()))) for case in cases for unit in case.units}
     reject_duplicates(key for key, _, _ in distinct)
     for case in cases:
-        case_data(case.fit_spec)
+        case_data(case)
 
 
 def stored_rows(case: Case, stamps: dict[UnitKey, str] | None = None) -> dict[UnitKey, dict[str, Any] | None]:
@@ -312,7 +290,7 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
 
     bar = console.unit_bar(label, len(keys), len(keys) - len(todo))
     with costs.phase("fit"):
-        fitted = fit_case(case.fit_spec)
+        fitted = fit_case(case)
     data = fitted.data
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fitted.fit_seconds)
     with costs.phase("patch"):
@@ -358,7 +336,7 @@ def _timed(
     if not case.timing_rounds:
         return {}
     with costs.phase("timing"):
-        regressor, _ = fit_split(replace(case.fit_spec, n_estimators=case.timing_members), data)
+        regressor, _ = fit_split(replace(case, n_estimators=case.timing_members), data)
         models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
         models |= {name: unit.patch(regressor) for unit, name in units}
     log.info("%s: timing %d models, %d rounds, %d members", label, len(models), case.timing_rounds, case.timing_members)

@@ -1,7 +1,7 @@
 """Hydra composition that imports Hydra alone: the jobs of a sweep (`sweep_jobs`, `sweep_job_configs`),
 a config group option's node on a job's search path (`group_option`) and the variant nodes a case
 runs (`variant_nodes`). The sweep builds its cases from these (`retrofit.runner.config`) and the
-aggregation names a job's units by them (`retrofit.runner.manifest`), without importing the models.
+aggregation names a job's units by them (`retrofit.runner.collect`), without importing the models.
 """
 
 import functools

@@ -1,19 +1,13 @@
 """From a composed Hydra config (`configs/config.yaml`, `configs/tau_sweep.yaml`) to `Case`s.
 
-Variant selection: the `variant` config group defaults to none, meaning every variant on Hydra's
-search path (the built-in ones, `pkg://retrofit.configs`, and any `hydra.searchpath` addition);
-`variant=<name>` restricts a run to `baseline` plus that variant, `variant=[a,b]` to `baseline`
-plus those (one fit, one baseline); `-m variant=a,b` runs one job per variant, which share the
-case's baseline unit. The variant that runs is the
-composed node, so `variant.<key>=<value>` overrides take effect: one of `retrofit.variants.HPARAMS`
-on a built-in variant becomes a hyper-parameter override (part of the unit's key and file name);
-another key of a built-in variant (its adapters, `closed`) is refused, since it would change what
-the name means; an unknown key is refused (`retrofit.variants.VariantConfig`). A variant that only
-a search-path folder defines runs from its spec.
-
-A closed variant (`closed: true`) on a host whose architecture has no whole-model closure is left
-out of that host's cases, and the log says so. Relative paths are resolved against the directory
-the command started in (`hydra.runtime.cwd`), whatever `hydra.job.chdir` says.
+Variants: no `variant` choice runs every variant on Hydra's search path; `variant=<name>` runs
+`baseline` and that one, `variant=[a,b]` baseline and those (one fit); `-m variant=a,b` one job
+per variant, sharing the case's baseline unit. The composed node runs, so `variant.<key>=<value>`
+takes effect: a key of `retrofit.variants.HPARAMS` on a built-in variant becomes a hyper-parameter
+override (part of the unit's key); any other key of a built-in variant is refused, since it would
+change what the name means. A closed variant on a host whose architecture cannot close the whole
+model is left out of that host's cases, and the log says so. Relative paths are resolved against
+the directory the command started in (`hydra.runtime.cwd`).
 """
 
 import logging

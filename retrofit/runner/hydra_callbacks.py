@@ -1,17 +1,11 @@
 """A Hydra callback that checks a whole sweep before any job runs and sums it up after the last.
 
-Before the first job (`on_multirun_start`) it expands the sweep with Hydra's own sweeper
-(`retrofit.runner.compose.sweep_jobs`: `hydra.sweeper.params`, then command-line overrides, split
-by the sweeper's `split_arguments`), composes every job's config, builds each job's `Case` (which
-validates dataset specs, variants and host files), loads and splits each job's data (so a bad
-table fails before any unit is written) and rejects units that two jobs would run differently
-(jobs that differ only in `variant` share the case's baseline unit) and seed lists that select
-none of its cases (`check_seed_selections`). Notices the jobs would repeat are said once, as is how
-many of the sweep's units the store already holds (reused). After the last job (`on_multirun_end`)
-it writes the sweep's results from exactly its own units (`finish_sweep`, the units each job's
-manifest names: `retrofit.runner.manifest`, written once the checks pass), whatever else the unit
-store holds, and, with `reference=<csv>`, checks them against that file as committed before the
-sweep began; then it prints the headline table, the files written and the reproduction line.
+Before the first job it composes every job (`retrofit.runner.compose.sweep_job_configs`), builds
+and checks their cases together (`retrofit.runner.case.check_cases`: each job's data loads and
+splits; no unit that two jobs would run differently) and its seed lists, says each notice once and
+how many units the store already holds, and writes each job's manifest (`retrofit.runner.collect`).
+After the last job it writes the sweep's results from exactly those units (`finish_sweep`) and,
+with `reference=<csv>`, checks them against that file as read before the sweep began.
 """
 
 from pathlib import Path
@@ -23,11 +17,10 @@ from omegaconf import DictConfig
 from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.runner import console
 from retrofit.runner.case import Case, check_cases, reusable
-from retrofit.runner.collect import finish_sweep
+from retrofit.runner.collect import CaseManifest, current_records, finish_sweep, record_job
+from retrofit.runner.compare import Reference, require_covered
 from retrofit.runner.compose import sweep_job_configs
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.manifest import CaseManifest, current_records, record_job
-from retrofit.runner.reproduce import Reference, require_covered
 from retrofit.runner.schema import reference_of
 
 

@@ -1,35 +1,40 @@
-"""A case's predictions on its test rows, and the interleaved timing of its models.
+"""A case's predictions on its test rows, their interleaved timing, and each unit's results row.
 
-`predict` is one call of a fitted (patched or stock) regressor: its mean prediction, its predictive
-distribution and the tau it used. `predict_all` predicts every model of a case once, computing the
-stages before the in-context blocks once for all models that share them
+`predict` is one call of a fitted (patched or stock) regressor: its mean, its predictive
+distribution and the tau it used. `predict_all` predicts every model of a case once, the stages
+before the in-context blocks computed once for all models that share them
 (`retrofit.adapters.shared_stages`; bitwise the prediction without it). `time_all` times models
-apart from those predictions: each `rounds` times, interleaved in rotating order
-(`retrofit.measure.timing.interleaved_times`), each call a full forward (no shared stages); every
-call of a model must return the same bits as its first (a `RunnerError` otherwise: a host that
-predicts non-deterministically cannot be compared matched). The runner times regressors of its own
-(`Case.timing_members` ensemble members, `retrofit.runner.case`), so the timing costs a fraction
-of the predictions. `timing_columns` turns those seconds into a unit's `predict_seconds` (median)
-and `predict_time_ratio` (median, min, max of its per-round ratios to the `BASELINE` model's time in
-the same round); NaN when untimed.
+apart from those predictions, `rounds` full forwards each in rotating order
+(`retrofit.measure.timing.interleaved_times`); every call must return the bits of the first (a
+`RunnerError` otherwise: a non-deterministic host cannot be compared matched). `timing_columns`
+gives a unit's `predict_seconds` (median) and `predict_time_ratio` (median, min, max of its
+per-round ratios to `BASELINE`); NaN when untimed. `case_columns` and `unit_row` assemble the row
+`retrofit.runner.units.UnitStore` writes and `retrofit.runner.record.UnitRecord` reads back.
 """
 
 import functools
 import math
+import platform
 from collections.abc import Mapping
 from contextlib import nullcontext
-from typing import NamedTuple
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
+import torch
 from tabpfn import TabPFNRegressor
+from threadpoolctl import threadpool_info
 
 from retrofit.adapters.shared_stages import StageCache
 from retrofit.adapters.tau import taus_taken
 from retrofit.errors import RunnerError
+from retrofit.fitting import FittedCase
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
-from retrofit.metrics import BarPredictive
+from retrofit.metrics import BarPredictive, DistributionScores, rmse
 from retrofit.runner.costs import PhaseCosts
-from retrofit.runner.units import BASELINE
+from retrofit.runner.record import stamp
+from retrofit.runner.units import BASELINE, UnitKey
 
 TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
 
@@ -115,3 +120,93 @@ def timing_columns(times: Mapping[str, list[float]], name: str) -> dict[str, flo
         return dict.fromkeys(TIMING_COLUMNS, math.nan)
     ratio, low, high = spread(paired_ratios({name: times[name], BASELINE: times[BASELINE]}, BASELINE)[name])
     return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high), strict=True))
+
+
+def case_columns(
+    ran: Mapping[str, Any], fitted: FittedCase, baseline: Prediction, baseline_seconds: float
+) -> dict[str, Any]:
+    """The columns every unit of a case shares: what ran and under which settings (`ran`,
+    `retrofit.runner.case.Case.columns`), the sizes of `fitted`'s split, the baseline's RMSE on the
+    test rows and its predict seconds (`baseline_seconds`), the fit time, tabpfn's version and the
+    `machine`."""
+    data = fitted.data
+    return {
+        **ran,
+        "n_train": len(data.y_train),
+        "n_test": len(data.y_test),
+        "n_features": data.X_train.shape[1],
+        "n_categorical": len(data.categorical_indices),
+        "n_missing_target": fitted.table.n_missing_target,
+        "baseline_rmse": rmse(data.y_test, baseline.mean),
+        "baseline_predict_seconds": baseline_seconds,
+        "fit_seconds": fitted.fit_seconds,
+        "tabpfn_version": version("tabpfn"),
+        "machine": machine(),
+    }
+
+
+@functools.cache
+def machine() -> str:
+    """The machine computing here, as a reproduction line names it: the CPU model (`/proc/cpuinfo`,
+    else the platform's), the BLAS kernel numpy runs (`threadpoolctl`) and torch's SIMD level."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = models[0] if models else (platform.processor() or platform.machine())
+    blas = [
+        f"{i['internal_api']} {i.get('architecture', '')}".strip() for i in threadpool_info() if i["user_api"] == "blas"
+    ]
+    return (
+        f"{cpu}; BLAS {', '.join(dict.fromkeys(blas)) or 'not found'}; torch {torch.backends.cpu.get_cpu_capability()}"
+    )
+
+
+def unit_row(
+    common: Mapping[str, Any],
+    labels: Mapping[str, Any],
+    key: UnitKey,
+    prediction: Prediction,
+    baseline_scores: DistributionScores,
+    y_test: Any,
+    timing: Mapping[str, float],
+    patched: Any,
+    fingerprint: str,
+) -> dict[str, Any]:
+    """The row of the unit `key`: `common` (`case_columns`), its `labels` (`variant`, and the
+    decomposition's `arm` and `arm_extra` as this sweep gives them: `retrofit.runner.collect`
+    relabels stored rows), the RMSE of `prediction` on `y_test` and its change in % of the
+    baseline's, its distribution scores matched to `baseline_scores`, its `timing` columns (times
+    and the timing settings they ran under), the settings `patched` used (`effective_hparams`), the
+    tau it took, `stamp()` and `fingerprint`."""
+    variant_rmse = rmse(y_test, prediction.mean)
+    baseline_rmse = common["baseline_rmse"]
+    return {
+        **common,
+        **labels,
+        "hparams": dict(key.hparams),
+        "rmse": variant_rmse,
+        "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
+        **DistributionScores.of(y_test, prediction.distribution).matched(baseline_scores),
+        **timing,
+        **effective_hparams(patched),
+        "tau": prediction.tau,
+        **stamp(),
+        "fingerprint": fingerprint,
+    }
+
+
+def effective_hparams(patched: Any) -> dict[str, Any]:
+    """The tau rule, `eps_den` and `eps_mode` the patched model uses, read off its `retrofit_report_`.
+
+    `tau_rule` is the rule as applied: `c=<c> (calibrated)` (tau = c · median ||h||² of the context
+    carriers, computed per layer and ensemble member at predict time) or `<value> (absolute)`;
+    empty for the baseline, which patches nothing. `tau_c`: that c (None unless calibrated). The
+    tau values themselves are taken at predict time (`retrofit.runner.predictions.predict`).
+    """
+    variant = patched.retrofit_report_.variant
+    rule = variant.tau
+    tau_rule = ""
+    if rule is not None:
+        tau_rule = f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
+    tau_c = rule.c if rule is not None and rule.mode == "calibrated" else None
+    return {"tau_rule": tau_rule, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}

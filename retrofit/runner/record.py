@@ -1,28 +1,17 @@
 """The one results row of a unit, typed: `UnitRecord`'s fields are the columns of `retrofit_rmse.csv`.
 
-This is the only place that schema lives. A record carries everything the aggregation needs, so
-`retrofit.runner.aggregate` reads records alone (no registry, no arms file, no torch or tabpfn):
+This is the only place that schema lives, and a record carries everything the aggregation needs:
+what ran (`KEY`; `hparams` as sorted `k=v,...`; the decomposition labels `arm`, `arm_extra`), the
+settings the patched model used (`tau`: the median tau its prediction used, NaN for the baseline;
+`tau_rule`, `tau_c`, `eps_den`, `eps_mode`), the numbers (RMSE, NLL in nats, CRPS, 90 % coverage
+as a fraction, of the variant and the baseline, their matched deltas: `delta_rmse_pct` and
+`delta_crps_pct` in %, `delta_nll` in nats, `delta_coverage_90` a fraction; predict and fit
+seconds and predict-time ratios), the case's sizes and settings, `commit` / `date`, and what the
+numbers come from (`SETTINGS`, `INPUTS`, `IDENTITY`: the timing settings of the times shown, the
+host file's and data's digests, tabpfn's version, the `machine`).
 
-- what ran: `host`, `dataset`, `seed`, `variant`, `hparams` (its overrides as sorted `k=v,...`);
-  `arm` names the sink / presence decomposition arm the unit realises ("" for none) and
-  `arm_extra` is true for a unit that runs only for that decomposition (left out of the main table);
-- the settings the patched model used, read off it: `tau` (the median of the tau values its
-  prediction used over every block, carrier and ensemble member: the value itself for an absolute
-  rule; NaN for the baseline), `tau_rule` (the rule, e.g. `c=0.001 (calibrated)`), `tau_c`,
-  `eps_den`, `eps_mode`;
-- the numbers: RMSE, NLL (nats), CRPS and the coverage of the central 90 % interval (a fraction
-  in [0, 1]; tables and plots show it in points, 1 point = 0.01) of the variant and of the
-  case's baseline, their matched deltas (`delta_rmse_pct` and `delta_crps_pct` in %,
-  `delta_nll` in nats, `delta_coverage_90` as a fraction), predict and fit times (seconds) and the
-  predict-time ratios to the baseline;
-- the case: sizes, `device`, `n_estimators`; and `commit` / `date` of the run that computed it;
-- what the numbers come from (`SETTINGS`, `INPUTS`): `test_size`, `precision`, `threads`, the
-  timing settings of the times shown (`timing_rounds`, `timing_members`; 0 when not timed), the
-  digests of the host file and of the data, tabpfn's version, and the `machine` that computed the
-  row (CPU model, BLAS kernel, torch's SIMD level: `retrofit.runner.rows.machine`).
-
-The columns of the first 34 fields are the published CSV contract (names and order kept); new
-columns are appended at the end.
+The first 34 columns are the published CSV contract (names and order kept); new columns are
+appended at the end.
 """
 
 import math
@@ -121,7 +110,7 @@ SETTINGS = ["n_estimators", "device", "test_size", "precision", "threads", "host
 """The columns of settings that change a number: rows that differ in one are never pooled."""
 INPUTS = ["host_digest", "data_digest"]
 """The columns naming the bytes a row was computed from: a row whose inputs differ from a reference's
-was recomputed from changed inputs (`retrofit.runner.reproduce`)."""
+was recomputed from changed inputs (`retrofit.runner.compare.verify`)."""
 IDENTITY = [
     "test_size",
     "precision",
@@ -174,18 +163,13 @@ def frame_of(records: Sequence["UnitRecord | Mapping[str, Any]"]) -> "pd.DataFra
     return frame.drop_duplicates(KEY, keep="last").sort_values(KEY, ignore_index=True)
 
 
-def records_of(frame: "pd.DataFrame") -> list[UnitRecord]:
-    """The records of a `retrofit_rmse.csv` frame (an older file's missing new columns as blanks)."""
-    return [UnitRecord.from_row(row) for row in frame.to_dict("records")]
-
-
 def read_records(path: Path) -> list[UnitRecord]:
     """The records of the CSV at `path`; RunnerError if it is not there."""
     import pandas as pd
 
     if not Path(path).is_file():
         raise RunnerError(f"{path} does not exist; pass a retrofit_rmse.csv a sweep wrote")
-    return records_of(pd.read_csv(path, keep_default_na=True))
+    return [UnitRecord.from_row(row) for row in pd.read_csv(path, keep_default_na=True).to_dict("records")]
 
 
 @cache

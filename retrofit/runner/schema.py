@@ -1,8 +1,7 @@
-"""The sweep's root config read without torch or tabpfn: the schemas of `configs/config.yaml` and
-the keys `configs/tau_sweep.yaml` shares (`RunConfig`), `job_config` (a composed root config checked
-against its schema), and the keys that say where a run reads and writes (`resolve`, `output_dir`,
-`results_dir_of`, `runs_dir`, `jobs_dir`, `reference_of`). The entry points register these schemas and the aggregation
-reads these keys without importing the models (`retrofit.runner.config` builds the cases).
+"""The sweep's root config read without torch or tabpfn: its schemas (`RunConfig`, `SweepConfig`),
+`job_config` (a composed root config checked against its schema), and the keys that say where a
+run reads and writes (`resolve`, `output_dir`, `results_dir_of`, `runs_dir`, `jobs_dir`,
+`reference_of`).
 """
 
 from dataclasses import dataclass, field
@@ -15,8 +14,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.errors import RunnerError
 from retrofit.runner.aggregate import FILES
+from retrofit.runner.compare import Reference, read_reference
 from retrofit.runner.guard import check_record_outputs, in_record, writable_dir
-from retrofit.runner.reproduce import Reference, read_reference
 from retrofit.typed import typed
 
 
@@ -128,13 +127,13 @@ def runs_dir(cfg: DictConfig, base_dir: Path) -> Path:
 
 
 def jobs_dir(cfg: DictConfig, base_dir: Path) -> Path:
-    """The manifests of the jobs started on `cache_dir` (`retrofit.runner.manifest`)."""
+    """The manifests of the jobs started on `cache_dir` (`retrofit.runner.collect`)."""
     return resolve(base_dir, cfg.cache_dir) / "jobs"
 
 
 def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
     """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
-    null, from the working tree; `retrofit.runner.reproduce.read_reference`), or None. A run that
+    null, from the working tree; `retrofit.runner.compare.read_reference`), or None. A run that
     writes the committed record must reproduce every reference row (`Reference.require_all`),
     unless `grid_changed=true` says the grid changed on purpose (`Reference.grid_changed`)."""
     if not cfg.reference:

@@ -1,27 +1,17 @@
 """Units of work and their result files (TabArena-style: one file per unit, its path says what ran).
 
 A unit is one variant (with its hyper-parameter overrides) of one case (host × dataset × seed)
-under one set of run settings. Its result lives at
+under one set of settings; its file is
 
     <runs_dir>/host=<host>/dataset=<dataset>/seed=<seed>/settings=<digest>/variant=<variant>[,<k>=<v>...].json
 
-where `<digest>` covers every setting that changes a number (the host file's and the data's bytes,
-dataset spec, `n_estimators`, `test_size`, device, precision, threads;
-`retrofit.runner.case.Case.settings`), so sweeps with different settings share a store without
-replacing each other's files. The file holds one results row, a `fingerprint` of everything the
-number depends on (those settings, the resolved variant, the timing settings of a timed unit, the
-library versions of `environment()` and `code_digest()`, the meaning of the code that computes
-numbers) and a `row_digest` of the row itself. A unit whose file exists with the same fingerprint is finished
-and skipped; a stale one (different fingerprint) is recomputed. A file that cannot be parsed, is
-not a JSON object, lacks a result column or whose row does not match its `row_digest` (edited by
-hand, truncated) is never served: `finished` names it in a warning and the unit is recomputed;
-`rows` refuses it by name.
-
-The store is a local cache for resuming an interrupted sweep (`.cache/runs/` by default, ignored by
-git), not the record: `make retrofit` recomputes every unit on a fresh clone and checks the
-aggregate against the committed `results/retrofit_rmse.csv` (`retrofit.runner.reproduce`).
-Writes are atomic (`retrofit.io`), so concurrent sweeps on one store and interrupted runs leave
-whole files or none; `rows()` reads whatever is complete.
+where `<digest>` covers every setting that changes a number (`retrofit.runner.case.Case.settings`),
+so runs of different settings never replace each other's files. The file holds one row, the
+unit's `fingerprint` (those settings, the resolved variant, a timed unit's timing settings, the
+library versions and the code's meaning: `environment()`) and a `row_digest` of the row. A unit
+is finished when its valid file carries its fingerprint; a stale one is recomputed; a damaged one
+(unparsable, not an object, lacking a column, not matching its digest) is never served. Writes
+are atomic (`retrofit.io`): concurrent and interrupted runs leave whole files or none.
 """
 
 import ast
@@ -123,9 +113,7 @@ NOT_NUMBERS = (
             "console",
             "guard",
             "hydra_callbacks",
-            "manifest",
             "plots",
-            "reproduce",
             "schema",
             "sweep_cost",
             "tables",
@@ -227,13 +215,3 @@ class UnitStore:
         body = json.loads(json.dumps(dict(row), default=str))  # the row exactly as it reads back
         body[ROW_DIGEST] = row_digest(body)
         return write_text_atomic(self.path(key), json.dumps(body, indent=1, sort_keys=True) + "\n")
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Every stored row, in path order; RunnerError naming the first invalid file (`read`)."""
-        rows = []
-        for path in sorted(self.runs_dir.rglob("*.json")):
-            try:
-                rows.append(self.read(path))
-            except RunnerError as err:
-                raise RunnerError(f"{err}; delete it and rerun the sweep to recompute that unit") from None
-        return rows
