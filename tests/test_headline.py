@@ -39,8 +39,9 @@ def _signed(text: str) -> str:
 
 
 def _time(cells: dict[str, str]) -> str:
-    """'1.04× [0.97, 1.27]': the ratio and its range, without the count of timed units."""
-    return re.sub(r"\s*\(n=\d+\)$", "", cells["predict time / baseline"])
+    """'1.04× [0.97, 1.27]': the ratio and its range, without the count of timed units and the timing
+    settings that follow it."""
+    return re.sub(r"\s*\(n=\d+\).*$", "", cells["predict time / baseline"])
 
 
 def _headline_hosts() -> list[str]:
