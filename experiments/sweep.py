@@ -12,6 +12,7 @@ checks that its rows reproduce that file. Each job shows a progress bar over its
 headline table and the files written; bad input exits non-zero with `error: <what to fix>`.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -64,5 +65,6 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
-    with console.exit_on_interrupt():
+    os.environ[console.FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
+    with console.entry_errors():
         main()

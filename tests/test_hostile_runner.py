@@ -718,6 +718,29 @@ def test_ctrl_c_under_the_basic_launcher_says_interrupted_and_exits_130(host, tm
     assert list(cache.rglob("*.json"))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["variant=evil"], "error: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object"),
+        (["dataset=concrete"], "error: In 'config': Could not find 'dataset/concrete' Available options in 'dataset'"),
+    ],
+    ids=["python-tag-chosen-by-name", "unknown-option"],
+)
+def test_a_config_that_does_not_compose_is_one_line_from_the_entry_point(tmp_path, overrides, message):
+    """Hydra composes these before the job runs, where it would print a stack trace; the entry point
+    says them in one line, exit status 1, and the tagged YAML runs nothing (no marker file)."""
+    marker = tmp_path / "ran"
+    searchpath = searchpath_with(
+        tmp_path / "s", {"evil": f'adapters: !!python/object/apply:os.system ["touch {marker}"]\n'}
+    )
+    command = [sys.executable, "experiments/sweep.py", *overrides, searchpath, f"results_dir={tmp_path / 'r'}"]
+    out = subprocess.run(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert lines[-1].startswith(message) and not marker.exists()
+
+
 def test_rows_recomputed_from_changed_inputs_are_listed_not_failed_and_machines_named(finished, tmp_path):
     """A host change on purpose: rows whose host file differs from the reference's are listed as
     recomputed from changed inputs; the same numbers under the same inputs must still agree."""

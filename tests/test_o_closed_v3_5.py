@@ -146,9 +146,12 @@ def test_removal_meets_its_contracts(make_random_host, compact):
 @pytest.mark.parametrize("compact", [False, True])
 def test_tiny_v3_5_removal_meets_its_contracts_under_a_column_separable_preset(compact):
     """tiny_v3_5 refitted with the 'lean' preset (one squashing-scaler view, no SVD features, no
-    fingerprint); its stored preset is refused by feature removal naming the mixing step."""
+    fingerprint) meets the removal contracts; a preset that hashes whole rows (tabpfn's v2.5
+    defaults, fingerprint on) is refused by feature removal naming that step."""
     _check_removal(get_path("tiny_v3_5"), compact, inference_config=inference_config("lean"))
     X, y = _removal_table(0)
-    fitted = make_regressor(get_path("tiny_v3_5"), n_estimators=2, random_state=0).fit(X[:N_TRAIN], y[:N_TRAIN])
-    with pytest.raises(RetrofitError, match=r"AddSVDFeaturesStep|AddFingerprintFeaturesStep"):
+    fitted = make_regressor(
+        get_path("tiny_v3_5"), n_estimators=2, random_state=0, inference_config=inference_config("v2_5_default")
+    ).fit(X[:N_TRAIN], y[:N_TRAIN])
+    with pytest.raises(RetrofitError, match=r"AddFingerprintFeaturesStep"):
         values(retrofit.retrofit(fitted, "o_closed"), X[N_TRAIN:], COALITIONS)

@@ -96,6 +96,32 @@ def exit_on_interrupt() -> Iterator[None]:
         raise SystemExit(INTERRUPTED) from None
 
 
+FULL_ERROR = "HYDRA_FULL_ERROR"
+"""Set to `1` by the sweep's entry point: Hydra then re-raises what it would otherwise print as a
+stack trace (an interrupt inside its job loop, a config that does not compose), so `entry_errors`
+can say it in one line."""
+
+
+@contextmanager
+def entry_errors() -> Iterator[None]:
+    """Around an entry point's Hydra `main` (with `FULL_ERROR=1`): Ctrl-C anywhere as in
+    `exit_on_interrupt`; a config that does not compose (an unknown group option, a malformed or
+    unsafe YAML file such as a `!!python/object` tag, which is never constructed) as one line
+    `error: ...`, exit status 1. Any other error keeps its traceback: it is a bug, not an input."""
+    import yaml
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    with exit_on_interrupt():
+        try:
+            yield
+        except (HydraException, OmegaConfBaseException, yaml.YAMLError) as err:
+            if _interrupt_in(err):
+                raise
+            sys.stderr.write(f"error: {' '.join(str(err).split())} (fix the config or the override it names)\n")
+            raise SystemExit(1) from None
+
+
 def say(text: str = "") -> None:
     """Print `text` to the console without breaking a progress bar."""
     tqdm.write(text)
