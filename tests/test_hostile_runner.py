@@ -702,22 +702,31 @@ def test_hostile_inputs_are_refused_in_one_line_before_any_work(hydra_compose, t
 
 @pytest.mark.slow
 def test_ctrl_c_under_the_basic_launcher_says_interrupted_and_exits_130(host, tmp_path):
-    """SIGINT once the first unit is stored: `interrupted`, exit 130, no traceback; the stored unit
-    is kept for the next run."""
-    cache = tmp_path / "cache"
+    """SIGINT once the first unit is stored (a results file under `<cache_dir>/runs`, not the job
+    manifests the check writes before): `interrupted`, exit 130, no traceback; the stored unit is
+    kept for the next run."""
+    runs = tmp_path / "cache" / "runs"
     # 40 cases of a tiny host (about 0.2 s each): the interrupt lands mid-sweep however fast the first one is stored
     command = [sys.executable, "experiments/sweep.py", "-m", "seed=range(0,40)", "variant=oa_only"]
-    command += [f"cache_dir={cache}", f"results_dir={tmp_path / 'r'}", f"hydra.sweep.dir={tmp_path / 'm'}"]
+    command += [f"cache_dir={tmp_path / 'cache'}", f"results_dir={tmp_path / 'r'}", f"hydra.sweep.dir={tmp_path / 'm'}"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    sweep = subprocess.Popen([*command, *host_args(host)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-    while not list(cache.rglob("*.json")) and sweep.poll() is None:
+    sweep = subprocess.Popen(
+        [*command, *host_args(host)],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as from a shell: a child inherits an ignored SIGINT (a test runner's worker may ignore it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    while not list(runs.rglob("*.json")) and sweep.poll() is None:
         time.sleep(0.05)  # waits for the first stored unit (no assertion on time)
     assert sweep.poll() is None, "the sweep ended before the interrupt: give it more cases"
     sweep.send_signal(signal.SIGINT)
     stderr = sweep.communicate(timeout=600)[1]
     assert sweep.returncode == 130, stderr
     assert "interrupted: finished units are kept" in stderr and "Traceback" not in stderr
-    assert list(cache.rglob("*.json"))
+    assert list(runs.rglob("*.json"))
 
 
 @pytest.mark.slow
