@@ -100,6 +100,7 @@ def test_a_mean_delta_within_its_hosts_noise_floor_is_marked_and_each_floor_said
     pd.DataFrame(
         {
             "host": ["h", "h"],
+            "host_digest": ["d", "d"],
             "source": ["input_ulp", "threads"],
             "cases": [4, 4],
             "median_rel_pct": [0.5, 0.1],

@@ -12,7 +12,8 @@ from retrofit.fitting import fit_host, load_split
 from retrofit.hosts import available, get_path, inference_config
 from retrofit.jobs.noise_floor import NoiseFloorConfig, host_paths
 from retrofit.measure import noise_floor
-from retrofit.measure.noise_floor import COLUMNS, measure, read_floors, summarise, threads
+from retrofit.measure.floor_table import COLUMNS, read_floors
+from retrofit.measure.noise_floor import measure, summarise, threads
 
 
 def _floors(dataset_spec, tmp_path, hosts: dict[str, Path]) -> dict[str, float]:

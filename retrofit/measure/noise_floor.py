@@ -11,7 +11,7 @@ once as the harness runs it and once under a change that leaves the problem the 
 
 A movement is `100 * |RMSE(changed) - RMSE(reference)| / RMSE(reference)`, in % of the RMSE. A
 mean delta smaller than its host's floor (the largest movement over every source and case,
-`read_floors`) says nothing the host's own numerics would not say.
+`retrofit.measure.floor_table.read_floors`) says nothing the host's own numerics would not say.
 """
 
 import dataclasses
@@ -25,8 +25,8 @@ import pandas as pd
 import torch
 
 from retrofit.data import DatasetSpec, Split
-from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
+from retrofit.measure.floor_table import COLUMNS
 from retrofit.metrics import rmse
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,6 @@ CHUNKS = 4
 training context again, so more chunks cost more forwards, not more coverage)."""
 THREADS = (1, 2)
 """The torch thread counts the `threads` source compares."""
-COLUMNS = ["host", "host_digest", "source", "cases", "median_rel_pct", "max_rel_pct"]
-"""The columns of `results/noise_floor.csv` (one row per host x source)."""
 
 
 def perturb_inputs(data: Split, rel: float = ULP_REL, phase: int = 0) -> Split:
@@ -152,15 +150,3 @@ def summarise(movements: pd.DataFrame) -> pd.DataFrame:
     grouped = movements.groupby(["host", "host_digest", "source"], sort=False)["rel_pct"]
     summary = grouped.agg(cases="size", median_rel_pct="median", max_rel_pct="max").reset_index()
     return summary[COLUMNS]
-
-
-def read_floors(path: Path) -> dict[str, float]:
-    """Host -> its noise floor in % of RMSE: the largest `max_rel_pct` over its sources in the
-    `summarise` table at `path` (`results/noise_floor.csv`)."""
-    table = pd.read_csv(path)
-    missing = [c for c in COLUMNS if c not in table.columns]
-    if missing:
-        raise RetrofitError(
-            f"{path}: not a noise-floor table, missing columns {missing} (write it with noise_floor.py)"
-        )
-    return {str(host): float(pct) for host, pct in table.groupby("host", sort=False)["max_rel_pct"].max().items()}

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 from filelock import FileLock
 
-from retrofit.errors import RunnerError
 from retrofit.io import write_csv, write_text_atomic
+from retrofit.measure.floor_table import read_floors
 from retrofit.runner.guard import RECORD_DIR
 from retrofit.runner.plots import dots_with_ci
 from retrofit.runner.record import COLUMNS, UnitRecord, frame_of, read_records
@@ -64,16 +64,10 @@ LOCK = f".{CSV}.lock"
 
 
 def noise_floors(path: Path = FLOORS) -> dict[str, float]:
-    """Host -> its noise floor in % of RMSE (comparable with `delta_rmse_pct`): the largest
-    `max_rel_pct` over the sources of `path` (`results/noise_floor.csv`, written by `make
-    noise-floor`); {} when the file is missing (every host: floor not measured). RunnerError when
-    it is not a noise-floor table."""
-    if not Path(path).is_file():
-        return {}
-    table = pd.read_csv(path)
-    if not {"host", "max_rel_pct"} <= set(table.columns):
-        raise RunnerError(f"{path} is not a noise-floor table (no host / max_rel_pct columns); rewrite it")
-    return {str(host): float(pct) for host, pct in table.groupby("host")["max_rel_pct"].max().items()}
+    """Each host's noise floor (`retrofit.measure.floor_table.read_floors`) from `path`
+    (`results/noise_floor.csv`, written by `make noise-floor`); {} when the file is missing (every
+    host: floor not measured)."""
+    return read_floors(path) if Path(path).is_file() else {}
 
 
 def outputs(frame: pd.DataFrame) -> list[str]:
