@@ -32,11 +32,14 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
     (`retrofit.data.prepare.check_target_scale`: magnitudes up to 1e150, spreads from 1e-12).
 
     variant: a built-in variant name (`retrofit/configs/variant/`) or a spec (mapping), as `retrofit.retrofit` takes.
-    host: a shipped host (`retrofit.hosts.available()`); `model_path`, when given, is used instead.
+    host: a host by name (`retrofit.hosts.get_path`: a shipped host, or a tabpfn model name such as "v2.5"
+        found in tabpfn's model cache); `model_path`, when given, is used instead: a checkpoint file, a
+        HuggingFace cache folder or a tabpfn model name (`retrofit.hosts.check_checkpoint`).
     n_estimators, random_state: tabpfn's (random_state None draws a seed at each fit).
     device: "auto", "cpu" or "cuda" (`retrofit.hosts.make_regressor`).
     tau, eps_den, eps_mode, compact: the variant's hyper-parameters (`retrofit.variants.HPARAMS`);
-        None keeps the variant's own value. E.g. tau={"mode": "absolute", "value": 1.0}.
+        None keeps the variant's own value. A bare number tau is `c` of the calibrated rule
+        (tau=1e-2 is {"mode": "calibrated", "c": 1e-2}); tau={"mode": "absolute", "value": 1.0} fixes it.
 
     Fitted attributes: `regressor_`, the retrofitted TabPFNRegressor (`regressor_.retrofit_report_`
     lists the modules taken over); `n_features_in_` (and `feature_names_in_` for a DataFrame).
@@ -53,7 +56,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         n_estimators: int = 8,
         random_state: int | None = None,
         device: Literal["auto", "cpu", "cuda"] = "auto",
-        tau: Mapping[str, Any] | None = None,
+        tau: float | Mapping[str, Any] | None = None,
         eps_den: float | None = None,
         eps_mode: Literal["absolute", "relative"] | None = None,
         compact: bool | None = None,

@@ -1,7 +1,8 @@
 """Variants: a list of adapters plus their hyper-parameters, typed by `VariantConfig`.
 
 A variant has `name`, `adapters` (registered adapter names), `tau` (`mode` absolute with `value`, or
-calibrated with `c`; see `retrofit.adapters.tau`), `eps_den`, `eps_mode` (OAttention's sink semantics,
+calibrated with `c`; see `retrofit.adapters.tau`; a bare number is `c` of the calibrated rule,
+`tau_rule`), `eps_den`, `eps_mode` (OAttention's sink semantics,
 `retrofit.ops.EPS_MODES`; absent means `absolute`), `compact` and `closed` (`true` O-closes the whole
 model, from the raw input to the readout, not only the in-context blocks; `retrofit.adapters.closure`).
 A variant without adapters (the baseline) needs no `tau`, `eps_den` or `eps_mode`.
@@ -23,6 +24,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,25 @@ class TauConfig:
     mode: str | None = None
     c: float | None = None
     value: float | None = None
+
+
+def tau_rule(tau: Any) -> Any:
+    """The one form of a variant's `tau`: a bare number is `c` of the calibrated rule (`0.01` is
+    `{"mode": "calibrated", "c": 0.01}`); a rule (a mapping or config node) or None is returned as
+    given, for `VariantConfig` and `TauRule` to check. RetrofitError for anything else (a string, a bool)."""
+    if tau is None or isinstance(tau, Mapping | DictConfig):
+        return tau
+    if isinstance(tau, Real) and not isinstance(tau, bool):
+        return {"mode": "calibrated", "c": float(tau)}
+    raise RetrofitError(
+        f"tau must be a number (c of the calibrated rule: tau=0.01 is {{mode: calibrated, c: 0.01}}) or a rule "
+        f"{{mode: calibrated, c: <number>}} / {{mode: absolute, value: <number>}}; got {bounded(repr(tau), 100)}"
+    )
+
+
+def with_tau_rule(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """`spec` (a variant spec or hyper-parameter overrides) with its `tau`, if any, in the one form of `tau_rule`."""
+    return {**spec, "tau": tau_rule(spec["tau"])} if "tau" in spec else dict(spec)
 
 
 @dataclass
@@ -173,10 +194,12 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     one per call). A sweep checks the same few specs for every job, so each spec (as plain values,
     interpolations as written) is checked once per process.
 
-    Raises RetrofitError naming an unknown key, a value of the wrong type, or a `name` that is not
-    a label (`retrofit.labels`: a variant's name labels results and names unit files).
+    A bare-number `tau` becomes its calibrated rule first (`tau_rule`). Raises RetrofitError naming
+    an unknown key, a value of the wrong type, or a `name` that is not a label (`retrofit.labels`: a
+    variant's name labels results and names unit files).
     """
     plain = OmegaConf.to_container(spec) if OmegaConf.is_config(spec) else spec
+    plain = with_tau_rule(plain) if isinstance(plain, Mapping) else plain
     try:
         key = json.dumps(plain, sort_keys=True, allow_nan=True)
     except TypeError:  # a value plain YAML cannot hold: checked (and refused) by the schema, uncached
@@ -202,7 +225,8 @@ def resolve_variant(variant: str | os.PathLike | Mapping[str, Any] | DictConfig,
     """A `Variant` from a name, a variant file or a spec (dict or OmegaConf; see `variant_spec`),
     with `hparams` replacing its keys.
 
-    `hparams` keys are those of `HPARAMS` (e.g. `tau={"mode": "calibrated", "c": 1e-2}`).
+    `hparams` keys are those of `HPARAMS` (e.g. `tau=1e-2`, `c` of the calibrated rule, or
+    `tau={"mode": "absolute", "value": 1.0}`).
     Raises RetrofitError naming an unknown key, adapter, duplicate part or missing hyper-parameter.
     """
     unknown = sorted(set(hparams) - set(HPARAMS))

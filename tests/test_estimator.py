@@ -22,10 +22,11 @@ from synthetic import regression_data
 from tabpfn import TabPFNRegressor
 
 from retrofit import RetrofitRegressor, retrofit, unpatch
-from retrofit.adapters import AttentionSettings
+from retrofit.adapters import AttentionSettings, TauRule
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.regressor import resolve_device
+from retrofit.runner.config import case_from_hydra
 from retrofit.variants import HPARAMS, resolve_variant
 
 EXPECTED_FAILED_CHECKS = {
@@ -178,9 +179,11 @@ def test_cross_val_score_equals_a_fold_loop_by_hand():
     assert np.array_equal(scores, by_hand) and scores.min() > 0.5
 
 
-def test_grid_search_over_tau_and_eps_den():
+@pytest.mark.parametrize(
+    "taus", [[{"mode": "calibrated", "c": 1e-3}, {"mode": "calibrated", "c": 1.0}], [1e-3, 1.0]], ids=["rule", "number"]
+)
+def test_grid_search_over_tau_and_eps_den(taus):
     X, y = _data()
-    taus = [{"mode": "calibrated", "c": 1e-3}, {"mode": "calibrated", "c": 1.0}]
     search = GridSearchCV(
         RetrofitRegressor("oa_only", n_estimators=1, random_state=0, device="cpu"),
         {"tau": taus, "eps_den": [1e-6, 1.0]},
@@ -189,7 +192,31 @@ def test_grid_search_over_tau_and_eps_den():
     scores = search.cv_results_["mean_test_score"]
     assert len(scores) == 4 and len(set(scores)) == 4  # every candidate ran its own variant
     variant = search.best_estimator_.regressor_.retrofit_report_.variant
-    assert (variant.tau.c, variant.eps_den) == (search.best_params_["tau"]["c"], search.best_params_["eps_den"])
+    best_c = search.best_params_["tau"]["c"] if isinstance(taus[0], dict) else search.best_params_["tau"]
+    assert (variant.tau, variant.eps_den) == (TauRule("calibrated", c=best_c), search.best_params_["eps_den"])
+
+
+def test_a_bare_number_tau_is_c_of_the_calibrated_rule_in_the_api_and_on_the_command_line(hydra_compose):
+    X, y = _data()
+    rule = TauRule("calibrated", c=1e-2)
+    settings = dict(n_estimators=1, random_state=0, device="cpu")
+    number = RetrofitRegressor("oa_only", tau=1e-2, **settings).fit(X[:60], y[:60])
+    spelled = RetrofitRegressor("oa_only", tau={"mode": "calibrated", "c": 1e-2}, **settings).fit(X[:60], y[:60])
+    default = RetrofitRegressor("oa_only", **settings).fit(X[:60], y[:60])
+    assert number.regressor_.retrofit_report_.variant.tau == rule
+    assert np.array_equal(number.predict(X[60:]), spelled.predict(X[60:]))
+    assert not np.array_equal(number.predict(X[60:]), default.predict(X[60:]))  # c=1e-2, not the variant's 1e-3
+    assert retrofit(_stock().fit(X[:60], y[:60]), "oa_only", tau=0.01).retrofit_report_.variant.tau == rule
+    cases = [
+        case_from_hydra(cfg, cfg.hydra)
+        for cfg in (
+            hydra_compose("config", ["variant=oa_only", tau]) for tau in ("variant.tau=0.01", "variant.tau.c=0.01")
+        )
+    ]
+    (_, by_number), (_, by_key) = (case.units for case in cases)
+    assert by_number.hparams == by_key.hparams == {"tau": {"mode": "calibrated", "c": 0.01}}
+    assert cases[0].key(by_number) == cases[1].key(by_key)  # one unit, however tau is written
+    assert by_number.resolved().tau == rule
 
 
 def test_pipeline():
@@ -218,6 +245,11 @@ def test_joblib_round_trip(tmp_path):
         ({"model_path": "/no/such/model.ckpt"}, "does not exist"),
         ({"device": "tpu"}, "device must be one of"),
         ({"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
+        (
+            {"tau": "0.01"},
+            r"tau must be a number \(c of the calibrated rule: tau=0.01 is \{mode: calibrated, c: 0.01\}\)",
+        ),
+        ({"tau": -1.0}, r"needs tau\.c > 0 and finite \(a bare number tau=<c> is this constant\), got -1.0"),
         ({"eps_den": -1.0}, "eps_den must be a finite number > 0"),
         ({"eps_mode": "sideways"}, "eps_mode must be one of"),
     ],

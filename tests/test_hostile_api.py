@@ -30,6 +30,7 @@ from retrofit.hosts import check_checkpoint, get_path, make_regressor
 from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.hosts.validation import _regression_head_missing
+from retrofit.runner.config import case_from_hydra
 from retrofit.variants import VARIANT_DIR, Variant, resolve_variant
 
 _data = partial(regression_data, n=60, f=3, curved=False)
@@ -105,7 +106,7 @@ def test_multitask_v3_5_checkpoint_passes_validation(tmp_path):
     save_as_safetensors(
         {**checkpoint, "architecture_name": "tabpfn_v3_5", "inference_config": inference_config("lean")}, path
     )
-    assert check_checkpoint(path) == path.resolve()
+    assert check_checkpoint(path) == path
 
 
 def test_architecture_name_that_does_not_fit_the_tensors_is_refused(tmp_path):
@@ -134,9 +135,16 @@ def test_symlink_loop_is_refused(tmp_path):
         check_checkpoint(loop)
 
 
-def test_directory_is_called_a_directory(tmp_path):
-    with pytest.raises(RetrofitError, match=r"is a directory; pass host.path=<the TabPFN"):
+def test_folder_without_a_checkpoint_says_what_it_holds(tmp_path):
+    (tmp_path / "notes.txt").write_text("weights elsewhere")
+    with pytest.raises(RetrofitError, match=r"holds no TabPFN regressor checkpoint .*it holds \['notes.txt'\]\); pass"):
         check_checkpoint(tmp_path)
+
+
+def test_a_bare_number_tau_that_is_not_a_number_is_refused_on_the_command_line_in_one_line(hydra_compose):
+    cfg = hydra_compose("config", ["variant=oa_only", "variant.tau=abc"])
+    with pytest.raises(RetrofitError, match=r"^variant=oa_only: tau must be a number \(c of the calibrated rule"):
+        case_from_hydra(cfg, cfg.hydra)
 
 
 def test_make_regressor_does_not_take_an_unchecked_model_path(tmp_path):

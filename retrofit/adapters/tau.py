@@ -26,7 +26,8 @@ _FLOAT32 = torch.finfo(torch.float32)
 @dataclass(frozen=True)
 class TauRule:
     """`mode` absolute (reads `value`) or calibrated (reads `c`); the read key must be a number > 0 in
-    float32's normal range (tau is computed in float32 or wider)."""
+    float32's normal range (tau is computed in float32 or wider). Where a variant or an override
+    gives `tau` as a bare number, it is `c` of the calibrated rule (`retrofit.variants.tau_rule`)."""
 
     mode: Literal["absolute", "calibrated"]
     value: float | None = None
@@ -39,8 +40,9 @@ class TauRule:
         number = getattr(self, key)
         numeric = isinstance(number, int | float) and not isinstance(number, bool)
         if not (numeric and math.isfinite(number) and number > 0):
+            bare = " (a bare number tau=<c> is this constant)" if key == "c" else ""
             raise RetrofitError(
-                f"tau.mode={self.mode} needs tau.{key} > 0 and finite, got {number!r}; set it in the variant"
+                f"tau.mode={self.mode} needs tau.{key} > 0 and finite{bare}, got {number!r}; set it in the variant"
             )
         if not _FLOAT32.tiny <= number <= _FLOAT32.max:  # tau is computed in float32 or wider
             raise RetrofitError(

@@ -9,6 +9,7 @@ import torch
 from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
+from retrofit.hosts.links import tabpfn_path
 from retrofit.hosts.validation import check_checkpoint
 
 INFERENCE_PRECISION = torch.float32
@@ -48,7 +49,10 @@ def make_regressor(
     device: Literal["auto", "cpu", "cuda"] = "cpu",
     **overrides,
 ) -> TabPFNRegressor:
-    """An unfitted regressor on the checkpoint at `path`, on `device` (see `resolve_device`), in float32, offline.
+    """An unfitted regressor on the checkpoint `path`, on `device` (see `resolve_device`), in float32, offline.
+
+    `path`: whatever `check_checkpoint` takes (a file, a symlink, a HuggingFace cache folder, a tabpfn
+    model name); tabpfn gets it under the name given (`retrofit.hosts.links.tabpfn_path`).
 
     `inference_precision=INFERENCE_PRECISION` (float32) is explicit: tabpfn's "auto" turns on bfloat16 autocast
     on CPUs with native bf16, whose ~1e-3 rounding would swamp the retrofit deltas and make
@@ -76,7 +80,7 @@ def make_regressor(
             f"drop model_path={overrides['model_path']!r} and pass it as `path`"
         )
     settings = dict(
-        model_path=str(check_checkpoint(path)),
+        model_path=str(tabpfn_path(check_checkpoint(path))),
         n_estimators=n_estimators,
         random_state=random_state,
         device=resolve_device(device),

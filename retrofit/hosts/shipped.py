@@ -1,7 +1,9 @@
-"""Hosts by name: the shipped, pretrained small hosts in this package.
+"""Hosts by name: the shipped, pretrained small hosts in this package, and tabpfn's own models.
 
-`get_path(name)` gives the shipped file of a named host; a user's own checkpoint is validated by
-`retrofit.hosts.validation.check_checkpoint`. Nothing here imports torch, tabpfn or the adapters.
+`get_path(name)` gives the shipped file of a named host, or the file in tabpfn's model cache of a
+tabpfn version name ("v2.5"; `retrofit.hosts.locate.tabpfn_model`); a user's own checkpoint is
+validated by `retrofit.hosts.validation.check_checkpoint`. A shipped host's lookup imports no
+torch, tabpfn or adapters.
 """
 
 from importlib.resources import files
@@ -25,11 +27,16 @@ def available() -> list[str]:
 
 
 def get_path(name: str) -> Path:
-    """Path of the shipped host `name` (e.g. "tiny_v3"); RetrofitError if unknown or missing."""
+    """Path of the shipped host `name` (e.g. "tiny_v3"), or of tabpfn's regressor of a tabpfn version
+    name (e.g. "v2.5", "auto") in tabpfn's model cache; RetrofitError if unknown or missing."""
     if name not in SHIPPED_HOSTS:
+        from retrofit.hosts.locate import tabpfn_model, tabpfn_versions
+
+        if name in tabpfn_versions():
+            return tabpfn_model(name)
         raise RetrofitError(
-            f"unknown host {name!r}; shipped hosts: {available()}. For your own checkpoint use "
-            "host=checkpoint host.path=/path/to/model.ckpt"
+            f"unknown host {name!r}; shipped hosts: {available()}, tabpfn models: {tabpfn_versions()}. For your own "
+            "checkpoint use host=checkpoint host.path=/path/to/model.ckpt (or a HuggingFace cache folder)"
         )
     path = Path(str(files("retrofit.hosts") / SHIPPED_HOSTS[name]))
     if not path.is_file():

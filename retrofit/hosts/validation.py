@@ -1,14 +1,17 @@
 """Offline validation of a user's checkpoint file, before tabpfn ever sees it.
 
 `check_checkpoint(path)` validates a user's file (v2, v2.5, v2.6, v3, v3.5 checkpoints, `.ckpt` or
-`.safetensors`) at once and offline, so a bad path fails in milliseconds instead of reaching
-tabpfn's hub download; `architecture_name(path)` is the registered architecture
+`.safetensors`), given as a file, a symlink, a HuggingFace cache folder or a tabpfn model name
+(`retrofit.hosts.locate`), at once and offline, so a bad path fails in milliseconds instead of
+reaching tabpfn's hub download; the format is read off the name given, as tabpfn reads the version
+off it. `architecture_name(path)` is the registered architecture
 (`retrofit.adapters.ARCHITECTURES`) it names. Its memory is bounded by the file, never by what the
 header declares: the model its config describes is built on the meta device (no storage) and
 stopped once it outgrows the file, and the tensors are read one at a time to check they are finite.
 """
 
 import json
+import os
 import pickle
 import threading
 from collections.abc import Iterable, Iterator
@@ -24,6 +27,7 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError, bounded, listing
+from retrofit.hosts.locate import checkpoint_file
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
@@ -112,28 +116,30 @@ def _refuse_nonfinite(path: Path, tensors: Iterable[tuple[str, Any]]) -> None:
                 )
 
 
-def check_checkpoint(path: str | Path) -> Path:
-    """Validate a user checkpoint offline; returns its absolute path.
+def check_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
+    """Validate a user checkpoint offline; returns its file, absolute, under the name given (symlinks
+    kept: `retrofit.hosts.locate.checkpoint_file`, relative paths from `base_dir`, default the
+    working directory).
 
-    RetrofitError, naming the problem and the fix, if the path is missing, a directory or a
-    symlink loop; if the file is unreadable, not a TabPFN checkpoint, or has a header field that
+    RetrofitError, naming the problem and the fix, if `checkpoint_file` finds no file (a missing
+    path, a symlink loop, a folder without exactly one regressor checkpoint, a tabpfn model not in
+    tabpfn's cache); if the file is unreadable, not a TabPFN checkpoint, or has a header field that
     is not JSON; if its architecture has no adapter spec; if its config declares more parameters
     than the file holds tensors; if its tensors do not fit the architecture its header names, built
     from its config (what tabpfn's strict `load_state_dict` would refuse at fit); if a tensor holds
     a NaN or ±inf (named); or if it is classification-only (see `_regression_head_missing`).
     """
-    return _validated(path)[0]
+    return _validated(checkpoint_file(path, base_dir))[0]
 
 
-def architecture_name(path: str | Path) -> str:
+def architecture_name(path: str | os.PathLike) -> str:
     """The registered architecture (a key of `retrofit.adapters.ARCHITECTURES`) of the checkpoint at
     `path`, validated as `check_checkpoint` does (same RetrofitErrors)."""
-    return _validated(path)[1]
+    return _validated(checkpoint_file(path))[1]
 
 
-def _validated(path: str | Path) -> tuple[Path, str]:
-    """(absolute path, registered architecture) of a checkpoint that passes every check of `check_checkpoint`."""
-    path = _existing_file(path)
+def _validated(path: Path) -> tuple[Path, str]:
+    """(`path`, registered architecture) of a checkpoint file that passes every check of `check_checkpoint`."""
     fields, shapes = _read_safetensors(path) if path.suffix == ".safetensors" else _read_torch_file(path)
     arch = _registered_architecture(path, fields)
     model, config = _built_architecture(path, arch, fields["config"], len(shapes))
@@ -147,25 +153,6 @@ def _validated(path: str | Path) -> tuple[Path, str]:
             "(or a multitask one, such as v3.5's, which carries both heads)."
         )
     return path, arch
-
-
-def _existing_file(path: str | Path) -> Path:
-    """`path` made absolute with symlinks resolved; RetrofitError for a loop, a directory, a missing file."""
-    given = Path(path).expanduser()
-    try:
-        path = given.resolve()
-    except (RuntimeError, OSError) as exc:  # RuntimeError("Symlink loop ...") on Python < 3.13, OSError after
-        raise RetrofitError(
-            f"checkpoint {given} cannot be resolved ({exc}); follow its symlinks by hand and point host.path "
-            "at the checkpoint file itself"
-        ) from None
-    if path.is_dir():
-        raise RetrofitError(
-            f"checkpoint {path} is a directory; pass host.path=<the TabPFN .ckpt/.safetensors file inside it>"
-        )
-    if not path.is_file():
-        raise RetrofitError(f"checkpoint {path} does not exist; pass host.path=<an existing TabPFN .ckpt/.safetensors>")
-    return path
 
 
 def _registered_architecture(path: Path, fields: dict[str, Any]) -> str:

@@ -1,0 +1,128 @@
+"""From the way a user keeps TabPFN weights to one checkpoint file, offline.
+
+What `host.path`, `check_checkpoint` and `make_regressor` take (`checkpoint_file`):
+
+- a checkpoint file (`.ckpt` or `.safetensors`), or a symlink to one, kept under the name given,
+  not the name symlinks resolve to: tabpfn reads the model version off that name
+  (`tabpfn.model_loading.resolve_model_version`) and the harness reads the format off it. A
+  HuggingFace cache keeps files this way: `snapshots/<revision>/<name>` links to a hash-named blob;
+- a folder holding exactly one regressor checkpoint (a `.ckpt` or `.safetensors` file whose name
+  does not say "classifier"): a HuggingFace cache snapshot, or the model's cache folder
+  (`models--Prior-Labs--tabpfn_2_5`) whose `refs/main` names the snapshot;
+- a tabpfn model name (`tabpfn_model`): a version ("v2.5", "v3.5", ...; "auto" is the version
+  `TabPFNRegressor()` loads), meaning the regressor tabpfn loads for it from its model cache
+  (`TABPFN_MODEL_CACHE_DIR`, else the user cache's `tabpfn/`), or a bare file name that is not in
+  the start directory, looked up in that cache as tabpfn looks it up.
+
+Nothing is ever downloaded. torch and tabpfn are imported only to look a name up in tabpfn's cache.
+"""
+
+import os
+from pathlib import Path
+
+from retrofit.errors import RetrofitError, listing
+
+CHECKPOINT_SUFFIXES = (".ckpt", ".safetensors")
+"""The file endings of TabPFN checkpoints: a torch file, or safetensors."""
+AUTO = "auto"
+"""The model name for the version `TabPFNRegressor()` loads (tabpfn's `TABPFN_MODEL_VERSION`)."""
+USAGE = "pass host.path=<a TabPFN .ckpt/.safetensors file, a folder holding one, or a tabpfn model name such as v2.5>"
+
+
+def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
+    """The checkpoint file `given` stands for (see the module docstring), absolute, with symlinks kept.
+
+    A relative path is taken from `base_dir` (default: the working directory); a string that is a
+    tabpfn version name is always that model, never a path (`./v2.5` is the file). RetrofitError for a
+    symlink loop, a missing file, a folder without exactly one regressor checkpoint, or a tabpfn
+    model that is not in tabpfn's cache, each saying where it looked and what to pass.
+    """
+    if isinstance(given, str) and given in tabpfn_versions():
+        return tabpfn_model(given)
+    path = Path(given).expanduser()
+    path = path if path.is_absolute() else Path(base_dir or Path.cwd()).absolute() / path
+    try:
+        path.resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError("Symlink loop ...") on Python < 3.13, OSError after
+        raise RetrofitError(
+            f"checkpoint {path} cannot be resolved ({exc}); follow its symlinks by hand and point host.path "
+            "at the checkpoint file itself"
+        ) from None
+    if path.is_dir():
+        return _in_folder(path)
+    if path.is_file():
+        return path
+    if not os.path.dirname(os.fspath(given)):  # a bare file name: tabpfn's model cache next, as tabpfn does
+        return tabpfn_model(os.fspath(given), searched=path.parent)
+    raise RetrofitError(f"checkpoint {path} does not exist; {USAGE}")
+
+
+def _in_folder(folder: Path) -> Path:
+    """The one regressor checkpoint in `folder` (a model's HuggingFace cache folder: in its snapshot)."""
+    snapshot = _snapshot(folder) if (folder / "snapshots").is_dir() else folder
+    entries = sorted(snapshot.iterdir())
+    found = [p for p in entries if p.suffix in CHECKPOINT_SUFFIXES and "classifier" not in p.name and p.is_file()]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise RetrofitError(
+            f"checkpoint folder {snapshot} holds {len(found)} regressor checkpoints "
+            f"{listing([p.name for p in found])}; pass host.path=<one of them>, e.g. host.path={found[0]}"
+        )
+    raise RetrofitError(
+        f"checkpoint folder {snapshot} holds no TabPFN regressor checkpoint (a .ckpt or .safetensors file not named "
+        f"*classifier*; it holds {listing([p.name for p in entries])}); {USAGE}"
+    )
+
+
+def _snapshot(repo: Path) -> Path:
+    """The snapshot a model's HuggingFace cache folder `repo` points at: the one `refs/main` names,
+    else its only snapshot; RetrofitError naming the snapshots otherwise."""
+    ref = repo / "refs" / "main"
+    revision = ref.read_text().strip() if ref.is_file() else ""
+    if revision and (repo / "snapshots" / revision).is_dir():
+        return repo / "snapshots" / revision
+    snapshots = sorted(p for p in (repo / "snapshots").iterdir() if p.is_dir())
+    if len(snapshots) == 1:
+        return snapshots[0]
+    raise RetrofitError(
+        f"HuggingFace model folder {repo} has {len(snapshots)} snapshots {listing([p.name for p in snapshots])} and "
+        f"no refs/main naming one of them; pass host.path={repo / 'snapshots'}/<revision>"
+    )
+
+
+def tabpfn_versions() -> list[str]:
+    """The tabpfn model names that are versions: `AUTO` and tabpfn's `ModelVersion`s ("v2", "v2.5", ...)."""
+    from tabpfn.constants import ModelVersion
+
+    return [AUTO, *(version.value for version in ModelVersion)]
+
+
+def tabpfn_model(name: str, searched: Path | None = None) -> Path:
+    """The regressor checkpoint in tabpfn's model cache that tabpfn loads for `name`: a version of
+    `tabpfn_versions` (its default regressor, as `TabPFNRegressor.create_default_for_version` picks
+    it), or a file name. RetrofitError if the file is not there, saying where it looked (`searched`
+    too: the folder a bare file name was looked for first) and how to put it there."""
+    from tabpfn.model_loading import get_cache_dir, resolve_model_path, resolve_model_version
+
+    if name in tabpfn_versions():
+        version = resolve_model_version(None).value if name == AUTO else name
+        (path,), *_ = resolve_model_path(None, "regressor", version)
+    else:
+        path = get_cache_dir() / name
+    if path.is_file():
+        return path
+    missing = f"tabpfn model {name!r} is not" if searched is None else f"no file {name!r} in {searched}, nor"
+    raise RetrofitError(
+        f"{missing} in tabpfn's model cache (looked for {path}; nothing is downloaded): put the file there"
+        f"{_download_hint(path)}, or set TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>"
+    )
+
+
+def _download_hint(path: Path) -> str:
+    """How to fetch `path` into its folder on a machine online, where the file is one tabpfn publishes."""
+    from tabpfn.model_loading import ModelSource
+
+    sources = [getattr(ModelSource, name)() for name in vars(ModelSource) if name.startswith("get_")]
+    repo = next((source.repo_id for source in sources if path.name in source.filenames), None)
+    return "" if repo is None else f" (online: hf download {repo} {path.name} --local-dir {path.parent})"
