@@ -6,21 +6,18 @@ O-closed model gives every present output what it gives without the padding (up 
 bitwise with `compact`). The stock host has no such guarantee: `experiments/padding_demo.py`
 measures how far the same padding moves its predictions.
 
-Batching saves the fixed cost of the forwards it merges and pays for the padded work it adds, so
-it pays on small models (the fixed cost dominates) and rarely at TabPFN's real size (the work
-dominates). `batched_tables` decides which tables share forwards from a cost model
-(`ForwardCost`: the model's multiply-adds per shape plus a fixed cost per forward); the other
-tables run their own `predict`. The fixed cost is measured once per model and kept with it
-(`ForwardCost.calibrated`), because no constant holds: it is the cost of hundreds of small ops,
-microseconds each on an idle CPU, up to milliseconds each on a loaded one whose threads wait
-to be scheduled at every op. Given the cost model, the decision is a deterministic function of
-the shapes.
+Which tables share forwards is a function of their shapes and the model's embedding width alone
+(`shared_buckets`), never of a timing, so equal calls batch alike on every machine. Two bounds
+make the rule: the padded work of a bucket is at most `max_padding` times its real work (what
+batching may cost), and its padded cells x the embedding width fit `MAX_ACTIVATION_BYTES` (what
+it may hold in memory, `cell_limit`). What batching saves, the fixed cost of the forwards it
+merges, depends on the machine: it dominates on a small model or an accelerator and is small
+next to the work of TabPFN's real size on a CPU, where `max_padding=1` shares forwards only
+between equal shapes (no padded work at all).
 """
 
-import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,14 +40,10 @@ from retrofit.tabpfn_internals import (
 MAX_PADDING = 1.5
 """A bucket's padded work (cells, in-context attention pairs) is at most this multiple of its
 unpadded work (see `bucket_members`)."""
-MAX_CELLS = 4_000_000
-"""A bucket holds at most this many padded cells (batch x rows x columns): the memory bound."""
-CALIBRATION_SHAPES = ((8, 2, 3), (256, 64, 6))
-"""(train rows, test rows, columns) of the two synthetic tables whose forward times calibrate a
-model's fixed cost per forward (`ForwardCost.calibrated`): one where the fixed cost is nearly
-all, one where the work shows."""
-CALIBRATION_ROUNDS = 5
-"""Alternating timed forwards per calibration shape (after a warm-up each); each keeps its fastest."""
+MAX_ACTIVATION_BYTES = 512 * 2**20
+"""The memory bound: a bucket's padded cells x the model's embedding width x 4 bytes (one float32
+activation holding a token per cell) stays within this (`cell_limit`). Inference keeps no
+activation across blocks, so the peak is a small multiple of it, whatever the depth."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +64,7 @@ class MemberInput:
 
 
 def predict_many(
-    pairs: Iterable[tuple[TabPFNRegressor, Any]], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
+    pairs: Iterable[tuple[TabPFNRegressor, Any]], *, max_padding: float = MAX_PADDING, max_cells: int | None = None
 ) -> list[np.ndarray]:
     """Mean predictions of every `(regressor, X_test)` pair, as `[r.predict(X) for r, X in pairs]`.
 
@@ -80,18 +73,19 @@ def predict_many(
     its own table (any numbers of train rows, test rows and features), all on the same host
     checkpoint, variant and device, fitted with fit_mode="fit_preprocessors".
     Each regressor's ensemble members are preprocessed by tabpfn's own pipeline (as its
-    `predict` does), then all members are bucketed by size (`bucket_members`), padded with
-    absent rows and columns to their bucket's shape, stacked along the batch axis and run
-    through one forward per bucket, with no attention mask. Each regressor's outputs are then
-    post-processed exactly as its `predict` does (border translation per member, ensemble
-    average, bar distribution mean, target scale). Equal to each regressor's own `predict` up to
-    rounding (1e-5 of the prediction scale), bitwise with `compact`.
-    Memory: one bucket at a time, at most `max_cells` padded cells; activations of the column
-    stage are ~ cells x embedding width x 4 bytes times a small constant.
+    `predict` does), then bucketed by size (`shared_buckets`: padded work at most `max_padding`
+    times the real work, at most `max_cells` padded cells per bucket, by default `cell_limit`),
+    padded with absent rows and columns to their bucket's shape, stacked along the batch axis and
+    run through one forward per bucket, with no attention mask. Each such regressor's outputs are
+    then post-processed exactly as its `predict` does (border translation per member, ensemble
+    average, bar distribution mean, target scale): equal to its own `predict` up to rounding (1e-5
+    of the prediction scale), bitwise with `compact`. A table that shares no bucket with another
+    runs its own `predict` (bitwise). The decision depends on the shapes and the model alone.
     `pairs` may be any iterable of pairs (a list, a generator); it is read once.
     Raises RetrofitError for `pairs` that is no iterable of pairs (a mapping, a string), an item
     that is not a (regressor, X_test) pair, a regressor that is not o_closed, regressors on
-    different checkpoints, variants or devices, or a fit mode without cached preprocessing.
+    different checkpoints, variants or devices, a fit mode without cached preprocessing, or
+    `max_padding` below 1.
     """
     pairs = _listed(pairs)
     regressors = _check_pairs(pairs)
@@ -100,18 +94,15 @@ def predict_many(
     for index, (regressor, X) in enumerate(pairs):
         if not getattr(regressor, "is_constant_target_", False):
             members += member_inputs(index, regressor, X)
-    cost = ForwardCost.calibrated(regressors[0])
-    batched = batched_tables(members, cost, max_padding=max_padding, max_cells=max_cells)
+    limit = cell_limit(regressors[0]) if max_cells is None else max_cells
     outputs: dict[tuple[int, int], torch.Tensor] = {}
-    for bucket in bucket_members(
-        [m for m in members if m.pair in batched], max_padding=max_padding, max_cells=max_cells
-    ):
+    for bucket in shared_buckets(members, max_padding=max_padding, max_cells=limit):
         logits_TBO = _forward_bucket(regressors[bucket[0].pair], bucket)
         for b, item in enumerate(bucket):
             outputs[(item.pair, item.member)] = logits_TBO[: item.shape[1], b]
     results = []
     for index, (regressor, X) in enumerate(pairs):
-        if index in batched:
+        if (index, 0) in outputs:
             n_members = len(regressor.executor_.ensemble_members)
             results.append(decode_members(regressor, [outputs[(index, m)] for m in range(n_members)]))
         else:
@@ -119,122 +110,22 @@ def predict_many(
     return results
 
 
-@dataclass(frozen=True)
-class ForwardCost:
-    """Multiply-adds of one forward of an o_closed tabpfn_v3 / v3.5 model, from its own sizes.
-
-    Per element of shape (N train, T test rows, C columns), R = N + T rows, G = ceil(C / feature
-    group size) cell groups, K CLS tokens: R G cell tokens through the distribution embedder (its
-    parameters, plus attention to its inducing points), R (G + K) tokens through the column
-    aggregator (its parameters, plus attention among a row's G + K tokens), R row carriers through
-    the in-context blocks (their parameters, plus attention to the N train rows). One forward
-    adds `overhead` multiply-add equivalents, whatever its size.
-    """
-
-    group_size: int
-    cls_tokens: int
-    cell_macs: float
-    inducing_macs: float
-    aggregator_macs: float
-    aggregator_width: float
-    row_macs: float
-    row_width: float
-    overhead: float
-
-    @classmethod
-    def calibrated(cls, regressor: TabPFNRegressor) -> "ForwardCost":
-        """The cost model of the regressor's model with its measured fixed cost, measured on the first
-        call and kept on the model (`predict_many_cost`): the seconds of a forward of the first of
-        `CALIBRATION_SHAPES`, times the multiply-adds per second between the two shapes' forwards
-        (`_calibration_seconds`). If the larger forward is no slower, the fixed cost is all there
-        is and is infinite (every bucket of several tables pays)."""
-        model = regressor.models_[0]
-        cached = getattr(model, "predict_many_cost", None)
-        if cached is None:
-            cost = cls.of(model, overhead=0.0)
-            small, large = _calibration_seconds(regressor)
-            extra = cost.work(CALIBRATION_SHAPES[1]) - cost.work(CALIBRATION_SHAPES[0])
-            overhead = small * extra / (large - small) if large > small else math.inf
-            cached = model.predict_many_cost = replace(cost, overhead=overhead)
-        return cached
-
-    @classmethod
-    def of(cls, model: torch.nn.Module, overhead: float) -> "ForwardCost":
-        """The cost model of `model` (an `OClosedTabPFNV3` or a subclass; its host is `model.base_layer`,
-        its readout `model.readout_modules`) with a fixed cost of `overhead` multiply-adds per forward."""
-        base = model.base_layer
-        embedder, aggregator = base.feature_distribution_embedder, base.column_aggregator
-        width = aggregator.embed_dim
-        return cls(
-            group_size=base.feature_group_size,
-            cls_tokens=aggregator.num_cls_tokens,
-            cell_macs=_parameters(base.x_embed, base.col_y_encoder, embedder),
-            inducing_macs=4 * width * sum(layer.num_inducing_points for layer in embedder.layers),
-            aggregator_macs=_parameters(aggregator),
-            aggregator_width=2 * width * len(aggregator.blocks),
-            row_macs=_parameters(base.icl_y_encoder, *base.icl_blocks, *model.readout_modules),
-            row_width=2 * width * aggregator.num_cls_tokens * len(base.icl_blocks),
-            overhead=overhead,
-        )
-
-    def work(self, shape: tuple[int, int, int]) -> float:
-        """Multiply-adds of one element of shape (train rows, test rows, columns), overhead aside."""
-        N, T, C = shape
-        groups = math.ceil(C / self.group_size)
-        tokens = groups + self.cls_tokens
-        cells = groups * (self.cell_macs + self.inducing_macs)
-        aggregator = tokens * (self.aggregator_macs + self.aggregator_width * tokens)
-        return (N + T) * (cells + aggregator + self.row_macs + self.row_width * N)
-
-    def pays(self, members: Sequence[MemberInput]) -> bool:
-        """Whether one padded forward of `members` costs less than their tables' own forwards (one
-        per table): the fixed cost of the forwards it saves exceeds the padded work it adds."""
-        tables = len({m.pair for m in members})
-        added = len(members) * self.work(_padded_shape(members)) - sum(self.work(m.shape) for m in members)
-        return (tables - 1) * self.overhead > added
+def cell_limit(regressor: TabPFNRegressor) -> int:
+    """The most padded cells one bucket of `regressor`'s model may hold: `MAX_ACTIVATION_BYTES`
+    over 4 bytes times the model's embedding width (its column aggregator's, tabpfn_v3 / v3.5)."""
+    return MAX_ACTIVATION_BYTES // (4 * regressor.models_[0].column_aggregator.embed_dim)
 
 
-def _calibration_seconds(regressor: TabPFNRegressor) -> tuple[float, float]:
-    """Seconds of a forward of the regressor's model on a synthetic normal table of each of
-    `CALIBRATION_SHAPES` (train rows, test rows, columns): after a warm-up each, the two shapes
-    run alternately for `CALIBRATION_ROUNDS` rounds, and each keeps its fastest. Other jobs on
-    the machine only ever add time to a forward, so the minimum is the estimate they disturb
-    least, and alternating lets a slow phase of the machine hit both shapes alike."""
-    generator = torch.Generator().manual_seed(0)
-    members = [
-        MemberInput(0, 0, torch.randn(N + T, C, generator=generator), torch.randn(N, generator=generator))
-        for N, T, C in CALIBRATION_SHAPES
-    ]
-    seconds: list[list[float]] = [[] for _ in members]
-    for member in members:
-        _forward_bucket(regressor, [member])
-    for _ in range(CALIBRATION_ROUNDS):
-        for member, times in zip(members, seconds, strict=True):
-            start = time.perf_counter()
-            _forward_bucket(regressor, [member])
-            times.append(time.perf_counter() - start)
-    small, large = (min(times) for times in seconds)
-    return small, large
-
-
-def batched_tables(
-    members: Sequence[MemberInput], cost: ForwardCost, *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
-) -> set[int]:
-    """The tables (`MemberInput.pair`) whose members `predict_many` runs in padded shared forwards;
-    the others run their own predict. Deterministic given `cost` (no timing here): bucket the
-    members (`bucket_members`); a bucket pays if its padded forward costs less than its tables'
-    own forwards (`ForwardCost.pays`; one that holds a single table saves nothing). From each
-    bucket that does not pay, the table of its smallest member (the one padded most) leaves, and
-    the rest are bucketed again, until every bucket pays. A table that left is not batched."""
-    batched = {m.pair for m in members}
-    while True:
-        buckets = bucket_members(
-            [m for m in members if m.pair in batched], max_padding=max_padding, max_cells=max_cells
-        )
-        losing = {bucket[-1].pair for bucket in buckets if not cost.pays(bucket)}  # members sorted largest first
-        if not losing:
-            return batched
-        batched -= losing
+def shared_buckets(
+    members: Sequence[MemberInput], *, max_padding: float = MAX_PADDING, max_cells: int
+) -> list[list[MemberInput]]:
+    """The buckets `predict_many` runs as padded forwards: those of `bucket_members` that hold a
+    member of a table sharing some bucket with another table. A table none of whose members
+    shares a bucket saves no forward by padding; it is left out (it runs its own `predict`).
+    Given the members in one order, a function of their shapes and the bounds alone."""
+    buckets = bucket_members(members, max_padding=max_padding, max_cells=max_cells)
+    shared = {m.pair for bucket in buckets if len({m.pair for m in bucket}) > 1 for m in bucket}
+    return [bucket for bucket in buckets if bucket[0].pair in shared]
 
 
 def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberInput]:
@@ -268,7 +159,7 @@ def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberI
 
 
 def bucket_members(
-    members: Sequence[MemberInput], *, max_padding: float = MAX_PADDING, max_cells: int = MAX_CELLS
+    members: Sequence[MemberInput], *, max_padding: float = MAX_PADDING, max_cells: int
 ) -> list[list[MemberInput]]:
     """Members grouped so that padding stays bounded. Two work measures, each at most
     `max_padding` times its unpadded value over the bucket: cells, (train + test rows) x columns
@@ -418,11 +309,6 @@ def _work(shape: tuple[int, int, int], count: int = 1) -> tuple[int, int]:
     """(cells, attention pairs) of `count` members of shape (train rows, test rows, columns)."""
     N, T, C = shape
     return count * (N + T) * C, count * (N + T) * N
-
-
-def _parameters(*modules: torch.nn.Module) -> float:
-    """Parameters of `modules`: the multiply-adds one token spends in them."""
-    return float(sum(p.numel() for module in modules for p in module.parameters()))
 
 
 def _padded_shape(bucket: Sequence[MemberInput]) -> tuple[int, int, int]:

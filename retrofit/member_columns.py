@@ -4,13 +4,12 @@ tabpfn preprocesses every ensemble member on the CPU before the model; removal d
 at the model's input, so a raw feature is removed by declaring absent the member columns derived
 from it. That is exact only if every member column is derived from ONE raw feature, by a fit
 that does not look at other features' values: per-feature distribution transforms (squashing
-scaler, quantile, power), ordinal categorical encoding, constant-column removal and the
-member's fixed feature permutation are; the steps in `MIXING_STEPS` are not, and are refused.
-(The permutation is a map, not a mix, but under feature shuffling it is drawn for the number of
-features: the values are then those of the fitted column order, not of a refit without the
-features; `retrofit.audit.raw_table` measures it, docs/closure.md says which presets avoid it.)
-The map is read off tabpfn's own feature schema (each output column keeps its input feature's
-name, or names it as `ancestor`).
+scaler, quantile, power), ordinal categorical encoding and constant-column removal are; the
+steps in `MIXING_STEPS` are not, and are refused. Removal must also equal a refit on the table
+without the removed features, so a draw or a layout that depends on the number of features is
+refused too (`COUNT_DEPENDENT`): with it a refit on fewer features orders or lays out the
+others differently, and the model reads column order. The map is read off tabpfn's own feature
+schema (each output column keeps its input feature's name, or names it as `ancestor`).
 """
 
 import numpy as np
@@ -32,21 +31,48 @@ MIXING_STEPS: dict[str, str] = {
 }
 """tabpfn preprocessing step (class name) -> why it mixes columns and what to use instead."""
 
+COUNT_DEPENDENT: dict[str, tuple[str, str]] = {
+    "ShuffleFeaturesStep": (
+        "feature shuffling (FEATURE_SHIFT_METHOD={value!r})",
+        "each member's column order is drawn for the number of features, so a refit without a feature orders "
+        "the others differently; fit with inference_config={'FEATURE_SHIFT_METHOD': None}",
+    ),
+    "EncodeCategoricalFeaturesStep": (
+        "shuffled categorical encoding (categorical_name={value!r}) of several categorical features",
+        "each feature's category order is drawn after those of the categorical features before it; use "
+        "categorical_name='ordinal' in PREPROCESS_TRANSFORMS",
+    ),
+    "ReshapeFeatureDistributionsStep": (
+        "append_original={value!r}, which did not append at this feature count",
+        "'auto' appends the original columns on narrower tables, so a refit on fewer features lays the columns "
+        "out differently; set append_original to True or False in PREPROCESS_TRANSFORMS",
+    ),
+}
+"""tabpfn preprocessing step (class name) -> (the setting whose draw or layout depends on the
+number of features, with `{value}`; why, and what to set instead); `count_dependent` says when a
+fitted step has it."""
+
 
 def member_feature_columns(regressor: TabPFNRegressor) -> list[np.ndarray]:
     """Per ensemble member, the raw feature index (0..n_features_in_-1) of each of its model-input
     columns, in the member's column order.
 
     RetrofitError naming the step for a member whose preprocessing mixes columns
-    (`MIXING_STEPS`), subsamples features (more features than max_features_per_estimator),
+    (`MIXING_STEPS`), draws or lays out columns by the feature count (`COUNT_DEPENDENT`),
+    subsamples features (more features than max_features_per_estimator),
     runs a device-side pipeline, or yields a column not traceable to one raw feature.
     """
     maps = []
     for index, member in enumerate(regressor.executor_.ensemble_members):
         steps = [step[0] if isinstance(step, tuple) else step for step in member.cpu_preprocessor.steps]
         for step in steps:
-            if type(step).__name__ in MIXING_STEPS:
-                raise _refusal(index, type(step).__name__, MIXING_STEPS[type(step).__name__])
+            name = type(step).__name__
+            if name in MIXING_STEPS:
+                raise _refusal(index, name, MIXING_STEPS[name])
+            value = count_dependent(step)
+            if value is not None:
+                what, reason = COUNT_DEPENDENT[name]
+                raise _refusal(index, what.format(value=value), reason)
         if member.gpu_preprocessor is not None:
             raise _refusal(
                 index,
@@ -76,8 +102,24 @@ def member_feature_columns(regressor: TabPFNRegressor) -> list[np.ndarray]:
     return maps
 
 
+def count_dependent(step: object) -> object | None:
+    """The setting of a fitted tabpfn preprocessing `step` that makes its draw or layout depend on
+    the number of features (`COUNT_DEPENDENT`), None when it has none: feature shuffling or
+    rotation; a shuffled categorical encoding of two or more categorical features (one stream of
+    draws, in column order); append_original='auto' that did not append."""
+    name = type(step).__name__
+    if name == "ShuffleFeaturesStep":
+        return step.shuffle_method
+    if name == "EncodeCategoricalFeaturesStep" and len(getattr(step, "random_mappings_", {})) > 1:
+        return step.categorical_transform_name
+    if name == "ReshapeFeatureDistributionsStep" and step.append_to_original == "auto":
+        return None if step.append_to_original_decision_ else "auto"
+    return None
+
+
 def _refusal(member: int, step: str, reason: str) -> RetrofitError:
     return RetrofitError(
-        f"feature removal needs column-separable preprocessing, but ensemble member {member} runs {step}: "
+        f"feature removal needs preprocessing fitted feature by feature, independent of the feature count, but "
+        f"ensemble member {member} runs {step}: "
         f"{reason}. Refit the regressor so, then retrofit it with 'o_closed' again."
     )

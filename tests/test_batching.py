@@ -1,14 +1,13 @@
 """`retrofit.predict_many`: padded, mask-free batches of o_closed regressors equal their own predict."""
 
 import copy
-from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 import retrofit
-from retrofit.batching import ForwardCost, MemberInput, batched_tables, bucket_members, pad_members
+from retrofit.batching import MemberInput, bucket_members, cell_limit, pad_members, shared_buckets
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 
@@ -155,66 +154,36 @@ def test_predict_many_takes_retrofit_regressors(random_v3_path):
         assert np.max(np.abs(predicted - estimator.predict(X_test))) <= 1e-5 * np.max(np.abs(predicted))
 
 
-def _cost(overhead: float) -> ForwardCost:
-    """A v3-like cost model (group size 3, 4 CLS tokens, in-context work dominating)."""
-    return ForwardCost(
-        group_size=3,
-        cls_tokens=4,
-        cell_macs=1e5,
-        inducing_macs=2e4,
-        aggregator_macs=5e4,
-        aggregator_width=100,
-        row_macs=5e6,
-        row_width=2e3,
-        overhead=overhead,
-    )
-
-
-def test_the_cost_model_grows_with_rows_train_rows_and_column_groups():
-    cost = _cost(0.0)
-    base = cost.work((100, 20, 6))
-    assert cost.work((200, 20, 6)) > base and cost.work((100, 40, 6)) > base and cost.work((100, 20, 7)) > base
-    assert cost.work((100, 20, 4)) == cost.work((100, 20, 6))  # the same 2 groups of 3 columns
-
-
-def test_batching_pays_exactly_when_the_saved_fixed_cost_exceeds_the_added_padding():
-    cost = _cost(0.0)
-    same = [_member(300, 100, 9, 0), _member(300, 100, 9, 1)]
-    ragged = [_member(300, 100, 9, 0), _member(200, 60, 6, 1)]
-    added = 2 * cost.work((300, 100, 9)) - cost.work((300, 100, 9)) - cost.work((200, 60, 6))
-    assert not _cost(0.0).pays(same)  # nothing saved, nothing added: no reason to batch
-    assert _cost(1.0).pays(same)
-    assert not _cost(0.99 * added).pays(ragged) and _cost(1.01 * added).pays(ragged)
-    assert not _cost(float("inf")).pays([_member(300, 100, 9, 0), _member(300, 100, 9, 0)])  # one table
-
-
-def test_batched_tables_keeps_the_buckets_that_pay_and_sends_the_rest_to_their_own_predict():
-    shapes = [(300, 100, 9), (300, 100, 9), (280, 90, 9), (250, 80, 9), (20, 5, 30)]
-    members = [_member(n, t, c, i) for i, (n, t, c) in enumerate(shapes)]
-    everything = batched_tables(members, _cost(float("inf")))
-    assert everything == {0, 1, 2, 3}  # table 4 is alone in its bucket: nothing to share
-    assert batched_tables(members, _cost(0.0)) == set()
-    # A fixed cost between: tables 0, 1 (no padding) pay; 2 and 3 would add more padded work
-    # than one forward's fixed cost, so they leave (3 first, the most padded), then 2.
-    cost = _cost(0.5 * (cost_gap := _cost(0.0).work((300, 100, 9)) - _cost(0.0).work((280, 90, 9))))
-    assert cost_gap > 0 and batched_tables(members, cost) == {0, 1}
-    assert batched_tables(members, cost) == batched_tables(list(reversed(members)), cost)  # order-free
+def test_shared_buckets_leave_out_a_table_that_shares_no_bucket_and_bound_the_cells():
+    """Tables 0 and 1 share a bucket of two equal shapes; table 1's other member, alone in its
+    bucket, runs with it; table 2 shares no bucket (its padding to table 1's shape would be 1.9x
+    its work), so it is left out to run its own predict."""
+    members = [_member(300, 100, 9, 0), _member(300, 100, 9, 1), _member(20, 5, 30, 1), _member(20, 4, 2, 2)]
+    for max_padding in (1.0, 1.5):  # equal shapes add no padded work: they share even at 1.0
+        buckets = shared_buckets(members, max_padding=max_padding, max_cells=10**9)
+        assert [[(m.pair, m.shape) for m in bucket] for bucket in buckets] == [
+            [(0, (300, 100, 9)), (1, (300, 100, 9))],
+            [(1, (20, 5, 30))],
+        ]
+    assert shared_buckets(members, max_cells=400 * 9) == []  # two of the large shapes exceed the cells
+    assert shared_buckets(members, max_padding=100.0, max_cells=10**9) == [members[:3] + members[3:]]
 
 
 def test_predict_many_equals_predict_whichever_tables_it_batches(random_v3_path):
+    """The tables that share buckets (none, some, all, by the padding and cell bounds) predict what
+    their own predict does up to rounding; the others are their own predict, bitwise."""
     pairs = _tables(random_v3_path)
-    model = pairs[0][0].models_[0]
-    calibrated = ForwardCost.calibrated(pairs[0][0])
-    assert calibrated.overhead > 0 and model.predict_many_cost is calibrated  # measured once, kept
     members = [m for i, (r, X) in enumerate(pairs) for m in retrofit.batching.member_inputs(i, r, X)]
+    largest = max((m.shape[0] + m.shape[1]) * m.shape[2] for m in members)
     chosen = {}
-    for overhead in (0.0, *np.geomspace(1e3, 1e12, 19), float("inf")):
-        model.predict_many_cost = replace(calibrated, overhead=overhead)
-        chosen[frozenset(batched_tables(members, model.predict_many_cost))] = overhead
-    assert frozenset() in chosen and len(chosen) >= 3  # none, some, all
-    for tables, overhead in chosen.items():
-        model.predict_many_cost = replace(calibrated, overhead=overhead)
-        for index, ((regressor, X_test), predicted) in enumerate(zip(pairs, retrofit.predict_many(pairs), strict=True)):
+    for max_padding, max_cells in ((1.0, None), (1.5, None), (100.0, 2 * largest), (100.0, 10**9)):
+        limit = cell_limit(pairs[0][0]) if max_cells is None else max_cells
+        buckets = shared_buckets(members, max_padding=max_padding, max_cells=limit)
+        chosen[frozenset(m.pair for bucket in buckets for m in bucket)] = (max_padding, max_cells)
+    assert frozenset() in chosen and frozenset(range(len(pairs))) in chosen and len(chosen) >= 3  # none, some, all
+    for tables, (max_padding, max_cells) in chosen.items():
+        many = retrofit.predict_many(pairs, max_padding=max_padding, max_cells=max_cells)
+        for index, ((regressor, X_test), predicted) in enumerate(zip(pairs, many, strict=True)):
             own = regressor.predict(X_test)
             if index in tables:
                 assert np.max(np.abs(predicted - own)) <= 1e-5 * np.max(np.abs(own))
@@ -222,24 +191,16 @@ def test_predict_many_equals_predict_whichever_tables_it_batches(random_v3_path)
                 np.testing.assert_array_equal(predicted, own)  # its own predict
 
 
-def test_calibration_keeps_each_shapes_fastest_forward_through_a_slow_phase(random_v3_path, monkeypatch):
-    """A fake forward whose seconds are a fixed 2e-3 plus 1e-9 per multiply-add, with three slow
-    rounds (+1 s per forward, as when other jobs take the cores): the calibrated fixed cost is the
-    one of the quiet rounds."""
-    regressor = _tables(random_v3_path)[0][0]
-    work = ForwardCost.of(regressor.models_[0], overhead=0.0).work
-    clock, calls = [0.0], []
-
-    def forward(_regressor, members):
-        calls.append(members[0].shape)
-        slow = 1.0 if 2 < len(calls) <= 8 else 0.0  # after the two warm-ups: rounds 1-3 of 5
-        clock[0] += 2e-3 + 1e-9 * work(members[0].shape) + slow
-
-    monkeypatch.setattr(retrofit.batching, "_forward_bucket", forward)
-    monkeypatch.setattr(retrofit.batching, "time", type("Clock", (), {"perf_counter": staticmethod(lambda: clock[0])}))
-    cost = ForwardCost.calibrated(regressor)
-    assert len(calls) == 2 + 2 * retrofit.batching.CALIBRATION_ROUNDS
-    small = retrofit.batching.CALIBRATION_SHAPES[0]
-    # `calibrated` takes the small forward's seconds (2e-3 + its work) at the measured 1e9
-    # multiply-adds per second: 2e6 multiply-add equivalents plus the small shape's own work.
-    assert cost.overhead == pytest.approx(2e6 + work(small), rel=1e-9)
+def test_the_cell_bound_follows_the_models_embedding_width(random_v3_path, make_random_host):
+    """One float32 activation of a bucket's cell tokens fits MAX_ACTIVATION_BYTES: the tiny v3.5
+    host, half as wide as the tiny v3 one, gets twice the cells."""
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    fitted = [
+        make_regressor(path, n_estimators=1).fit(X, X[:, 0])
+        for path in (random_v3_path, make_random_host("tabpfn_v3_5"))
+    ]
+    widths = [r.models_[0].column_aggregator.embed_dim for r in fitted]
+    assert widths[0] == 2 * widths[1]
+    assert cell_limit(fitted[1]) == 2 * cell_limit(fitted[0])
+    for regressor, width in zip(fitted, widths, strict=True):
+        assert cell_limit(regressor) * width * 4 <= retrofit.batching.MAX_ACTIVATION_BYTES

@@ -3,16 +3,13 @@
 the contracts they meet on v3 (fast on a tiny random host, slow on the shipped tiny_v3_5). The
 whole-model closure itself is tested with v3's in test_o_closed.py."""
 
-import math
-from dataclasses import replace
-
 import numpy as np
 import pytest
 import torch
 
 import retrofit
 from retrofit.adapters.tabpfn_v3_5_input import o_ecdf_ranks
-from retrofit.batching import ForwardCost, batched_tables, member_inputs
+from retrofit.batching import cell_limit, member_inputs, shared_buckets
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
 from retrofit.ops.insertion import insert_rows, random_keep_mask
@@ -86,13 +83,12 @@ def _close(a, b, compact):
 
 
 def _check_predict_many(path, compact):
-    """Every table batched into one padded forward (no padding bound, an infinite fixed cost per
-    forward) predicts what its own predict does: to 1e-5 of the scale, bitwise with compact."""
+    """Every table runs in a padded shared forward (no padding bound) and predicts what its own
+    predict does: to 1e-5 of the scale, bitwise with compact."""
     pairs = _tables(path, compact)
-    model = pairs[0][0].models_[0]
-    model.predict_many_cost = replace(ForwardCost.of(model, overhead=0.0), overhead=math.inf)
     members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
-    assert batched_tables(members, model.predict_many_cost, max_padding=100.0) == set(range(len(SHAPES)))
+    buckets = shared_buckets(members, max_padding=100.0, max_cells=cell_limit(pairs[0][0]))
+    assert {m.pair for bucket in buckets for m in bucket} == set(range(len(SHAPES)))
     many = retrofit.predict_many(pairs, max_padding=100.0)
     for (regressor, X_test), predicted in zip(pairs, many, strict=True):
         assert _close(predicted, regressor.predict(X_test), compact)
@@ -114,9 +110,12 @@ def _removal_table(seed):
     return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3] + 0.1 * rng.normal(size=len(X))
 
 
-def _check_removal(path, compact, **overrides):
+def _check_removal(path, compact, **config):
     """The full coalition is predict; a coalition's value does not move when the features outside it
-    take other values in the context and the queries (bitwise with compact); leave-one-out runs."""
+    take other values in the context and the queries (bitwise with compact); leave-one-out runs.
+    `config`: inference config entries over the stored preset, which runs without feature shuffling
+    (feature removal refuses it: each member's column order is drawn for the feature count)."""
+    overrides = {"inference_config": {**config, "FEATURE_SHIFT_METHOD": None}}
 
     def closed(X, y):
         fitted = make_regressor(path, n_estimators=2, random_state=0, **overrides).fit(X[:N_TRAIN], y[:N_TRAIN])
@@ -148,7 +147,7 @@ def test_tiny_v3_5_removal_meets_its_contracts_under_a_column_separable_preset(c
     """tiny_v3_5 refitted with the 'lean' preset (one squashing-scaler view, no SVD features, no
     fingerprint) meets the removal contracts; a preset that hashes whole rows (tabpfn's v2.5
     defaults, fingerprint on) is refused by feature removal naming that step."""
-    _check_removal(get_path("tiny_v3_5"), compact, inference_config=inference_config("lean"))
+    _check_removal(get_path("tiny_v3_5"), compact, **inference_config("lean"))
     X, y = _removal_table(0)
     fitted = make_regressor(
         get_path("tiny_v3_5"), n_estimators=2, random_state=0, inference_config=inference_config("v2_5_default")

@@ -10,13 +10,15 @@ import torch
 import retrofit
 from retrofit.batching import decode_members, member_inputs
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
+from retrofit.hosts import get_path, inference_config, make_regressor
 from retrofit.removal import leave_one_out, row_values, shapley, values
 from retrofit.removal.columns import member_feature_columns
 
 REL_BOUND = 1e-5
 """Without compaction, removal matches its reference to this fraction of the prediction scale."""
 N_TRAIN, N_TEST, N_FEATURES = 60, 6, 5
+FIXED_ORDER = {"FEATURE_SHIFT_METHOD": None}
+"""Feature removal refuses feature shuffling (each member's column order is drawn for the feature count)."""
 
 
 def _table(seed=0):
@@ -26,9 +28,11 @@ def _table(seed=0):
     return X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
 
 
-def _closed(path, X_train, y_train, compact=False, **overrides):
-    fitted = make_regressor(path, n_estimators=2, random_state=0, **overrides).fit(X_train, y_train)
-    return retrofit.retrofit(fitted, "o_closed", compact=compact)
+def _closed(path, X_train, y_train, compact=False, **config):
+    """The o_closed retrofit of a 2-member regressor on `path` fitted on (X_train, y_train), with the
+    inference config entries `config` over the host's stored preset without feature shuffling."""
+    fitted = make_regressor(path, n_estimators=2, random_state=0, inference_config={**FIXED_ORDER, **config})
+    return retrofit.retrofit(fitted.fit(X_train, y_train), "o_closed", compact=compact)
 
 
 def _close(a, b, scale, compact):
@@ -137,15 +141,20 @@ def test_refuses_bad_inputs(case, host):
 
 
 @pytest.mark.parametrize(
-    ("inference_config", "step"),
+    ("config", "step"),
     [
         ({"FINGERPRINT_FEATURE": True}, "AddFingerprintFeaturesStep"),
         ({"POLYNOMIAL_FEATURES": 2}, "NanHandlingPolynomialFeaturesStep"),
+        (
+            {"FEATURE_SHIFT_METHOD": "shuffle"},
+            r"feature shuffling \(FEATURE_SHIFT_METHOD='shuffle'\).*'FEATURE_SHIFT_METHOD': None",
+        ),
+        ({"FEATURE_SHIFT_METHOD": "rotate"}, r"feature shuffling \(FEATURE_SHIFT_METHOD='rotate'\)"),
     ],
 )
-def test_refuses_preprocessing_that_mixes_columns(host, inference_config, step):
+def test_refuses_preprocessing_that_mixes_columns_or_depends_on_the_feature_count(host, config, step):
     X_train, y_train, X_test, _ = _table()
-    regressor = _closed(host, X_train, y_train, inference_config=inference_config)
+    regressor = _closed(host, X_train, y_train, **config)
     with pytest.raises(RetrofitError, match=step):
         values(regressor, X_test, COALITIONS)
 
@@ -154,10 +163,61 @@ def test_refuses_svd_features(host):
     X_train, y_train, X_test, _ = _table()
     fitted = make_regressor(host, n_estimators=2, random_state=0).fit(X_train, y_train)
     preset = fitted.get_inference_config().PREPROCESS_TRANSFORMS[0]
-    config = {"PREPROCESS_TRANSFORMS": [{**vars(preset), "global_transformer_name": "svd"}]}
-    regressor = _closed(host, X_train, y_train, inference_config=config)
+    regressor = _closed(
+        host, X_train, y_train, PREPROCESS_TRANSFORMS=[{**vars(preset), "global_transformer_name": "svd"}]
+    )
     with pytest.raises(RetrofitError, match=r"AddSVDFeaturesStep.*global_transformer_name=None"):
         values(regressor, X_test, COALITIONS)
+
+
+def test_refuses_count_dependent_categorical_orders_and_layouts(host):
+    """Two categorical features under a shuffled ordinal encoding (one stream of category orders, in
+    column order) and append_original='auto' that did not append (a narrower refit would) are
+    refused naming the setting; 'ordinal' categories and a fixed append_original are accepted."""
+    X_train, y_train, X_test, _ = _table()
+    X_train, X_test = X_train.copy(), X_test.copy()
+    for X in (X_train, X_test):
+        X[:, 3:] = np.floor(np.abs(X[:, 3:]) * 2)  # two features of a few categories
+    (view,) = inference_config("lean")["PREPROCESS_TRANSFORMS"]
+
+    def refit(**changes):
+        config = {**FIXED_ORDER, "PREPROCESS_TRANSFORMS": [{**view, **changes}]}
+        fitted = make_regressor(host, n_estimators=2, categorical_features_indices=[3, 4], inference_config=config)
+        return retrofit.retrofit(fitted.fit(X_train, y_train), "o_closed")
+
+    with pytest.raises(RetrofitError, match=r"shuffled categorical encoding .*categorical_name='ordinal'"):
+        values(refit(categorical_name="ordinal_shuffled"), X_test, COALITIONS)
+    with pytest.raises(RetrofitError, match=r"append_original='auto'"):
+        values(
+            refit(categorical_name="ordinal", append_original="auto", max_features_per_estimator=8), X_test, COALITIONS
+        )
+    assert np.isfinite(values(refit(categorical_name="ordinal"), X_test, COALITIONS)).all()
+
+
+PRESETS = {
+    "lean": lambda host: {"PREPROCESS_TRANSFORMS": inference_config("lean")["PREPROCESS_TRANSFORMS"]},
+    "stored_without_svd": lambda host: {
+        "PREPROCESS_TRANSFORMS": [
+            {**vars(view), "global_transformer_name": None}
+            for view in make_regressor(get_path(host)).fit(*_table()[:2]).get_inference_config().PREPROCESS_TRANSFORMS
+        ]
+    },
+}
+"""Column-separable presets removal accepts (with FIXED_ORDER): one squashing view; the host's
+stored views (tiny_v3_5: quantile and squashing) without their SVD features."""
+
+
+@pytest.mark.parametrize("host_name", ["tiny_v3", "tiny_v3_5"])
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_value_is_an_o_closed_refit_without_the_features_outside_the_coalition(host_name, preset):
+    """The removal contract: v(S) equals an o_closed regressor fitted on the table without the
+    features outside S (context and queries), preprocessing included, to 1e-5 of the scale."""
+    X_train, y_train, X_test, _ = _table()
+    config = PRESETS[preset](host_name)
+    got = values(_closed(get_path(host_name), X_train, y_train, **config), X_test, COALITIONS[:4])
+    for k, coalition in enumerate(COALITIONS[:4]):
+        refit = _closed(get_path(host_name), X_train[:, coalition], y_train, **config).predict(X_test[:, coalition])
+        assert np.abs(got[k] - refit).max() <= REL_BOUND * np.abs(refit).max(), coalition
 
 
 def test_shapley_exact_is_efficient_and_matches_the_budgeted_estimate(case):
@@ -255,8 +315,8 @@ def test_explain_bench_small(tmp_path):
 
     from omegaconf import OmegaConf
 
+    from benchmarks.explain.table import COLUMNS, LOO_METHODS, METHODS, run
     from retrofit.data import DatasetSpec
-    from retrofit.removal.bench import COLUMNS, LOO_METHODS, METHODS, run
     from retrofit.removal.stages import CLOSED_STAGES, REFIT_STAGES
 
     root = Path(__file__).resolve().parents[1]
@@ -279,28 +339,36 @@ def test_explain_bench_small(tmp_path):
             n_explain_batched=3,
         )
     )
-    table, (explained,) = run(cfg, [auto], root)
+    table, explained = run(cfg, [auto], root)
     assert tuple(table.columns) == COLUMNS
-    assert list(zip(table["index"], table.method, strict=True)) == [
-        *[("SV", m) for m in METHODS],
-        *[("k-SII", m) for m in METHODS],
-        *[("LOO", m) for m in LOO_METHODS],
-    ]
+    assert [(item.host, item.dataset) for item in explained] == [("tiny_v3", "auto"), ("tiny_v3_5", "auto")]
+    for _, rows in table.groupby("host", sort=False):
+        assert list(zip(rows["index"], rows.method, strict=True)) == [
+            *[("SV", m) for m in METHODS],
+            *[("k-SII", m) for m in METHODS],
+            *[("LOO", m) for m in LOO_METHODS],
+        ]
     for reference in ("refit_shapiq", "refit_tabpfn"):
         refit = table[table.method == reference]
         assert (refit.speedup_vs_refit == 1).all() and (refit.max_abs_diff_vs_refit == 0).all()
     assert table[table["index"] != "LOO"].n_coalitions.eq(8).all()
     assert table.rounds.eq(np.where(table.method == "stock_zeroed", 1, 2)).all()  # the zeroed arm runs once
     assert table[table["index"] == "LOO"].n_coalitions.eq(31).all()
-    # both sides share v(∅), and v(all) is the prediction of the closed vs the stock host (equal to rounding)
-    phi = explained.attributions
-    reference = phi["SV", "refit_shapiq"]
-    assert abs(phi["SV", "closed_batched"].sum() - reference.sum()) <= 1e-4 * np.abs(reference).sum()
-    d = len(explained.feature_names)
-    assert phi["k-SII", "closed_batched"].shape == (1, d + d * (d - 1) // 2)
-    assert phi["LOO", "closed_batched"].shape == phi["LOO", "refit_tabpfn"].shape == (1, 30)
+    for item in explained:
+        # both sides share v(∅), and v(all) is the prediction of the closed vs the stock host (equal to rounding)
+        phi = item.attributions
+        reference = phi["SV", "refit_shapiq"]
+        assert abs(phi["SV", "closed_batched"].sum() - reference.sum()) <= 1e-4 * np.abs(reference).sum()
+        d = len(item.feature_names)
+        assert phi["k-SII", "closed_batched"].shape == (1, d + d * (d - 1) // 2)
+        assert phi["LOO", "closed_batched"].shape == phi["LOO", "refit_tabpfn"].shape == (1, 30)
     assert all((tmp_path / name).is_file() for name in ("bench.csv", "bench.png", "example.png", "stages.csv"))
-    stages = explained.stages
+    stages = explained[1].stages
     for method, parts in (("closed_batched", CLOSED_STAGES[:-1]), ("refit_shapiq", REFIT_STAGES[:-1])):
         # nested CPU clocks: no stage is negative and every timed one took time
         assert all(stages[method, part] >= 0 for part in parts) and stages[method, parts[0]] > 0
+    # feature shuffling would make removal differ from a refit: the removal refuses it, naming the key
+    with pytest.raises(RetrofitError, match=r"FEATURE_SHIFT_METHOD='shuffle'"):
+        run(OmegaConf.merge(cfg, {"feature_shift_method": "shuffle", "hosts": ["tiny_v3"]}), [auto], root)
+    with pytest.raises(RetrofitError, match="inference_preset: unknown inference preset 'leen'"):
+        run(OmegaConf.merge(cfg, {"inference_preset": "leen"}), [auto], root)

@@ -1,36 +1,31 @@
 """Absent rows or columns inserted into the raw table, before tabpfn's per-member preprocessing.
 
-`raw_table_change` refits the regressor (same parameters) on the training table with `k` inserted
-rows (`kind="rows"`: noise features, targets drawn from the training targets) or `k` inserted
-feature columns (`kind="columns"`: noise in the training and test rows) at positions drawn with
-`seed`, and compares the variant's predictions with the variant on the regressor refitted on the
-table as it is. A closed variant is told they are absent at the model input of every ensemble
-member: the inserted training rows (`row_presence`; members keep the fitted table's row order) or
-the member columns derived from the inserted features (`column_presence`,
-`retrofit.member_columns`); any other model sees them as data. So the change is what the
-per-member preprocessing, fitted on every row and column it is given before the model, lets
-through to a model that is closed from its input on (`NullInput` inserts after the preprocessing).
+`raw_table_predictions` inserts `k` rows (`kind="rows"`: noise features, targets drawn from the
+training targets) or `k` feature columns (`kind="columns"`: noise in the training and test rows)
+into the training table at positions drawn with `seed`, and predicts with the variant:
+- a closed variant is told they are absent in the raw table. They are removed before tabpfn's
+  preprocessing is fitted, so what it fits across rows or columns (per-feature quantiles and
+  scalers, SVD components, the fingerprint and its rows x columns salt, imputation, the feature
+  subsampling and shuffling draws, the target's scaling) sees the present rows and columns only,
+  whatever the preset; then they are padded back into every member's model input and declared
+  absent (`row_presence`, `column_presence`): the inserted training rows at their raw positions,
+  the inserted columns at member-column positions drawn with `seed`, their cells noise. The
+  change is what the model-level closure lets through from the padded positions.
+- any other variant cannot be told: the regressor is refitted on the table with them,
+  preprocessing included, and predicts the query rows (inserted columns included).
+The reference is the variant on the regressor fitted on the table as it is.
 """
 
 import numpy as np
 import torch
 from sklearn.base import clone
 from tabpfn import TabPFNRegressor
+from tabpfn.utils import get_autocast_context
 
 from retrofit.batching import decode_members, member_inputs
-from retrofit.member_columns import member_feature_columns
 from retrofit.ops.insertion import random_keep_mask
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
-
-SHUFFLING_LEAK = "preprocessing: feature shuffling (FEATURE_SHIFT_METHOD={method!r})"
-"""Each member's column order is drawn for the number of features, so an inserted feature reorders
-the others (grouping and positions follow the order); fit with
-inference_config={'FEATURE_SHIFT_METHOD': None}."""
-
-ROWS_LEAK = "preprocessing: fitted on every training row"
-"""The per-member preprocessing (per-feature transforms, categorical encodings, constant-column
-removal) and the target's z-scaling are fitted on every training row, before the model."""
 
 
 def raw_table_predictions(
@@ -43,51 +38,50 @@ def raw_table_predictions(
     seed: int,
 ) -> np.ndarray:
     """`setting`'s predictions (`{"variant": name or spec, **hparams}`, as `retrofit` takes) on
-    `X_test` of `regressor` refitted on its training table `train` = (X_train, y_train) with `k`
-    absent rows or columns (`kind`) inserted (see the module docstring). RetrofitError where a
-    closed variant cannot be told which member columns are absent (the preprocessing mixes
-    columns: `retrofit.member_columns.MIXING_STEPS`)."""
+    `X_test` with `k` absent rows or columns (`kind`) inserted into `regressor`'s training table
+    `train` = (X_train, y_train); `regressor` gives the parameters of every refit (see the module
+    docstring; its `random_state` an integer, so that a refit on the same table is the same fit)."""
     setting = dict(setting)
     variant = setting.pop("variant")
     X_train, y_train = train
     generator = torch.Generator().manual_seed(seed)
     if kind == "rows":
-        keep = random_keep_mask(len(X_train), k, generator).numpy()
+        keep = random_keep_mask(len(X_train), k, generator)
         X_new, y_new, X_query = _spread(X_train, keep, generator, 0), _spread_targets(y_train, keep, generator), X_test
     else:
-        keep = random_keep_mask(X_train.shape[1], k, generator).numpy()
-        X_new, y_new = _spread(X_train, keep, generator, 1), y_train
-        X_query = _spread(X_test, keep, generator, 1)
-    patched = retrofit(_refit(regressor, X_new, y_new, keep if kind == "columns" else None), variant, **setting)
+        keep = random_keep_mask(X_train.shape[1], k, generator)
+        X_new, y_new, X_query = _spread(X_train, keep, generator, 1), y_train, _spread(X_test, keep, generator, 1)
     if not resolve_variant(variant, **setting).closed:
-        return patched.predict(X_query)
-    return _predict_absent(patched, X_query, keep, kind)
-
-
-def preprocessing_leak(regressor: TabPFNRegressor, kind: str) -> str:
-    """What in `regressor`'s per-member preprocessing sees an inserted raw row or column (`kind`)
-    although a closed model is told it is absent (`ROWS_LEAK`, `SHUFFLING_LEAK`), "" when nothing
-    does (columns, column-separable preprocessing without shuffling)."""
+        fitted = _refit(regressor, X_new, y_new, keep.numpy() if kind == "columns" else None)
+        return retrofit(fitted, variant, **setting).predict(X_query)
+    present = keep.numpy()
     if kind == "rows":
-        return ROWS_LEAK
-    method = regressor.get_inference_config().FEATURE_SHIFT_METHOD
-    return SHUFFLING_LEAK.format(method=method) if method is not None else ""
+        fitted = _refit(regressor, X_new[present], y_new[present])
+    else:
+        fitted, X_query = _refit(regressor, X_new[:, present], y_new), X_query[:, present]
+    return _predict_padded(retrofit(fitted, variant, **setting), X_query, keep, kind, generator)
 
 
-def _predict_absent(patched: TabPFNRegressor, X_query: np.ndarray, keep: np.ndarray, kind: str) -> np.ndarray:
-    """The o_closed `patched` regressor's mean predictions with the inserted training rows or raw
-    features (False in `keep`) declared absent at every member's model input."""
-    columns = member_feature_columns(patched) if kind == "columns" else None
+def _predict_padded(
+    patched: TabPFNRegressor, X_query: np.ndarray, keep: torch.Tensor, kind: str, generator: torch.Generator
+) -> np.ndarray:
+    """The closed `patched` regressor's mean predictions on `X_query` with the absent training rows
+    (False in `keep`, at their raw positions) or `(~keep).sum()` absent columns (at positions drawn
+    from `generator`) padded into every member's model input, noise in their cells, declared absent."""
     logits = []
     for member in member_inputs(0, patched, X_query):
+        _, T, C = member.shape
         if kind == "rows":
-            test_T = np.ones(member.shape[1], dtype=bool)
-            presence = {"row_presence": torch.as_tensor(np.concatenate([keep, test_T]))[None]}
+            keep_R = torch.cat([keep, keep.new_ones(T)])
+            x_RC, y_N = _spread(member.x_RC, keep_R, generator, 0), _spread(member.y_N, keep, generator, 0)
+            presence = {"row_presence": keep_R}
         else:
-            presence = {"column_presence": torch.as_tensor(keep[columns[member.member]])[None]}
-        presence = {name: p.to(member.x_RC.dtype) for name, p in presence.items()}
-        with torch.inference_mode():
-            logits.append(patched.models_[0](member.x_RC[:, None], member.y_N[:, None], **presence)[:, 0])
+            keep_C = random_keep_mask(C, int((~keep).sum()), generator)
+            x_RC, y_N = _spread(member.x_RC, keep_C, generator, 1), member.y_N
+            presence = {"column_presence": keep_C}
+        presence = {name: p.to(x_RC.dtype)[None] for name, p in presence.items()}
+        with get_autocast_context(patched.devices_[0], enabled=patched.use_autocast_), torch.inference_mode():
+            logits.append(patched.models_[0](x_RC[:, None], y_N[:, None], **presence)[:, 0].float())
     return decode_members(patched, logits)
 
 
@@ -103,20 +97,21 @@ def _refit(
     return fresh.fit(X, y)
 
 
-def _spread(x: np.ndarray, keep: np.ndarray, generator: torch.Generator, axis: int) -> np.ndarray:
-    """`x` with its `axis` spread over the True entries of `keep`; the inserted entries hold
-    standard-normal noise drawn from `generator` (absent cells may hold anything)."""
-    shape = list(x.shape)
+def _spread(x, keep: torch.Tensor, generator: torch.Generator, axis: int):
+    """`x` (a numpy array or a tensor, returned as the same) with its `axis` spread over the True
+    entries of `keep`; the inserted entries hold standard-normal noise drawn from `generator`
+    (absent cells may hold anything)."""
+    x_t = torch.from_numpy(np.array(x)) if isinstance(x, np.ndarray) else x  # a copy: x may be read-only
+    shape = list(x_t.shape)
     shape[axis] = len(keep)
-    out = torch.randn(shape, generator=generator, dtype=torch.float64).numpy()
-    index = [slice(None)] * x.ndim
-    index[axis] = keep
-    out[tuple(index)] = x
-    return out
+    out = torch.randn(shape, generator=generator, dtype=torch.float64).to(x_t.device, x_t.dtype)
+    out = out.index_copy(axis, keep.nonzero()[:, 0].to(x_t.device), x_t)
+    return out.numpy() if isinstance(x, np.ndarray) else out
 
 
-def _spread_targets(y: np.ndarray, keep: np.ndarray, generator: torch.Generator) -> np.ndarray:
+def _spread_targets(y: np.ndarray, keep: torch.Tensor, generator: torch.Generator) -> np.ndarray:
     """`y` spread over the True entries of `keep`; the inserted targets are drawn from `y`'s values."""
+    keep = keep.numpy()
     out = np.empty(len(keep), dtype=np.float64)
     out[keep] = y
     drawn = torch.randint(len(y), ((~keep).sum(),), generator=generator).numpy()

@@ -7,13 +7,13 @@ with `k` null tokens inserted:
 - `inserted_at="input"`, rows or columns: absent train rows or feature columns inserted into
   the raw table at the model's input (`NullInput`); only a closed model is told they are absent;
 - `inserted_at="raw_table"`, rows or columns: inserted into the training table before tabpfn's
-  per-member preprocessing, the regressor refitted on it (`raw_table`); only a closed model is
-  told they are absent, at every member's input. Prediction changes only (no per-block states).
+  per-member preprocessing (`raw_table`); a closed model is told they are absent there (removed
+  before the preprocessing is fitted, padded back at every member's input, declared absent), any
+  other is refitted on the table with them. Prediction changes only (no per-block states).
 Rows of `results/audit.csv` (`COLUMNS`): the L-inf change of the old rows' hidden states after
 every in-context block, the L-inf change of the test predictions, and where the leak starts.
 A variant the host cannot take (o_closed on the v2 family) gives one `status="refused"` row per
-insertion and count, with the reason in `first_leaking_module`; so does a raw-table column insertion
-into a closed variant whose preprocessing mixes columns (the step named).
+insertion and count, with the reason in `first_leaking_module`.
 """
 
 from dataclasses import dataclass
@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from retrofit.adapters import architecture_of
 from retrofit.audit.null_input import NullInput, leaking_stage
 from retrofit.audit.null_rows import NullRows, first_leaking_module
-from retrofit.audit.raw_table import preprocessing_leak, raw_table_predictions
+from retrofit.audit.raw_table import raw_table_predictions
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
@@ -53,9 +53,9 @@ COLUMNS = (
 float32 rounding is relative to); `first_leaking_module`: for `icl_entry`, the first module that
 turned a null carrier non-zero; for `input`, the first stage where the insertion shows beyond
 `REL_BOUND` (`column_stage`: everything before the in-context blocks; or an in-context block);
-for `raw_table`, what in the preprocessing lets the insertion through to a closed model
-(`raw_table.preprocessing_leak`) or `not told` for any other; empty if none (`raw_table` rows
-carry no hidden states: `block` empty, `*_hidden` NaN). `status`: measured, or refused (the
+for `raw_table`, `padded positions` where a closed model lets the insertion through beyond
+`REL_BOUND` (its preprocessing never sees it) or `not told` for any other; empty if none
+(`raw_table` rows carry no hidden states: `block` empty, `*_hidden` NaN). `status`: measured, or refused (the
 reason's first clause in `first_leaking_module`)."""
 
 REL_BOUND = 1e-5
@@ -175,16 +175,11 @@ def _audit_raw_table(host, label, patched, setting, train, X_test, insertion: In
     closed = patched.retrofit_report_.variant.closed
     rows = []
     for k in n_nulls:
-        try:
-            pred = raw_table_predictions(patched, train, X_test, setting, insertion.kind, k, seed)
-        except RetrofitError as refused:
-            reason = str(refused).split(":")[0]  # names the step; the error holds the fix
-            rows.append(_row(host, label, insertion, k, "", np.nan, np.nan, np.nan, np.nan, reason, "refused"))
-            continue
+        pred = raw_table_predictions(patched, train, X_test, setting, insertion.kind, k, seed)
         linf_pred = float(np.max(np.abs(pred - pred_ref)))
         leak = ""
         if linf_pred > REL_BOUND * scale_pred:
-            leak = preprocessing_leak(patched, insertion.kind) if closed else "not told"
+            leak = "padded positions" if closed else "not told"
         rows.append(_row(host, label, insertion, k, "", np.nan, linf_pred, np.nan, scale_pred, leak, "measured"))
     return rows
 

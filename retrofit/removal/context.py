@@ -27,6 +27,7 @@ from tabpfn.utils import get_autocast_context
 from retrofit.adapters.tabpfn_v3_input import o_targets
 from retrofit.batching import MemberInput, decode_members, member_inputs
 from retrofit.errors import RetrofitError
+from retrofit.hosts.checkpoint import regression_logits
 
 MAX_CELLS = 65_536
 """Default bound on one forward: at most this many cells (coalitions x rows x columns of one
@@ -121,14 +122,12 @@ def _forward(
         x_RkC.new_ones(k, N + T) if p_train_kN is None else torch.cat([p_train_kN.to(x_RkC), x_RkC.new_ones(k, T)], 1)
     )
     p_kC = x_RkC.new_ones(k, C) if p_col_kC is None else p_col_kC.to(x_RkC)
-    if declare:
-        presences = {"row_presence": p_kR, "column_presence": p_kC}
-    else:
-        presences = {}
+    with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
+        if declare:
+            return regressor.models_[0](x_RkC, y_Nk, row_presence=p_kR, column_presence=p_kC).float()
         x_RkC = torch.where((p_kR.T[:, :, None] * p_kC[None]) > 0, x_RkC, 0)
         y_Nk = torch.where(p_kR[:, :N].T > 0, y_Nk, 0)
-    with get_autocast_context(regressor.devices_[0], enabled=regressor.use_autocast_), torch.inference_mode():
-        return regressor.models_[0](x_RkC, y_Nk, **presences).float()
+        return regression_logits(regressor.models_[0], x_RkC, y_Nk).float()  # the stock model; v3.5 told the task
 
 
 def _forward_shared_columns(
