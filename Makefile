@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Targets leave git as they found it, except the record targets, which exist to rewrite the committed
 # results/. A record target runs under RECORD: RETROFIT_RECORD=1 is the only way anything may write
-# results/ (retrofit.runner.guard), and its wall and CPU time go to results/command_times.csv on success.
+# results/ (retrofit.record_guard), and its wall and CPU time go to results/command_times.csv on success.
 # Every other target runs under TIMED: its time goes to the untracked outputs/command_times.csv
 # (retrofit.runtimes). Pretraining runs for its configured max_minutes per call, so it is not timed.
 TIMED = $(PY) -m retrofit.runtimes record $@ --to outputs/command_times.csv --
@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection noise-floor pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
+.PHONY: help install quick retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench tau-sweep host-quality preset-selection noise-floor pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -45,9 +45,12 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP) ## create .venv and install the pinned harness (first use only)
 
-# The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.runner.guard). The sweep
+quick: $(STAMP) ## one matched case in seconds: tiny_v3 on diabetes, the stock host and every variant on one fit -> outputs/quick/
+	$(TIMED) $(PY) experiments/sweep.py dataset=diabetes host=tiny_v3 n_estimators=4 timing.rounds=0 results_dir=outputs/quick
+
+# The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.record_guard). The sweep
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
-# results/reproduction.txt and fails unless every row reproduces it (retrofit.runner.compare).
+# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.compare).
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check

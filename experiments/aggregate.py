@@ -10,8 +10,8 @@ It takes the sweep's command line and aggregates exactly that sweep's units (as 
 its end), whatever else the cache holds; a unit without a current result is named and nothing is
 written. Without -m it aggregates the one case the overrides describe, as a single run would.
 Configs: configs/config.yaml, the sweep's, with the aggregation's callback in place of the sweep's
-(`AS_AGGREGATION`): each sweep job's manifest (`retrofit.runner.collect`) names its units, so this
-builds no case and imports neither torch nor tabpfn.
+(`AS_AGGREGATION`): each job is built as its case (data and host digests read, nothing fitted),
+whose units' identities name their stored results (`retrofit.jobs.aggregate`).
 """
 
 import sys
@@ -30,7 +30,7 @@ AS_AGGREGATION = [
     "hydra.callbacks.check_sweep._target_=retrofit.jobs.aggregate.AggregateSweep",
     "hydra.job.name=aggregate",
 ]
-"""Hydra overrides appended to the command line: a multirun reads its jobs' manifests
+"""Hydra overrides appended to the command line: a multirun reads its cases' stored units
 (`retrofit.jobs.aggregate.AggregateSweep`) and logs under outputs/aggregate/."""
 
 

@@ -3,13 +3,13 @@
     python experiments/compare.py outputs/results/retrofit_rmse.csv results/retrofit_rmse.csv
 
 Prints, per numeric column, the largest |A − B| over the matched units and where, and per host ×
-variant the mean ΔRMSE % in A and in B (`retrofit.runner.compare`).
+variant the mean ΔRMSE % in A and in B (`retrofit.results.compare`).
 """
 
 import argparse
 
 from retrofit.errors import exit_on_user_error
-from retrofit.runner.compare import compare
+from retrofit.results.compare import compare
 
 
 def main() -> None:

@@ -3,7 +3,8 @@
 Every error a user can fix is a `RetrofitError` (a ValueError, so library callers can catch
 either) whose message says what was wrong and what to do. `DatasetError` and `RunnerError` say
 which layer refused. Entry points wrap their work in `exit_on_user_error`: the message on stderr,
-exit status 1, no traceback; any other exception is a bug and keeps its traceback.
+exit status 1, no traceback; any other exception is a bug and keeps its traceback (around Hydra's
+`main`, `retrofit.jobs.exits` says a config that does not compose and Ctrl-C in one line).
 """
 
 import traceback

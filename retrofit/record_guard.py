@@ -17,7 +17,7 @@ from pathlib import Path
 
 from retrofit.errors import RunnerError
 
-RECORD_DIR = Path(__file__).resolve().parents[2] / "results"
+RECORD_DIR = Path(__file__).resolve().parents[1] / "results"
 """The committed `results/` of the checkout holding this package."""
 RECORD_ENV = "RETROFIT_RECORD"
 """The environment variable (value `1`) that the Makefile's record targets set: only then may a

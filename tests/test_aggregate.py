@@ -8,9 +8,10 @@ from dataclasses import asdict
 import pandas as pd
 from processes import run_python
 
-from retrofit.runner.aggregate import aggregate, headline, noise_floors, outputs
-from retrofit.runner.record import COLUMNS, UnitRecord, hparams_text, read_records
-from retrofit.runner.units import UnitKey, UnitStore
+from retrofit.results.aggregate import aggregate, headline, outputs
+from retrofit.results.record import COLUMNS, UnitRecord, hparams_text, read_records
+from retrofit.runner.finish import noise_floors
+from retrofit.runner.store import UnitStore
 
 
 def record(dataset: str, variant: str, delta: float, **values) -> UnitRecord:
@@ -75,9 +76,9 @@ def test_hparams_are_flattened_and_sorted():
 AGGREGATE_A_STORE = """
 import sys
 from pathlib import Path
-from retrofit.runner.aggregate import aggregate
-from retrofit.runner.record import UnitRecord
-from retrofit.runner.units import UnitStore
+from retrofit.results.aggregate import aggregate
+from retrofit.results.record import UnitRecord
+from retrofit.runner.store import UnitStore
 rows = [UnitStore(Path(sys.argv[1])).read(path) for path in sorted(Path(sys.argv[1]).rglob("*.json"))]
 aggregate(Path(sys.argv[2]), [UnitRecord.from_row(row) for row in rows])
 print(len(rows), sorted(name for name in ("torch", "tabpfn") if name in sys.modules))
@@ -88,7 +89,7 @@ def test_aggregating_a_finished_unit_store_imports_neither_torch_nor_tabpfn(tmp_
     store = UnitStore(tmp_path / "runs")
     for i, (variant, delta) in enumerate([("baseline", 0.0), ("oa_only", 1.0)]):
         row = asdict(record("a", variant, delta))
-        store.write(UnitKey("h", "a", 0, variant), {**row, "fingerprint": str(i)})
+        store.write(f"unit{i}", row)
     out = run_python("-c", AGGREGATE_A_STORE, str(tmp_path / "runs"), str(tmp_path / "results"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "[]"] and (tmp_path / "results" / "retrofit_rmse.csv").is_file()

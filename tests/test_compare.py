@@ -9,7 +9,7 @@ import pytest
 from processes import run_entry_point
 
 from retrofit.errors import RunnerError
-from retrofit.runner.compare import compare
+from retrofit.results.compare import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,17 +11,15 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 from processes import run_python
 
 from retrofit.data import DatasetError, DatasetSpec
 from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.hosts import available
+from retrofit.jobs.tau_sweep import tau_cases
 from retrofit.runner.case import check_cases
-from retrofit.runner.compose import BUILTIN_SEARCHPATH, sweep_jobs
-from retrofit.runner.config import case_from_hydra
-from retrofit.runner.tau_sweep import tau_cases
+from retrofit.runner.config import BUILTIN_SEARCHPATH, case_from_hydra, sweep_jobs
 from retrofit.variants import VARIANT_DIR, available_variants
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,21 +108,23 @@ def test_variant_override_restricts_to_baseline_plus_it(hydra_compose):
 @pytest.mark.parametrize(
     ("overrides", "hparams", "path"),
     [
-        (["variant.eps_den=0.5"], {"eps_den": 0.5}, "variant=oa_only,eps_den=0.5.json"),
-        (["variant.eps_mode=relative"], {"eps_mode": "relative"}, "variant=oa_only,eps_mode=relative.json"),
+        (["variant.eps_den=0.5"], {"eps_den": 0.5}, "eps_den=0.5"),
+        (["variant.eps_mode=relative"], {"eps_mode": "relative"}, "eps_mode=relative"),
         (
             ["variant.tau.c=0.01"],
             {"tau": {"mode": "calibrated", "c": 0.01}},
-            "variant=oa_only,tau.c=0.01,tau.mode=calibrated.json",
+            "tau.c=0.01,tau.mode=calibrated",
         ),
-        (["variant.compact=true"], {"compact": True}, "variant=oa_only,compact=True.json"),
-        (["variant.eps_den=1e-6"], {}, "variant=oa_only.json"),  # the built-in value: the built-in unit
+        (["variant.tau=0.01"], {"tau": {"mode": "calibrated", "c": 0.01}}, "tau.c=0.01,tau.mode=calibrated"),  # c
+        (["+hparams.tau=0.01"], {"tau": {"mode": "calibrated", "c": 0.01}}, "tau.c=0.01,tau.mode=calibrated"),
+        (["variant.compact=true"], {"compact": True}, "compact=True"),
+        (["variant.eps_den=1e-6"], {}, ""),  # the built-in value: the built-in unit
     ],
 )
 def test_variant_key_overrides_take_effect_and_name_the_unit(hydra_compose, overrides, hparams, path):
     case = case_of(hydra_compose, "variant=oa_only", *overrides)
     unit = case.units[1]
-    assert unit.hparams == hparams and case.key(unit).relpath().name == path
+    assert unit.hparams == hparams and case.key(unit).hparams == path
     resolved = unit.resolved()
     assert resolved.eps_den == hparams.get("eps_den", 1e-6)
     assert resolved.tau.c == hparams.get("tau", {}).get("c", 1e-3)
@@ -286,7 +286,7 @@ def test_one_case_from_the_command_line(host, tmp_path):
     assert sorted(csv["variant"]) == BUILTIN_VARIANTS and set(csv["device"]) == {"cpu"}
     assert set(csv["n_train"] + csv["n_test"]) == {263}
     assert "dropped 59 of 322 rows without target 'Salary'" in out.stdout + out.stderr
-    assert sorted(p.name for p in (tmp_path / "cache" / "runs").rglob("*.json"))[0] == "variant=baseline.json"
+    assert len(list((tmp_path / "cache" / "runs").glob("*.json"))) == len(BUILTIN_VARIANTS)  # one file per unit
 
 
 def sweep(tmp_path: Path, host: Path, *extra: str, script: str = "sweep.py") -> subprocess.CompletedProcess:
@@ -329,9 +329,9 @@ def test_joblib_sweep_writes_its_rows_and_checks_a_reference(host, tmp_path):
     assert "reproduced: 8/8 rows within 1e-05 (max rel |Δ| 0, " in out.stdout
     csv.loc[3, "rmse"] *= 1.001  # an altered reference row
     csv.to_csv(reference, index=False)
-    unit = next((tmp_path / "cache" / "runs").rglob("variant=baseline.json"))  # another sweep's unit in the cache
-    other = unit.parents[1] / "seed=5" / unit.name
-    other.parent.mkdir()
+    runs = (tmp_path / "cache" / "runs").glob("*.json")
+    unit = next(p for p in runs if '"variant": "baseline"' in p.read_text())  # another sweep's unit in the cache
+    other = unit.parent / "other.json"
     other.write_text(json.dumps({**json.loads(unit.read_text()), "seed": 5}))
     out = sweep(tmp_path, host, f"reference={reference}", script="aggregate.py")  # this sweep's units only
     assert out.returncode == 1 and "reproduced: 7/8 rows within 1e-05 (max rel |Δ| 0.000999 in rmse" in out.stderr
@@ -359,7 +359,7 @@ BAD_INPUTS = {
     "unknown-variant-key": (["variant=oa_only", "+variant.colour=1"], "bad key 'colour'"),
     "unknown-host": (["host=nope"], "Could not find 'host/nope'"),
     "checkpoint-without-path": (["host=checkpoint"], "host=checkpoint needs host.path"),
-    "checkpoint-missing": (["host=checkpoint", "host.path=missing.ckpt"], "does not exist"),
+    "checkpoint-missing": (["host=checkpoint", "host.path=missing.ckpt"], "no file 'missing.ckpt' in "),
     "not-a-checkpoint": (
         ["host=checkpoint", "host.path=README.md"],
         "README.md could not be read as a torch checkpoint",
@@ -419,8 +419,8 @@ def test_builtin_variants_work_from_an_installed_wheel(tmp_path):
 
 @pytest.mark.slow
 def test_tau_sweep_writes_one_row_per_variant_and_c(hydra_compose, host, tmp_path):
+    from retrofit.jobs.tau_sweep import write_tau_results
     from retrofit.runner.case import run_case
-    from retrofit.runner.tau_sweep import write_tau_results
 
     overrides = ["seeds=[0,1]", "c_values=[0.001,0.1]", "datasets=[diabetes]", f"cache_dir={tmp_path}"]
     cfg = hydra_compose("tau_sweep", overrides + host_args(host)[:4])
@@ -449,20 +449,35 @@ def test_a_failing_sweep_callback_exits_nonzero_instead_of_warning(capsys):
     assert bug.value.code == 1 and "KeyError: 'a bug'" in capsys.readouterr().err
 
 
-def test_the_sweep_help_lists_every_option_of_the_groups_a_sweep_selects_from(hydra_compose):
-    """`experiments/sweep.py --help` (configs/config.yaml's help template) names the real groups and
-    every option on the search path; `pretrain`, which is no sweep group, is not among them."""
-    template = hydra_compose("config").hydra.help.template
-    listed = {
-        line.split(":")[0]: line.split(":")[1].split("(")[0].replace(" ", "").split(",")
-        for line in template.split("== Config ==")[0].splitlines()
-        if ":" in line and not line.startswith((" ", "experiments/"))
+def help_groups(template: str) -> dict[str, list[str]]:
+    """Group -> options, from the `== Configuration groups ==` lines of a help text."""
+    groups = template.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    return {
+        line.split(": ")[0]: line.split(": ")[1].split("   (")[0].split(", ")
+        for line in groups.splitlines()
+        if ": " in line and not line.startswith(" ")
     }
-    loader = GlobalHydra.instance().config_loader()
-    for group in ("dataset", "host", "variant", "experiment", "decomposition"):
-        assert sorted(listed.pop(group)) == sorted(loader.get_group_options(group, config_name="config")), group
-    assert sorted(listed) == ["hydra/launcher"] and "pretrain" not in template
-    assert set(listed["hydra/launcher"]) <= set(loader.get_group_options("hydra/launcher", config_name="config"))
+
+
+def test_the_sweep_help_lists_the_options_it_finds_and_a_dataset_added_as_one_file(hydra_compose, tmp_path):
+    """`experiments/sweep.py --help` lists the options of the groups a sweep selects from as Hydra
+    finds them on the search path (`retrofit.jobs.group_options`): a dataset added as one YAML in a
+    folder on the search path composes and is listed; `pretrain`, which is no sweep group, is not."""
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
+    searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path}]"
+    cfg = hydra_compose("config", [searchpath, "dataset=toy"])
+    assert cfg.dataset.name == "toy"
+    listed = help_groups(cfg.hydra.help.template)
+    assert sorted(listed) == ["dataset", "decomposition", "experiment", "host", "hydra/launcher", "variant"]
+    shipped = sorted(path.stem for path in (CONFIGS / "dataset").glob("*.yaml"))
+    assert listed["dataset"] == sorted([*shipped, "toy"]) and listed["variant"] == BUILTIN_VARIANTS
+    assert listed["host"] == sorted(path.stem for path in (CONFIGS / "host").glob("*.yaml"))
+    assert {"basic", "joblib", "submitit_local"} <= set(listed["hydra/launcher"])
+    assert help_groups(hydra_compose("config").hydra.help.template)["dataset"] == shipped
+    out = run("experiments/sweep.py", "--help", searchpath)
+    assert out.returncode == 0, out.stderr
+    assert help_groups(out.stdout) == listed and "pretrain" not in out.stdout
 
 
 def test_a_variant_grid_shares_the_baseline_and_a_list_runs_in_one_case(hydra_compose):

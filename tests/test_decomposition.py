@@ -13,11 +13,11 @@ import retrofit.adapters.block as block
 from retrofit.errors import RunnerError
 from retrofit.fitting import fit_case
 from retrofit.hosts import available, get_path
-from retrofit.runner.aggregate import ARM_COLUMNS, aggregate
+from retrofit.results.aggregate import ARM_COLUMNS, aggregate
+from retrofit.results.record import UnitRecord
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.collect import case_records
 from retrofit.runner.decomposition import ARMS_FILE, Decomposition, with_arms
-from retrofit.runner.record import UnitRecord
+from retrofit.runner.finish import case_records
 
 MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))
 ARMS = ["paper", "presence_only", "sink_only", "identity_check"]
@@ -109,11 +109,11 @@ def test_arm_rows_of_a_random_host_case(make_random_host, tmp_path, arms_case):
     assert list(arms["arm"]) == ARMS * 2 and list(arms["variant"]) == ["full_o"] * 4 + ["oa_only"] * 4
     for row in arms.itertuples():
         assert (row.tau_c, row.eps_den, row.eps_mode) == SETTINGS[row.arm]
-    by_unit = {(r["variant"], tuple(sorted(r["hparams"].items()))): r for r in rows}
+    by_unit = {(r["variant"], r["hparams"]): r for r in rows}
     for variant in ("oa_only", "full_o"):  # the paper arm is the variant unit; arms are not timed
         paper = arms[(arms["variant"] == variant) & (arms["arm"] == "paper")].iloc[0]
-        assert paper["delta_rmse_pct"] == by_unit[(variant, ())]["delta_rmse_pct"]
-        assert not math.isnan(by_unit[(variant, ())]["predict_seconds"])
+        assert paper["delta_rmse_pct"] == by_unit[(variant, "")]["delta_rmse_pct"]
+        assert not math.isnan(by_unit[(variant, "")]["predict_seconds"])
     assert all(math.isnan(r["predict_seconds"]) for r in rows if r["hparams"])
     table = (tmp_path / "decomposition.md").read_text()
     assert all(f"| {arm} " in table for arm in ARMS) and (tmp_path / "decomposition.png").stat().st_size > 0

@@ -83,8 +83,8 @@ print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.
 @pytest.mark.parametrize(
     "script, imported",
     [
-        ("exactness.py", ["retrofit.jobs.exactness", "retrofit.jobs.start", "torch"]),
-        ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.start", "tabpfn", "torch"]),
+        ("exactness.py", ["retrofit.jobs.exactness", "retrofit.jobs.exits", "retrofit.jobs.start", "torch"]),
+        ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.exits", "retrofit.jobs.start", "tabpfn", "torch"]),
     ],
 )
 def test_an_entry_point_imports_its_own_job_and_no_other(script, imported):

@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.host_quality import score_case
 from retrofit.errors import RetrofitError
 from retrofit.fitting import CaseSpec, fit_case, fit_cases, fit_host, load_split
-from retrofit.measure.host_quality import score_case
 from retrofit.metrics import rmse
 
 

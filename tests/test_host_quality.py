@@ -7,8 +7,8 @@ from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 from synthetic import regression_data
 
+from benchmarks.host_quality import extrapolation_probe, host_regressor, summarise
 from retrofit.hosts.checkpoint import INFERENCE_PRESETS, TABPFN_PRESETS, inference_config
-from retrofit.measure.host_quality import extrapolation_probe, host_regressor, summarise
 
 
 def _scores(host_rmse: dict[str, float]) -> pd.DataFrame:

@@ -28,16 +28,16 @@ from test_aggregate import record
 
 from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
-from retrofit.runner import aggregate as agg
+from retrofit.record_guard import RECORD_DIR, RECORD_ENV
+from retrofit.results import aggregate as agg
+from retrofit.results.compare import TIMES as NOT_COMPARED
+from retrofit.results.compare import check, read_reference, require_covered
+from retrofit.results.tables import headline, table_markdown
 from retrofit.runner.case import UnitSpec, check_cases, run_case, stored_rows
-from retrofit.runner.compare import TIMES as NOT_COMPARED
-from retrofit.runner.compare import check, read_reference, require_covered
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.guard import RECORD_DIR, RECORD_ENV
 from retrofit.runner.hydra_callbacks import sweep_cases
 from retrofit.runner.schema import reference_of, results_dir_of
-from retrofit.runner.tables import headline, table_markdown
-from retrofit.runner.units import UnitStore
+from retrofit.runner.store import UnitStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -266,28 +266,17 @@ def test_aggregating_a_mistyped_cache_writes_nothing_and_says_why(tmp_path):
         f"cache_dir={tmp_path / 'cahce'}",
         f"hydra.run.dir={tmp_path / 'run'}",
     )
-    assert out.returncode == 1 and "1 of the 1 jobs of this command match no sweep started on " in out.stderr
-    assert str(tmp_path / "cahce" / "jobs") in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "4 units of this run have no result in " in out.stderr
+    assert str(tmp_path / "cahce" / "runs") in out.stderr and "Traceback" not in out.stderr
     assert (results / "retrofit_rmse.csv").read_text() == "dataset,rmse\nwage,1.0\n"
     assert sorted(p.name for p in results.iterdir()) == ["retrofit_rmse.csv"]
 
 
-AGGREGATE_COUNTING_MODELS = """
-import runpy, sys
-sys.argv = sys.argv[1:]
-try:
-    runpy.run_path(sys.argv[0], run_name="__main__")
-finally:
-    print("imported:", sorted(name for name in ("torch", "tabpfn", "retrofit.adapters") if name in sys.modules))
-"""
-
-
 @pytest.mark.slow
-def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_is_missing(host, tmp_path):
-    """A sweep leaves one manifest per job in its cache; `aggregate.py` with the sweep's overrides
-    (another results_dir and timing) writes the sweep's own CSV from them without importing torch or
-    tabpfn, and one job of it without -m; a job the sweep did not run, a unit deleted from the store and a host file
-    changed since are each named, and nothing is written."""
+def test_aggregation_names_the_sweeps_units_by_identity_and_what_is_missing(host, tmp_path):
+    """`aggregate.py` with the sweep's overrides (another results_dir) writes the sweep's own CSV from
+    the store, and one job of it without -m; a job the sweep did not run, a unit deleted from the
+    store and a host file changed since are each named, and nothing is written."""
     sweep = [
         "-m",
         "dataset=diabetes",
@@ -298,15 +287,14 @@ def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_
     ]
     out = run(str(ROOT / "experiments" / "sweep.py"), *sweep, f"results_dir={tmp_path / 'a'}", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert len(list((tmp_path / "cache" / "jobs").glob("*.json"))) == 2
+    assert len(list((tmp_path / "cache" / "runs").glob("*.json"))) == 4
 
     def aggregate(*args: str, results: str = "b") -> subprocess.CompletedProcess:
         command = [str(ROOT / "experiments" / "aggregate.py"), *sweep, *args, f"results_dir={tmp_path / results}"]
-        return run("-c", AGGREGATE_COUNTING_MODELS, *command, "timing.rounds=3", cwd=tmp_path)
+        return run(*command, cwd=tmp_path)
 
     out = aggregate()
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1] == "imported: []"
     assert (tmp_path / "b" / "retrofit_rmse.csv").read_bytes() == (tmp_path / "a" / "retrofit_rmse.csv").read_bytes()
     single = [arg for arg in sweep if arg not in ("-m", "seed=0,1")]  # one job of the sweep, as a single run
     out = run(
@@ -315,16 +303,16 @@ def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_
     assert out.returncode == 0, out.stderr
     assert set(pd.read_csv(tmp_path / "d" / "retrofit_rmse.csv").seed) == {1}
     out = aggregate("seed=0,1,2", results="c")
-    assert out.returncode == 1 and "1 of the 3 jobs of this command match no sweep started on " in out.stderr
-    assert "e.g. the job dataset=diabetes variant=oa_only seed=2 " in out.stderr and not (tmp_path / "c").exists()
-    unit = next((tmp_path / "cache" / "runs").rglob("seed=1/*/variant=oa_only.json"))
+    assert out.returncode == 1 and "2 units of this run have no result in " in out.stderr
+    assert "e.g. host=random_v3/dataset=diabetes/seed=2/variant=baseline;" in out.stderr
+    assert not (tmp_path / "c").exists()
+    units = {path: json.loads(path.read_text()) for path in (tmp_path / "cache" / "runs").glob("*.json")}
+    unit = next(path for path, row in units.items() if (row["seed"], row["variant"]) == (1, "oa_only"))
     unit.unlink()
     out = aggregate(results="c")
     assert out.returncode == 1 and not (tmp_path / "c").exists()
-    assert (
-        f"1 units of this sweep have no current result, e.g. {unit.relative_to(tmp_path / 'cache' / 'runs')};"
-        in out.stderr
-    )
+    assert "1 units of this run have no result in " in out.stderr
+    assert "e.g. host=random_v3/dataset=diabetes/seed=1/variant=oa_only;" in out.stderr
     changed = tmp_path / "copy" / host.name
     changed.parent.mkdir()
     shutil.copy(host, changed)
@@ -334,9 +322,9 @@ def test_aggregation_reads_the_sweeps_manifests_imports_no_model_and_names_what_
         == 0
     )
     with changed.open("ab") as file:
-        file.write(b" ")  # the host file changes after the sweep
+        file.write(b" ")  # the host file changes after the sweep: named, never served
     out = aggregate(results="c")
-    assert out.returncode == 1 and f"(the host file {changed} changed since the sweep started)" in out.stderr
+    assert out.returncode == 1 and str(changed) in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "c").exists()
 
 
@@ -385,21 +373,24 @@ def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_h
     [{"n_estimators": 2}, {"test_size": 0.4}, {"precision": "float64"}, {"threads": 2}, {"device": "cuda"}],
     ids=["n_estimators", "test_size", "precision", "threads", "device"],
 )
-def test_every_setting_that_changes_a_number_is_part_of_the_unit_path(host, tmp_path, change, case_on):
-    unit = UnitSpec("oa_only")
-    first, other = case_on(host, tmp_path).key(unit), case_on(host, tmp_path, **change).key(unit)
-    assert first.relpath().parent != other.relpath().parent and first.relpath().name == other.relpath().name
+def test_every_setting_that_changes_a_number_is_part_of_the_unit_identity(host, tmp_path, change, case_on):
+    units = (UnitSpec("oa_only"),)
+    (first,), (other,) = (
+        case.identities().items()
+        for case in (case_on(host, tmp_path, units=units), case_on(host, tmp_path, units=units, **change))
+    )
+    assert first[0] == other[0] and first[1] != other[1]  # one name, two identities
 
 
 def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(
     make_random_host, host, tmp_path, case_on, dataset_spec
 ):
-    unit = UnitSpec("oa_only")
-    base = case_on(host, tmp_path)
-    other_host = case_on(make_random_host("tabpfn_v3", seed=1), tmp_path)
-    other_spec = case_on(host, tmp_path, dataset=replace(dataset_spec("diabetes"), max_rows=50))
-    paths = {case.key(unit).relpath() for case in (base, other_host, other_spec)}
-    assert len(paths) == 3
+    units = (UnitSpec("oa_only"),)
+    base = case_on(host, tmp_path, units=units)
+    other_host = case_on(make_random_host("tabpfn_v3", seed=1), tmp_path, units=units)
+    other_spec = case_on(host, tmp_path, units=units, dataset=replace(dataset_spec("diabetes"), max_rows=50))
+    identities = {identity for case in (base, other_host, other_spec) for identity in case.identities().values()}
+    assert len(identities) == 3
 
 
 SETTINGS = [{"n_estimators": 1}, {"n_estimators": 2}]
@@ -433,7 +424,7 @@ def finished(host, tmp_path_factory, case_on):
 
 
 def oa_only_file(runs: Path) -> Path:
-    (path,) = runs.rglob("variant=oa_only.json")
+    (path,) = [path for path in runs.glob("*.json") if '"variant": "oa_only"' in path.read_text()]
     return path
 
 
@@ -473,7 +464,7 @@ def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tm
     path.write_text(EDITS[name](path.read_text()))
     with pytest.raises(RunnerError, match=rf"unit file {path} "):
         UnitStore(runs).read(path)
-    with caplog.at_level(logging.WARNING, logger="retrofit.runner.units"):
+    with caplog.at_level(logging.WARNING, logger="retrofit.runner.store"):
         again = run_case(case_on(host, runs))
     assert f"unit file {path}" in caplog.text and "recomputing that unit" in caplog.text
     assert [r["rmse"] for r in again] == [r["rmse"] for r in rows]
@@ -634,7 +625,7 @@ def test_new_timing_settings_retime_a_cached_unit_and_are_shown(host, tmp_path, 
     units = (UnitSpec("baseline"), UnitSpec("oa_only"))
     first = run_case(case_on(host, tmp_path, units=units, timing_rounds=1))
     again = run_case(case_on(host, tmp_path, units=units, timing_rounds=1))
-    assert [r["fingerprint"] for r in again] == [r["fingerprint"] for r in first]  # reused
+    assert [r["identity"] for r in again] == [r["identity"] for r in first]  # reused
     retimed = run_case(case_on(host, tmp_path, units=units, timing_rounds=2, timing_members=2))
     assert [(r["timing_rounds"], r["timing_members"]) for r in first] == [(1, 1), (1, 1)]
     assert [(r["timing_rounds"], r["timing_members"]) for r in retimed] == [(2, 2), (2, 2)]
@@ -703,7 +694,7 @@ def test_hostile_inputs_are_refused_in_one_line_before_any_work(hydra_compose, t
 @pytest.mark.slow
 def test_ctrl_c_under_the_basic_launcher_says_interrupted_and_exits_130(host, tmp_path):
     """SIGINT once the first unit is stored (a results file under `<cache_dir>/runs`, not the job
-    manifests the check writes before): `interrupted`, exit 130, no traceback; the stored unit is
+    check before): `interrupted`, exit 130, no traceback; the stored unit is
     kept for the next run."""
     runs = tmp_path / "cache" / "runs"
     # 40 cases of a tiny host (about 0.2 s each): the interrupt lands mid-sweep however fast the first one is stored

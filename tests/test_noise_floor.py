@@ -8,12 +8,13 @@ import torch
 from omegaconf import OmegaConf, open_dict
 from tabpfn.checkpoint import Checkpoint, save_as_safetensors
 
+from benchmarks import noise_floor
+from benchmarks.noise_floor import measure, summarise, threads
+from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
 from retrofit.hosts import available, get_path, inference_config
 from retrofit.jobs.noise_floor import NoiseFloorConfig, host_paths
-from retrofit.measure import noise_floor
 from retrofit.measure.floor_table import COLUMNS, read_floors
-from retrofit.measure.noise_floor import measure, summarise, threads
 
 
 def _floors(dataset_spec, tmp_path, hosts: dict[str, Path]) -> dict[str, float]:
@@ -100,8 +101,12 @@ def test_the_shipped_hosts_by_default_or_the_one_chosen_host(hydra_compose, tmp_
 
     shipped = host_paths(settings(), tmp_path)
     assert shipped == {name: get_path(name) for name in available()}
-    mine = settings("host=checkpoint", "host.path=models/x.ckpt", "host.name=mine")
-    assert host_paths(mine, tmp_path) == {"mine": tmp_path / "models" / "x.ckpt"}
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "x.safetensors").symlink_to(get_path("tiny_v3"))
+    mine = settings("host=checkpoint", "host.path=models/x.safetensors", "host.name=mine")
+    assert host_paths(mine, tmp_path) == {"mine": tmp_path / "models" / "x.safetensors"}  # checked, its own name kept
+    with pytest.raises(RetrofitError, match=r"missing\.ckpt"):
+        host_paths(settings("host=checkpoint", "host.path=models/missing.ckpt", "host.name=mine"), tmp_path)
     assert host_paths(settings("host=tiny_v2"), tmp_path) == {"tiny_v2": get_path("tiny_v2")}
 
 

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs, with_null_keys
 from retrofit.errors import RetrofitError
-from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
 from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 from retrofit.ops.insertion import insert_rows, keep_mask
 

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrofit.measure.ablation import build_hosts, states_with_nulls
+from benchmarks.ablation import build_hosts, states_with_nulls
 
 E, H, F = 32, 4, 64
 

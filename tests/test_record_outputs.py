@@ -8,7 +8,7 @@ from processes import run_entry_point
 
 from retrofit.audit.run import audit_summary
 from retrofit.errors import RunnerError
-from retrofit.runner.guard import RECORD_DIR, RECORD_ENV, check_record_outputs
+from retrofit.record_guard import RECORD_DIR, RECORD_ENV, check_record_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,16 +24,17 @@ from retrofit import fitting
 from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
 from retrofit.metrics import BarPredictive
-from retrofit.runner import aggregate as agg
+from retrofit.results import aggregate as agg
+from retrofit.results.bootstrap import cluster_bootstrap_ci
+from retrofit.results.compare import TOLERANCES, Reference, check, read_reference, require_covered, verify
+from retrofit.results.record import hparams_text
 from retrofit.runner import case as case_module
 from retrofit.runner import predictions
-from retrofit.runner import units as units_module
-from retrofit.runner.bootstrap import cluster_bootstrap_ci
+from retrofit.runner import store as units_module
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.compare import TOLERANCES, Reference, check, read_reference, require_covered, verify
 from retrofit.runner.hydra_callbacks import check_seed_selections
 from retrofit.runner.predictions import predict_all, time_all, timing_columns
-from retrofit.runner.units import UnitKey, UnitStore, code_digest, hparams_key, reject_duplicates
+from retrofit.runner.store import UnitKey, UnitStore, code_digest, reject_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).with_name("case_worker.py")
@@ -50,27 +51,26 @@ def case_on(make_case):
 # --- unit files -------------------------------------------------------------------------------
 
 
-def test_unit_path_names_what_ran():
-    key = UnitKey("tiny_v3", "wage", 2, "oa_only", hparams_key({"tau": {"mode": "calibrated", "c": 0.01}}))
-    assert key.relpath() == Path("host=tiny_v3/dataset=wage/seed=2/variant=oa_only,tau.c=0.01,tau.mode=calibrated.json")
-    assert UnitKey("tiny_v3", "wage", 2, "baseline").relpath().name == "variant=baseline.json"
+def test_unit_key_names_what_ran():
+    key = UnitKey("tiny_v3", "wage", 2, "oa_only", hparams_text({"tau": {"mode": "calibrated", "c": 0.01}}))
+    assert key.label() == "host=tiny_v3/dataset=wage/seed=2/variant=oa_only/hparams=tau.c=0.01,tau.mode=calibrated"
+    assert UnitKey("tiny_v3", "wage", 2, "baseline").label() == "host=tiny_v3/dataset=wage/seed=2/variant=baseline"
 
 
 def test_duplicate_keys_are_rejected_by_name():
     a, b = UnitKey("h", "d", 0, "oa_only"), UnitKey("h", "d", 1, "oa_only")
     reject_duplicates([a, b])
-    with pytest.raises(
-        RunnerError, match=r"duplicate units in this sweep: host=h/dataset=d/seed=0/variant=oa_only.json"
-    ):
+    with pytest.raises(RunnerError, match=r"duplicate units in this sweep: host=h/dataset=d/seed=0/variant=oa_only;"):
         reject_duplicates([a, b, a])
 
 
-def test_store_reads_back_only_matching_fingerprints(tmp_path):
-    store, key = UnitStore(tmp_path, columns=("rmse",)), UnitKey("h", "d", 0, "v")
-    store.write(key, {"rmse": 1.0, "fingerprint": "abc"})
-    assert store.finished(key, "abc")["rmse"] == 1.0
-    assert store.finished(key, "changed") is None
-    assert store.finished(UnitKey("h", "d", 1, "v"), "abc") is None
+def test_store_reads_back_a_unit_only_under_its_identity(tmp_path):
+    store = UnitStore(tmp_path, columns=("rmse",))
+    path = store.write("abc", {"rmse": 1.0})
+    assert path == tmp_path / "abc.json" and store.finished("abc")["rmse"] == 1.0
+    assert store.finished("changed") is None
+    path.rename(tmp_path / "other.json")  # a file under another identity's name is not that unit
+    assert store.finished("other") is None
 
 
 def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
@@ -110,7 +110,7 @@ def test_code_digest_follows_what_the_code_does_not_what_it_says(tmp_path):
     changed = digest_of(done)
     assert done != source and changed != before
     (package / "notes.txt").write_text("not source")
-    shown = package / "runner" / "tables.py"
+    shown = package / "runner" / "console.py"
     shown.write_text(shown.read_text() + "\nSHOWN_ONLY = 1\n")  # how results are shown: no number changes
     assert digest_of(done) == changed  # only the source of what computes numbers counts
     code_digest.cache_clear()
@@ -130,11 +130,7 @@ def unit_files(runs_dir: Path) -> list[Path]:
 
 def test_case_writes_one_file_per_variant_with_all_columns(host, tmp_path, case_on):
     rows = run_case(case_on(host, tmp_path))
-    assert [p.name for p in unit_files(tmp_path)] == [
-        "variant=baseline.json",
-        "variant=full_o.json",
-        "variant=oa_only.json",
-    ]
+    assert [p.name for p in unit_files(tmp_path)] == sorted(f"{row['identity']}.json" for row in rows)
     for row in rows:
         assert set(agg.COLUMNS) <= set(row)
         assert (row["n_train"], row["n_test"], row["n_features"], row["device"]) == (280, 120, 10, "cpu")
@@ -171,9 +167,9 @@ def test_the_timing_runs_on_its_own_regressor_with_timing_members(host, tmp_path
     untimed arm is not timed; every unit's prediction is the one an untimed case gives."""
     timed_models: list[dict] = []
 
-    def recorded(models, X, rounds, *, costs=None):
+    def recorded(models, X, rounds):
         timed_models.append(dict(models))
-        return real(models, X, rounds, costs=costs)
+        return real(models, X, rounds)
 
     real = case_module.time_all
     monkeypatch.setattr(case_module, "time_all", recorded)
@@ -259,8 +255,9 @@ def test_time_all_refuses_a_model_whose_calls_disagree(monkeypatch):
 
 def test_timing_columns_are_median_and_range_of_per_round_ratios():
     times = {"baseline": [1.0, 2.0, 4.0], "a": [1.5, 2.0, 2.0]}
-    columns = timing_columns(times, "a")
+    columns = timing_columns(times, "a", load=0.25)
     assert columns == {
+        "load": 0.25,
         "predict_seconds": 2.0,
         "predict_time_ratio": 1.0,
         "predict_time_ratio_min": 0.5,
@@ -322,10 +319,9 @@ def test_a_changed_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatc
     before = json.loads(path.read_text())
     env = units_module.environment() | change["environment"]
     monkeypatch.setattr(case_module, "environment", lambda: env)
-    run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
-    after = json.loads(path.read_text())
-    assert before["fingerprint"] != after["fingerprint"]
-    assert after["rmse"] > 0
+    (after,) = run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
+    assert before["identity"] != after["identity"] and json.loads(path.read_text()) == before  # recomputed beside
+    assert len(unit_files(tmp_path)) == 2 and after["rmse"] > 0
 
 
 @pytest.mark.parametrize(
@@ -339,26 +335,25 @@ def test_a_changed_setting_is_another_unit_beside_the_first(host, tmp_path, chan
     before = path.read_text()
     run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),), **change))
     first, second = (json.loads(p.read_text()) for p in unit_files(tmp_path))
-    assert path.read_text() == before and first["fingerprint"] != second["fingerprint"]
-    assert len({p.parent.name for p in unit_files(tmp_path)}) == 2  # settings=<digest> directories
+    assert path.read_text() == before and first["identity"] != second["identity"]
 
 
 def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, monkeypatch, case_on):
     write = UnitStore.write
 
-    def crash_on_full_o(store, key, row):
-        if key.variant == "full_o":
+    def crash_on_full_o(store, identity, row):
+        if row["variant"] == "full_o":
             raise KeyboardInterrupt
-        return write(store, key, row)
+        return write(store, identity, row)
 
     monkeypatch.setattr(UnitStore, "write", crash_on_full_o)
     with pytest.raises(KeyboardInterrupt):
         run_case(case_on(host, tmp_path, units=(UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("full_o"))))
-    assert [p.name for p in unit_files(tmp_path)] == ["variant=baseline.json", "variant=oa_only.json"]
-    kept = unit_files(tmp_path)[1].read_text()
+    assert sorted(json.loads(p.read_text())["variant"] for p in unit_files(tmp_path)) == ["baseline", "oa_only"]
+    kept = {p: p.read_text() for p in unit_files(tmp_path)}
     monkeypatch.undo()
     run_case(case_on(host, tmp_path))
-    assert len(unit_files(tmp_path)) == 3 and unit_files(tmp_path)[2].read_text() == kept
+    assert len(unit_files(tmp_path)) == 3 and all(p.read_text() == text for p, text in kept.items())
     assert not list(tmp_path.rglob("*.tmp"))
 
 
@@ -441,7 +436,6 @@ def synthetic_rows() -> list[dict]:
                         n_missing_target=0,
                         n_estimators=1,
                         hparams={},
-                        fingerprint="x",
                     )
                 )
     return rows
@@ -536,7 +530,7 @@ def test_a_grid_changed_on_purpose_compares_the_shared_rows_and_lists_the_rest(t
     altered = frame.assign(rmse=frame["rmse"] * (1 + 1e-3))
     assert not check(altered.iloc[1:], changed).ok  # a shared row that moved still fails
     assert not check(frame.iloc[1:], Reference(frame.iloc[:-2], "the old grid", require_all=True)).ok
-    keys = [UnitKey("h", str(r.dataset), int(r.seed), str(r.variant), (), "s") for r in frame.itertuples()]
+    keys = [UnitKey("h", str(r.dataset), int(r.seed), str(r.variant)) for r in frame.itertuples()]
     require_covered(changed, keys[1:])  # rows dropped on purpose: allowed before the sweep runs
     with pytest.raises(RunnerError, match="grid_changed=true, but this sweep runs exactly the 16 rows"):
         require_covered(changed, keys[:-2])

@@ -1,21 +1,36 @@
 """The scale check on tiny hosts: rows for every variant, closure in the audit, refusals named."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 
+from benchmarks.scale.config import ScaleConfig
+from benchmarks.scale.rows import COLUMNS
+from benchmarks.scale.table import scale_table
+from benchmarks.scale.verdicts import goal_lines, worst_time_misses
 from retrofit.errors import RetrofitError
 from retrofit.hosts.random_host import TINY_ARCHS
-from retrofit.measure.scale import COLUMNS, ScaleConfig, goal_lines, scale_table, worst_time_misses
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "scale_check.yaml"
 
 
 def _tiny(arch: str) -> dict:
     return {k: v for k, v in TINY_ARCHS[arch].items() if k != "max_num_classes"}
 
 
+def _config(overrides: dict) -> ScaleConfig:
+    """`configs/scale_check.yaml` (its keys, without Hydra's defaults list) with `overrides`, typed."""
+    shipped = OmegaConf.load(CONFIG)
+    del shipped["defaults"]
+    return ScaleConfig.from_config(OmegaConf.merge(shipped, overrides))
+
+
 @pytest.mark.slow  # each memory probe is a fresh process importing torch and tabpfn
 def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
-    cfg = ScaleConfig.from_config(
+    cfg = _config(
         {
             "archs": ["tabpfn_v3", "tabpfn_v2"],
             "variants": ["o_closed"],
@@ -58,7 +73,16 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
 )
 def test_bad_scale_config_is_an_error_naming_it(node, message):
     with pytest.raises(RetrofitError, match=message):
-        ScaleConfig.from_config(node)
+        _config(node)
+
+
+def test_the_scale_settings_are_the_config_files_alone():
+    """The schema holds no value of its own: a key the file leaves out is an error naming it."""
+    assert _config({}).rounds == OmegaConf.load(CONFIG).rounds
+    shipped = OmegaConf.load(CONFIG)
+    del shipped["defaults"], shipped["rounds"]
+    with pytest.raises(RetrofitError, match="rounds"):
+        ScaleConfig.from_config(shipped)
 
 
 def test_goal_lines_say_met_or_not_and_the_worst_time_miss_is_profiled():

@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
+from benchmarks.ablation import ablation_markdown, ablation_table
 from retrofit.jobs.start import start
-from retrofit.measure.ablation import ablation_markdown, ablation_table
 
 NOTE = (
     "OA-only is exact in block 1 (OAttention ignores the null token) but its FFN and LayerNorm bias\n"
@@ -17,7 +17,7 @@ NOTE = (
 @dataclass
 class AblationConfig:
     """The schema of `configs/ablation.yaml` (each key's role is written there); the keys after the
-    outputs are `retrofit.measure.ablation.ablation_table`'s arguments."""
+    outputs are `benchmarks.ablation.ablation_table`'s arguments."""
 
     output_csv: str = MISSING
     output_md: str = MISSING
@@ -32,6 +32,11 @@ class AblationConfig:
     n_nulls: list[int] = MISSING
     tau: float = MISSING
     eps_den: float = MISSING
+
+
+CONFIG = "ablation"
+"""Its root config, `configs/ablation.yaml`."""
+SCHEMA = AblationConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:

@@ -52,6 +52,11 @@ class AuditConfig:
     output: str = MISSING
 
 
+CONFIG = "audit"
+"""Its root config, `configs/audit.yaml`."""
+SCHEMA = AuditConfig
+
+
 def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[str, Path]:
     """Label -> checkpoint of every host to audit: `host` (a shipped host or `host=checkpoint`) when
     set, else the shipped hosts of `hosts`; plus a random host per `random_hosts` entry, in `folder`."""

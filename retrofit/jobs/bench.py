@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from retrofit.measure.bench import BenchGrid, memory_table, time_table
-from retrofit.measure.memory import make_rss_track_live_memory
+from benchmarks.attention import BenchGrid, memory_table, time_table
+from benchmarks.tools.memory import make_rss_track_live_memory
 from retrofit.runner.schema import job_config
 
 
@@ -28,6 +28,11 @@ class BenchConfig:
     goal_ratio_large: float = MISSING
     goal_small_rows: int = MISSING
     goal_ratio_relative: float = MISSING
+
+
+CONFIG = "bench"
+"""Its root config, `configs/bench.yaml`."""
+SCHEMA = BenchConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:

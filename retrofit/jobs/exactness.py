@@ -11,9 +11,9 @@ import pandas as pd
 from omegaconf import MISSING, DictConfig
 from tqdm.auto import tqdm
 
+from benchmarks.exactness import Shape, exactness_table
 from retrofit.io import write_atomic
 from retrofit.jobs.start import start
-from retrofit.measure.exactness import Shape, exactness_table
 
 
 @dataclass
@@ -38,6 +38,11 @@ class ExactnessConfig:
     null_fraction: float = MISSING
     insert_fraction: float = MISSING
     shapes: list[ShapeConfig] = MISSING
+
+
+CONFIG = "exactness"
+"""Its root config, `configs/exactness.yaml`."""
+SCHEMA = ExactnessConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:

@@ -1,5 +1,5 @@
 """Host quality bar -> `<results_dir>/host_quality.csv` (per case), `host_quality_summary.csv`,
-`host_extrapolation.csv` (`retrofit.measure.host_quality.extrapolation_probe`), the model cards and
+`host_extrapolation.csv` (`benchmarks.host_quality.extrapolation_probe`), the model cards and
 a printed summary (`configs/host_quality.yaml`; `configs/preset_selection.yaml`: the same on the
 preset-selection datasets, no model cards)."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import MISSING, DictConfig
 
+from benchmarks.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path
 from retrofit.hosts.card import render_card
 from retrofit.jobs.start import start
-from retrofit.measure.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
 from retrofit.runner.config import dataset_specs
 from retrofit.runner.schema import resolve
 
@@ -35,6 +35,11 @@ class HostQualityConfig:
     presets: list[str] = MISSING
     n_estimators: int = MISSING
     cards_dir: str | None = MISSING
+
+
+CONFIG = "host_quality"
+"""Its root config, `configs/host_quality.yaml`."""
+SCHEMA = HostQualityConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:

@@ -1,4 +1,4 @@
-"""Each host's noise floor -> `output` (`configs/noise_floor.yaml`; `retrofit.measure.noise_floor`):
+"""Each host's noise floor -> `output` (`configs/noise_floor.yaml`; `benchmarks.noise_floor`):
 the shipped `hosts`, or the one host chosen with `host=<option>` (`host=checkpoint host.path=...`)."""
 
 import logging
@@ -7,11 +7,11 @@ from pathlib import Path
 
 from omegaconf import MISSING, DictConfig
 
-from retrofit.hosts import get_path
+from benchmarks.noise_floor import measure, summarise
+from retrofit.hosts import check_checkpoint, get_path
 from retrofit.jobs.start import start
-from retrofit.measure.noise_floor import measure, summarise
 from retrofit.runner.config import dataset_specs
-from retrofit.runner.schema import HostConfig, resolve
+from retrofit.runner.schema import HostConfig
 
 
 @dataclass
@@ -27,13 +27,18 @@ class NoiseFloorConfig:
     output: str = MISSING
 
 
+CONFIG = "noise_floor"
+"""Its root config, `configs/noise_floor.yaml`."""
+SCHEMA = NoiseFloorConfig
+
+
 def host_paths(settings: NoiseFloorConfig, base_dir: Path) -> dict[str, Path]:
     """Host label -> checkpoint: the chosen `host` alone (its `path`, relative to `base_dir`; null:
     the shipped host of its `name`), else every shipped host of `hosts`."""
     if settings.host is None:
         return {name: get_path(name) for name in settings.hosts}
     host = settings.host
-    return {host.name: get_path(host.name) if host.path is None else resolve(base_dir, host.path)}
+    return {host.name: get_path(host.name) if host.path is None else check_checkpoint(host.path, base_dir=base_dir)}
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
@@ -41,7 +46,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     job = start(cfg, hydra_cfg, NoiseFloorConfig, "configs/noise_floor.yaml")
     settings: NoiseFloorConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)
-    logging.getLogger("retrofit.measure.noise_floor").setLevel(logging.INFO)  # one line per host and case
+    logging.getLogger("benchmarks.noise_floor").setLevel(logging.INFO)  # one line per host and case
     hosts = host_paths(settings, job.base_dir)
     (output,) = job.outputs(settings.output)
     datasets = dataset_specs(hydra_cfg, settings.datasets)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
+from benchmarks.padding import padding_effect
 from retrofit.jobs.cases import CasesConfig, fitted_cases
 from retrofit.jobs.start import start
-from retrofit.measure.padding import padding_effect
 
 
 @dataclass
@@ -18,6 +18,11 @@ class PaddingDemoConfig(CasesConfig):
     variants: list[str] = MISSING
     max_padding: float = MISSING
     output: str = MISSING
+
+
+CONFIG = "padding_demo"
+"""Its root config, `configs/padding_demo.yaml`."""
+SCHEMA = PaddingDemoConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:

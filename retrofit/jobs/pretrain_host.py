@@ -17,6 +17,11 @@ class PretrainHostConfig:
     pretrain: PretrainConfig = MISSING
 
 
+CONFIG = "pretrain_host"
+"""Its root config, `configs/pretrain_host.yaml`."""
+SCHEMA = PretrainHostConfig
+
+
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Train the host `cfg.pretrain` describes (resuming from its run directory) and export it."""
     pretrain = PretrainConfig.from_config(job_config(cfg, PretrainHostConfig, "configs/pretrain_host.yaml").pretrain)

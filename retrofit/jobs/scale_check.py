@@ -1,5 +1,5 @@
 """Every architecture at tabpfn's default size -> results/scale.csv (`configs/scale_check.yaml`,
-`retrofit.measure.scale`)."""
+`benchmarks.scale`)."""
 
 import logging
 import os
@@ -8,8 +8,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from benchmarks.scale.config import ScaleConfig
+from benchmarks.scale.profiles import miss_profiles
+from benchmarks.scale.table import scale_table
+from benchmarks.scale.verdicts import goal_lines, goals_text, refused_lines
 from retrofit.jobs.start import start
-from retrofit.measure.scale import ScaleConfig, goal_lines, goals_text, miss_profiles, refused_lines, scale_table
+
+CONFIG = "scale_check"
+"""Its root config, `configs/scale_check.yaml`."""
+SCHEMA = ScaleConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:

@@ -3,6 +3,7 @@
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
@@ -11,13 +12,13 @@ from retrofit.hosts import SHIPPED_HOSTS, get_path
 from retrofit.jobs.start import start
 from retrofit.runner.config import dataset_specs, host_path
 from retrofit.runner.schema import HostConfig
-from retrofit.variants import TauConfig
+from retrofit.variants import tau_rule
 
 
 @dataclass
 class SinkMassConfig:
     """The schema of `configs/sink_mass.yaml` (each key's role is written there); `tau` is a
-    variant's tau rule (`retrofit.variants.TauConfig`, checked as `retrofit.adapters.TauRule`)."""
+    variant's tau rule or a bare number, its calibrated `c` (`retrofit.variants.tau_rule`)."""
 
     host: HostConfig | None = None
     benchmark_datasets: str = MISSING
@@ -25,9 +26,14 @@ class SinkMassConfig:
     seeds: list[int] = MISSING
     n_estimators: int = MISSING
     test_size: float = MISSING
-    tau: TauConfig | None = MISSING
+    tau: Any = MISSING
     eps_den: float | None = MISSING
     output: str = MISSING
+
+
+CONFIG = "sink_mass"
+"""Its root config, `configs/sink_mass.yaml`."""
+SCHEMA = SinkMassConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
@@ -40,7 +46,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         hosts = {name: get_path(name) for name in SHIPPED_HOSTS}
     else:
         hosts = {cfg.host.name: host_path(cfg, base_dir)}
-    tau = None if cfg.tau is None else OmegaConf.to_container(cfg.tau)
+    tau = tau_rule(OmegaConf.to_container(cfg.tau) if OmegaConf.is_config(cfg.tau) else cfg.tau)
     table = sink_mass_table(
         hosts,
         dataset_specs(hydra_cfg, cfg.datasets),

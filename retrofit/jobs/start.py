@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from retrofit.runner.guard import check_record_outputs
+from retrofit.record_guard import check_record_outputs
 from retrofit.runner.schema import job_config, resolve
 
 
@@ -27,7 +27,7 @@ class JobStart:
     hydra_cfg: DictConfig
 
     def outputs(self, *paths: str | Path) -> list[Path]:
-        """`paths` resolved against `base_dir`; RunnerError (`retrofit.runner.guard`) if any lies in
+        """`paths` resolved against `base_dir`; RunnerError (`retrofit.record_guard`) if any lies in
         the committed results/ and this is not its make target's run."""
         resolved = [resolve(self.base_dir, path) for path in paths]
         check_record_outputs(resolved)

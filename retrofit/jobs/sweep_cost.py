@@ -2,7 +2,7 @@
 
 Each case is the one `make retrofit` runs for that host × dataset × seed (the root config
 `configs/config.yaml` with `+experiment=paper_table`: every variant, the decomposition arms, the
-timing rounds on seed 0), run afresh into `cache_dir` (`retrofit.runner.sweep_cost`).
+timing rounds on seed 0), run afresh into `cache_dir` (`benchmarks.sweep_cost`).
 """
 
 import logging
@@ -14,11 +14,12 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, open_dict
 
+from benchmarks.sweep_cost import cost_table, import_seconds
 from retrofit.io import write_atomic
+from retrofit.jobs import register
 from retrofit.jobs.start import start
 from retrofit.runner.case import Case, check_cases
 from retrofit.runner.config import case_from_hydra
-from retrofit.runner.sweep_cost import cost_table, import_seconds
 
 
 @dataclass
@@ -34,8 +35,13 @@ class SweepCostConfig:
     output: str = MISSING
 
 
+CONFIG = "sweep_cost"
+SCHEMA = SweepCostConfig
+
+
 def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> list[Case]:
     """The paper table's case of every host × dataset × seed of `settings`, writing into `cache_dir`."""
+    register("config")  # each case is composed from configs/config.yaml, checked by the sweep's schema
     loader = GlobalHydra.instance().config_loader()
     cases = []
     for host in settings.hosts:

@@ -1,21 +1,95 @@
-"""ΔRMSE against the tau calibration constant c -> results/tau_sweep.{csv,png}
-(`configs/tau_sweep.yaml`, `retrofit.runner.tau_sweep`)."""
+"""The τ sweep -> results/tau_sweep.{csv,png} (`configs/tau_sweep.yaml`): matched ΔRMSE% of each
+variant as the calibration constant c varies.
 
+Each (dataset, seed) is one `Case` whose units are every variant × c (tau rule
+`{"mode": "calibrated", "c": c}`), so all c share one fit and one baseline. Datasets and variants
+are config options by name, composed as Hydra composes them (search path included). Unit files
+live under `<cache_dir>/tau_sweep/runs/`; `tau_sweep.csv` and `tau_sweep.png`
+(`retrofit.results.tau_table`) are made of the units of this sweep's cases alone.
+"""
+
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import MISSING, DictConfig
 
+from retrofit.io import write_csv
 from retrofit.jobs.start import start
+from retrofit.results.tau_table import plot_tau, tau_table
 from retrofit.runner import console
-from retrofit.runner.case import reusable, run_case
-from retrofit.runner.tau_sweep import TauSweepConfig, default_c, plot_tau, tau_cases, write_tau_results
+from retrofit.runner.case import Case, check_cases, reusable, run_case
+from retrofit.runner.config import applicable, dataset_spec, group_option, run_settings, timing_rounds, unit_spec
+from retrofit.runner.finish import sweep_records
+from retrofit.runner.schema import RunConfig, job_config, resolve
+from retrofit.variants import resolve_variant
+
+
+@dataclass
+class TauSweepConfig(RunConfig):
+    """The schema of `configs/tau_sweep.yaml` (each key's role is written there): the run settings
+    of `RunConfig`, and the datasets, seeds, variants and c values the sweep crosses."""
+
+    benchmark_datasets: str = MISSING
+    datasets: list[str] = MISSING
+    seeds: list[int] = MISSING
+    variants: list[str] = MISSING
+    c_values: list[float] = MISSING
+    plot_only: bool = False
+
+
+def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
+    """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
+    split), duplicates rejected — all before any unit runs. `hydra_cfg`: the `hydra` node."""
+    base_dir = Path(hydra_cfg.runtime.cwd)
+    cfg = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
+    settings = run_settings(cfg, base_dir)
+    nodes = {name: group_option(hydra_cfg, "variant", name) for name in cfg.variants}
+    units = tuple(
+        unit_spec(name, node, {"tau": {"mode": "calibrated", "c": float(c)}})
+        for c in cfg.c_values
+        for name, node in nodes.items()
+    )
+    units = applicable(units, settings["host_path"], settings["host"])
+    runs_dir = resolve(base_dir, cfg.cache_dir) / "tau_sweep" / "runs"
+    cases = [
+        Case(
+            dataset=dataset_spec(group_option(hydra_cfg, "dataset", name)),
+            seed=seed,
+            units=units,
+            runs_dir=runs_dir,
+            timing_rounds=timing_rounds(cfg, seed),
+            **settings,
+        )
+        for name in cfg.datasets
+        for seed in cfg.seeds
+    ]
+    check_cases(cases)
+    return cases
+
+
+def default_c(variants: list[str]) -> dict[str, float]:
+    """Each built-in variant's own calibration constant c (its `tau` rule), by name."""
+    rules = {name: resolve_variant(name).tau for name in variants}
+    return {name: rule.c for name, rule in rules.items() if rule is not None and rule.mode == "calibrated"}
+
+
+def write_tau_results(results_dir: Path, cases: list[Case]) -> pd.DataFrame:
+    """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from the units of `cases`."""
+    table = tau_table(sweep_records(cases))
+    write_csv(table, Path(results_dir) / "tau_sweep.csv")
+    plot_tau(table, Path(results_dir) / "tau_sweep.png", default_c(sorted(table["variant"].unique())))
+    return table
+
+
+CONFIG = "tau_sweep"
+SCHEMA = TauSweepConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Run every unit of the sweep `cfg` describes (a progress bar per case), write the table and plot and
     report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
-    job = start(cfg, hydra_cfg, TauSweepConfig, "configs/tau_sweep.yaml", as_object=False)
+    job = start(cfg, hydra_cfg, SCHEMA, "configs/tau_sweep.yaml", as_object=False)
     settings = job.settings
     (table_path,) = job.outputs(Path(settings.results_dir) / "tau_sweep.csv")
     results_dir = table_path.parent
@@ -25,12 +99,11 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         return
     with console.collected_notices() as notices:
         cases = tau_cases(cfg, hydra_cfg)
-    reused = reusable(cases)
+    reused = console.reused(reusable(cases), sum(len(case.units) for case in cases))
     for case in cases:  # one progress bar per case over its units
         run_case(case)
-    console.say(console.reused(reused, sum(len(case.units) for case in cases)))
     table = write_tau_results(results_dir, cases)
     written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
     shown = table.assign(c=table["c"].map("{:g}".format)).round(4)
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
-    console.report(shown.to_markdown(index=False), written, log_file, notices)
+    console.report(shown.to_markdown(index=False), written, log_file, notices, reused)

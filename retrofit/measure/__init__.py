@@ -1,8 +1,7 @@
-"""Measurements: the importable cores of the thin Hydra entry points in `experiments/`.
+"""What the sweep measures beside its RMSE and reads back: side-by-side timing (`timing`, the
+variants' predict-time ratios) and the noise-floor table (`floor_table`, each host's floor,
+against which the headline reads a mean delta).
 
-On the operators alone (`retrofit.ops`, no tabpfn): exactness, the compositional ablation, the
-attention benchmark. On retrofitted hosts (fitted through `retrofit.fitting`): the host quality
-bar, the padding demo, the batch benchmark and the scale check. `inputs` draws the random
-OAttention inputs the operator measurements share; `timing` and `memory` are the shared
-interleaved-timing and memory probes. Null tokens are inserted by `retrofit.ops.insertion`.
+The benchmarks themselves, and the measurement that writes the noise-floor table, are the
+top-level `benchmarks` package (docs/benchmarks.md): nothing in the library imports them.
 """

@@ -1,7 +1,7 @@
 """The noise-floor table `results/noise_floor.csv`, read without torch: its columns and each host's floor.
 
 `retrofit.measure.noise_floor` measures and writes it; the sweep's headline reads it
-(`retrofit.runner.aggregate.noise_floors`) to mark a mean delta inside its host's floor.
+(`retrofit.runner.finish.noise_floors`) to mark a mean delta inside its host's floor.
 """
 
 from pathlib import Path

@@ -4,8 +4,8 @@ Matched comparison: all units of a case share the split, the fitted preprocessin
 members and the `random_state` (= the seed). The baseline, the frozen stock host
 (`retrofit.retrofit(fitted, "baseline")`), predicts once per case; each variant is
 `retrofit.retrofit(fitted, variant, **hparams)` on the same fit, and one that patches nothing
-reuses the baseline's prediction. `run_case` skips the units whose stored row carries their
-fingerprint (`Case.fingerprints`; unless `overwrite`: a case whose units are all finished loads no
+reuses the baseline's prediction. `run_case` skips the units the store holds under their
+identity (`Case.identities`; unless `overwrite`: a case whose units are all finished loads no
 data), predicts and times the rest (`retrofit.runner.predictions`) and stores their rows.
 
 Timing (`Case.timing_rounds` rounds, 0 for none) runs on a regressor of its own: the case's split
@@ -18,6 +18,7 @@ of the case comes from a timed call.
 import functools
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
@@ -34,18 +35,18 @@ from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_spli
 from retrofit.hosts import check_checkpoint
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
+from retrofit.results.record import hparams_text
 from retrofit.runner import console
-from retrofit.runner.costs import PhaseCosts
-from retrofit.runner.predictions import BASELINE, case_columns, predict_all, time_all, timing_columns, unit_row
-from retrofit.runner.units import (
-    UnitKey,
-    UnitStore,
-    environment,
-    file_digest,
-    fingerprint,
-    hparams_key,
-    reject_duplicates,
+from retrofit.runner.predictions import (
+    BASELINE,
+    case_columns,
+    load_per_core,
+    predict_all,
+    time_all,
+    timing_columns,
+    unit_row,
 )
+from retrofit.runner.store import UnitKey, UnitStore, digest, environment, file_digest, reject_duplicates
 from retrofit.variants import Variant, resolve_variant
 
 __all__ = ["BASELINE", "Case", "UnitSpec", "check_cases", "run_case", "stored_rows"]
@@ -100,7 +101,7 @@ class Case(CaseSpec):
     `runs_dir`: the unit store (a local cache); `device`: resolved ("cpu" or "cuda");
     `timing_rounds`: interleaved timing rounds per timed unit, 0 for none; `timing_members`: the
     ensemble members of the regressor the timing runs on (module docstring); `threads`: torch's
-    CPU threads while the case runs (part of the fingerprint: more threads may split sums
+    CPU threads while the case runs (part of the identity: more threads may split sums
     differently, e.g. 4 move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
     """
 
@@ -155,11 +156,6 @@ class Case(CaseSpec):
             "threads": self.threads,
         }
 
-    @functools.cached_property
-    def settings_digest(self) -> str:
-        """The digest of `settings()`, part of every unit key (and file path) of this case."""
-        return fingerprint(self.settings())
-
     def columns(self) -> dict[str, Any]:
         """What this case ran and under which settings, as columns of its units' rows."""
         rounds, members = self.timing
@@ -184,20 +180,20 @@ class Case(CaseSpec):
         return (self.timing_rounds, self.timing_members) if self.timing_rounds else (0, 0)
 
     def key(self, unit: UnitSpec) -> UnitKey:
-        return UnitKey(
-            self.host, self.dataset.name, self.seed, unit.variant, hparams_key(unit.hparams), self.settings_digest
-        )
+        """What `unit` of this case is called (`retrofit.runner.store.UnitKey`)."""
+        return UnitKey(self.host, self.dataset.name, self.seed, unit.variant, hparams_text(unit.hparams))
 
-    def fingerprints(self) -> dict[UnitKey, str]:
-        """Per unit key, the digest of everything its numbers depend on: `settings()`, the
-        environment (library versions, the package's code digest; `retrofit.runner.units`), the
-        resolved variant and, for a timed unit, the timing settings (`timing`): times are shown
-        only with the settings they were measured under. A stored unit with another fingerprint is
-        stale."""
-        shared = {**self.settings(), **environment()}
+    def identities(self) -> dict[UnitKey, str]:
+        """Per unit, its identity: the digest of everything its numbers come from (`settings()`, the
+        seed, the unit's key, the library versions and the code's meaning:
+        `retrofit.runner.store.environment`, the resolved variant and, for a timed unit, the timing
+        settings: times are shown only with the settings they were measured under). Its file in
+        the store is named by it."""
+        shared = {**self.settings(), **environment(), "seed": self.seed}
+        timing = {unit.timed: self.timing if unit.timed else (0, 0) for unit in self.units}
         return {
-            self.key(unit): fingerprint(
-                {**shared, "variant": unit.resolved(), "timing": self.timing if unit.timed else (0, 0)}
+            self.key(unit): digest(
+                {**shared, "key": self.key(unit), "variant": unit.resolved(), "timing": timing[unit.timed]}
             )
             for unit in self.units
         }
@@ -230,10 +226,10 @@ def data_digest(spec: DatasetSpec, base_dir: Path) -> str:
 
 
 def check_cases(cases: list[Case]) -> None:
-    """Validate a whole sweep before it runs: no two datasets under one name, no unit key twice in
-    a case or in two equal cases (a repeated job, `seed=0,0`), none that two cases would run
-    differently; cases that differ in their variants share their baseline unit. Every case's data
-    loads and splits. Raises RunnerError / DatasetError."""
+    """Validate a whole sweep before it runs: no two datasets under one name, no unit twice in a
+    case or in two equal cases (a repeated job, `seed=0,0`), none that two cases would run
+    differently (another identity or labels); cases that differ in their variants share their
+    baseline unit. Every case's data loads and splits. Raises RunnerError / DatasetError."""
     datasets: dict[str, DatasetSpec] = {}
     for case in cases:
         first = datasets.setdefault(case.dataset.name, case.dataset)
@@ -243,21 +239,23 @@ def check_cases(cases: list[Case]) -> None:
                 "give each its own name"
             )
         reject_duplicates(case.key(unit) for unit in case.units)
-    jobs = {repr(case): case for case in cases}
-    if len(jobs) < len(cases):
+    if len({repr(case) for case in cases}) < len(cases):
         reject_duplicates(case.key(unit) for case in cases for unit in case.units)
-    distinct = {(case.key(unit), repr(unit), repr(replace(case, units=()))) for case in cases for unit in case.units}
+    distinct = {(key, identity, repr(unit)) for case in cases for unit, (key, identity) in _units(case)}
     reject_duplicates(key for key, _, _ in distinct)
     for case in cases:
         case_data(case)
 
 
-def stored_rows(case: Case, stamps: dict[UnitKey, str] | None = None) -> dict[UnitKey, dict[str, Any] | None]:
-    """Per unit of `case`, its stored row if finished with the current fingerprint (`stamps`, computed
-    when not given), else None."""
+def _units(case: Case) -> list[tuple[UnitSpec, tuple[UnitKey, str]]]:
+    """Each unit of `case` with its key and identity."""
+    return list(zip(case.units, case.identities().items(), strict=True))
+
+
+def stored_rows(case: Case) -> dict[UnitKey, dict[str, Any] | None]:
+    """Per unit of `case`, its stored row if the store holds its identity, else None."""
     store = UnitStore(case.runs_dir)
-    stamps = case.fingerprints() if stamps is None else stamps
-    return {key: store.finished(key, stamp) for key, stamp in stamps.items()}
+    return {key: store.finished(identity) for key, identity in case.identities().items()}
 
 
 def reusable(cases: list[Case]) -> int:
@@ -265,30 +263,35 @@ def reusable(cases: list[Case]) -> int:
     return sum(row is not None for case in cases if not case.overwrite for row in stored_rows(case).values())
 
 
-def run_case(case: Case, *, costs: PhaseCosts | None = None, shared_stages: bool = True) -> list[dict[str, Any]]:
+class _Untimed:
+    """Phases not accounted (`run_case`'s default `costs`)."""
+
+    def phase(self, name: str) -> nullcontext:
+        return nullcontext()
+
+
+def run_case(case: Case, *, costs: Any = None, shared_stages: bool = True) -> list[dict[str, Any]]:
     """Run the unfinished units of `case` with `case.threads` torch threads; return one results row
-    per unit (finished ones read back). `costs` collects the CPU seconds of each phase
-    (`retrofit.runner.costs`); `shared_stages=False` computes every model's stages before the
-    in-context blocks itself (the same numbers, bit for bit; what `make sweep-cost` compares).
-
-    Raises DatasetError / RunnerError for user-fixable problems before any unit file is written.
-    """
+    per unit (finished ones read back). `costs` (anything with a `phase(name)` context manager, e.g.
+    `benchmarks.sweep_cost.PhaseCosts`) brackets the phases fit, patch, predict, timing and rows;
+    `shared_stages=False` computes every model's stages before the in-context blocks itself (the
+    same numbers, bit for bit). Raises DatasetError / RunnerError for user-fixable problems before
+    any unit file is written."""
     with torch_threads(case.threads):
-        return _run_case(case, PhaseCosts() if costs is None else costs, shared_stages)
+        return _run_case(case, _Untimed() if costs is None else costs, shared_stages)
 
 
-def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[str, Any]]:
-    keys = [case.key(u) for u in case.units]
-    reject_duplicates(keys)
-    stamps = case.fingerprints()
-    done = dict.fromkeys(keys) if case.overwrite else stored_rows(case, stamps)
-    todo = [(u, k) for u, k in zip(case.units, keys, strict=True) if done[k] is None]
+def _run_case(case: Case, costs: Any, shared_stages: bool) -> list[dict[str, Any]]:
+    units = _units(case)
+    reject_duplicates(key for _, (key, _) in units)
+    store = UnitStore(case.runs_dir)
+    done = {key: None if case.overwrite else store.finished(identity) for _, (key, identity) in units}
+    todo = [(unit, key, identity) for unit, (key, identity) in units if done[key] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
     if not todo:
-        log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(keys))
-        return [done[k] for k in keys]
-
-    bar = console.unit_bar(label, len(keys), len(keys) - len(todo))
+        log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(units))
+        return list(done.values())
+    bar = console.unit_bar(label, len(units), len(units) - len(todo))
     with costs.phase("fit"):
         fitted = fit_case(case)
     data = fitted.data
@@ -296,48 +299,44 @@ def _run_case(case: Case, costs: PhaseCosts, shared_stages: bool) -> list[dict[s
     with costs.phase("patch"):
         # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
         models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
-        patched = {key: unit.patch(fitted.regressor) for unit, key in todo}
-    models |= {str(key.relpath()): model for key, model in patched.items() if model.retrofit_report_.patched}
-    log.info("%s: predicting %d models", label, len(models))
-    preds = predict_all(models, data.X_test, costs=costs, shared=shared_stages)
-    timed = [(unit, str(key.relpath())) for unit, key in todo if unit.timed and str(key.relpath()) in models]
-    times = _timed(case, data, timed, costs, label)
+        patched = {key: unit.patch(fitted.regressor) for unit, key, _ in todo}
+    models |= {key.label(): model for key, model in patched.items() if model.retrofit_report_.patched}
+    with costs.phase("predict"):
+        preds = predict_all(models, data.X_test, shared=shared_stages)
+    with costs.phase("timing"):
+        times, load = _timed(case, data, [(unit, key.label()) for unit, key, _ in todo if key.label() in models])
     with costs.phase("rows"):
-        common = case_columns(
-            case.columns(), fitted, preds[BASELINE], timing_columns(times, BASELINE)["predict_seconds"]
-        )
+        seconds = timing_columns(times, BASELINE)["predict_seconds"]
+        common = case_columns(case.columns(), fitted, preds[BASELINE], seconds)
         baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
         log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
-        store = UnitStore(case.runs_dir)
-        for unit, key in todo:
-            # Nothing patched: the baseline prediction and timing, bit-identical by contract.
-            name = str(key.relpath()) if str(key.relpath()) in models else BASELINE
+        for unit, key, identity in todo:
+            name = key.label() if key.label() in models else BASELINE  # nothing patched: the baseline's bits
             if not np.isfinite(preds[name].mean).all():
                 raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
-            timing = timing_columns(times, name) | ({} if unit.timed else {"timing_rounds": 0, "timing_members": 0})
-            labels = {"variant": unit.variant, "arm": unit.arm, "arm_extra": unit.arm_extra}
-            row = unit_row(
-                common, labels, key, preds[name], baseline_scores, data.y_test, timing, patched[key], stamps[key]
+            timing = timing_columns(times, name, load) | (
+                {} if unit.timed else {"timing_rounds": 0, "timing_members": 0}
             )
-            store.write(key, row)
+            labels = {"variant": unit.variant, "arm": unit.arm, "arm_extra": unit.arm_extra}
+            row = unit_row(common, labels, key, preds[name], baseline_scores, data.y_test, timing, patched[key])
+            row["identity"] = identity
+            store.write(identity, row)
             done[key] = row
             bar.update()
             log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
     bar.close()
-    return [done[k] for k in keys]
+    return list(done.values())
 
 
-def _timed(
-    case: Case, data: Split, units: list[tuple[UnitSpec, str]], costs: PhaseCosts, label: str
-) -> dict[str, list[float]]:
+def _timed(case: Case, data: Split, units: list[tuple[UnitSpec, str]]) -> tuple[dict[str, list[float]], float]:
     """Seconds per interleaved round of the baseline and of each timed unit (`units`: the unit and
     its model's name), on the case's timing regressor fitted on its split `data` (module
-    docstring); {} when not timed."""
+    docstring), and the load per core they ran under; ({}, NaN) when not timed."""
+    units = [(unit, name) for unit, name in units if unit.timed]
     if not case.timing_rounds:
-        return {}
-    with costs.phase("timing"):
-        regressor, _ = fit_split(replace(case, n_estimators=case.timing_members), data)
-        models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
-        models |= {name: unit.patch(regressor) for unit, name in units}
-    log.info("%s: timing %d models, %d rounds, %d members", label, len(models), case.timing_rounds, case.timing_members)
-    return time_all(models, data.X_test, case.timing_rounds, costs=costs)
+        return {}, float("nan")
+    regressor, _ = fit_split(replace(case, n_estimators=case.timing_members), data)
+    models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
+    models |= {name: unit.patch(regressor) for unit, name in units}
+    log.info("timing %d models, %d rounds, %d members", len(models), case.timing_rounds, case.timing_members)
+    return time_all(models, data.X_test, case.timing_rounds), load_per_core()

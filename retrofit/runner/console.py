@@ -8,7 +8,6 @@ units, reused ones first; the launcher itself reports the jobs.
 """
 
 import logging
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,7 @@ def unit_bar(label: str, total: int, reused: int) -> tqdm:
 
 def reused(count: int, total: int) -> str:
     """The line saying how many of a run's units came from the store."""
-    return f"{count} of {total} units reused from the store (same identity), {total - count} computed"
+    return f"{count} of {total} units reused (same identity), {total - count} computed"
 
 
 class Notices(logging.Handler):
@@ -69,73 +68,25 @@ def collected_notices() -> Iterator[list[str]]:
             log.info(message)
 
 
-INTERRUPTED = 130
-"""The exit status of a run stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
-
-
-def _interrupt_in(err: BaseException | None) -> bool:
-    """Whether `err` is a KeyboardInterrupt or was raised while one was handled (a library's
-    clean-up can fail on the half-torn state and hide the interrupt behind its own error)."""
-    while err is not None:
-        if isinstance(err, KeyboardInterrupt):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
-
-
-@contextmanager
-def exit_on_interrupt() -> Iterator[None]:
-    """Ctrl-C in the block: `interrupted` and how to resume on stderr, exit status `INTERRUPTED`,
-    no traceback. Finished units are in the store; the same command resumes from them."""
-    try:
-        yield
-    except BaseException as err:
-        if not _interrupt_in(err):
-            raise
-        sys.stderr.write("\ninterrupted: finished units are kept; run the same command again to resume\n")
-        raise SystemExit(INTERRUPTED) from None
-
-
-FULL_ERROR = "HYDRA_FULL_ERROR"
-"""Set to `1` by the sweep's entry point: Hydra then re-raises what it would otherwise print as a
-stack trace (an interrupt inside its job loop, a config that does not compose), so `entry_errors`
-can say it in one line."""
-
-
-@contextmanager
-def entry_errors() -> Iterator[None]:
-    """Around an entry point's Hydra `main` (with `FULL_ERROR=1`): Ctrl-C anywhere as in
-    `exit_on_interrupt`; a config that does not compose (an unknown group option, a malformed or
-    unsafe YAML file such as a `!!python/object` tag, which is never constructed) as one line
-    `error: ...`, exit status 1. Any other error keeps its traceback: it is a bug, not an input."""
-    import yaml
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    with exit_on_interrupt():
-        try:
-            yield
-        except (HydraException, OmegaConfBaseException, yaml.YAMLError) as err:
-            if _interrupt_in(err):
-                raise
-            sys.stderr.write(f"error: {' '.join(str(err).split())} (fix the config or the override it names)\n")
-            raise SystemExit(1) from None
-
-
 def say(text: str = "") -> None:
     """Print `text` to the console without breaking a progress bar."""
     tqdm.write(text)
 
 
-def report(headline: str, written: Sequence[Path], log_files: str, notices: Sequence[str]) -> None:
-    """The end of a run: the notices (once), the headline table, the files written and where the
-    per-unit detail is."""
+def report(headline: str, written: Sequence[Path], log_files: str, notices: Sequence[str], reused: str) -> None:
+    """The end of a run: the notices (once), the headline table, the files written, where the
+    per-unit detail is (`log_files`, the real paths) and how many units were reused (`reused`)."""
     for notice in notices:
         say(f"note: {notice}")
-    say("")
-    say(headline)
-    say("")
-    say("wrote:")
+    say(f"\n{headline}\n\nwrote:")
     for path in written:
         say(f"  {path}")
-    say(f"per-unit detail: {log_files}")
+    say(f"per-unit detail: {log_files}; {reused}")
+
+
+def job_logs(sweep_dir: Path, job_name: str) -> str:
+    """The log files of a multirun's jobs under `sweep_dir` (`<job>/<job_name>.log`), as paths."""
+    logs = sorted(Path(sweep_dir).glob(f"*/{job_name}.log"), key=lambda path: (len(str(path)), str(path)))
+    if len(logs) <= 2:
+        return ", ".join(map(str, logs)) or f"no job log under {sweep_dir}"
+    return f"{len(logs)} job logs, {logs[0]} ... {logs[-1]}"

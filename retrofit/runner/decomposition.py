@@ -13,7 +13,7 @@ against the same baseline prediction.
 
 `with_arms` labels the units of a case: a unit that realises arm A of variant V carries
 `arm=A` (the variant's own unit for an arm with no overrides; an extra, untimed unit with
-`arm_extra=True` otherwise). The labels travel in each unit's record (`retrofit.runner.record`),
+`arm_extra=True` otherwise). The labels travel in each unit's record (`retrofit.results.record`),
 so the aggregation tells arm rows apart by what the rows say, never by re-reading this config.
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.errors import RetrofitError, RunnerError
+from retrofit.results.record import hparams_text
 from retrofit.runner.case import UnitSpec
 from retrofit.runner.schema import DecompositionConfig
-from retrofit.runner.units import hparams_key
 from retrofit.typed import typed
 from retrofit.variants import resolve_variant
 
@@ -80,13 +80,13 @@ class Decomposition:
         (only when `seed` is in `seeds`: a case with another seed keeps its units unlabelled)."""
         if self.seeds is not None and seed not in self.seeds:
             return tuple(units)
-        labelled = {(u.variant, hparams_key(u.hparams)): u for u in units}
+        labelled = {(u.variant, hparams_text(u.hparams)): u for u in units}
         for unit in units:
             if unit.variant not in self.variants or unit.spec is not None:
                 continue
             for arm, overrides in self.arms.items():
                 hparams = {**unit.hparams, **overrides}
-                key = (unit.variant, hparams_key(hparams))
+                key = (unit.variant, hparams_text(hparams))
                 if key in labelled:
                     labelled[key] = replace(labelled[key], arm=arm)
                 else:

@@ -1,10 +1,10 @@
-"""A Hydra callback that checks a whole sweep before any job runs and sums it up after the last.
+"""A Hydra callback that checks a whole sweep before any job runs and writes its results after the last.
 
-Before the first job it composes every job (`retrofit.runner.compose.sweep_job_configs`), builds
-and checks their cases together (`retrofit.runner.case.check_cases`: each job's data loads and
-splits; no unit that two jobs would run differently) and its seed lists, says each notice once and
-how many units the store already holds, and writes each job's manifest (`retrofit.runner.collect`).
-After the last job it writes the sweep's results from exactly those units (`finish_sweep`) and,
+Before the first job it composes every job as Hydra's configured sweeper expands them
+(`retrofit.runner.config.sweep_job_configs`), builds and checks their cases together
+(`retrofit.runner.case.check_cases`: each job's data loads and splits; no unit that two jobs would
+run differently) and its seed lists, says each notice once, and reads the reference. After the last
+job it writes the sweep's results from exactly its cases' units (`retrofit.runner.finish`) and,
 with `reference=<csv>`, checks them against that file as read before the sweep began.
 """
 
@@ -15,13 +15,12 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.results.compare import Reference, require_covered
 from retrofit.runner import console
 from retrofit.runner.case import Case, check_cases, reusable
-from retrofit.runner.collect import CaseManifest, current_records, finish_sweep, record_job
-from retrofit.runner.compare import Reference, require_covered
-from retrofit.runner.compose import sweep_job_configs
-from retrofit.runner.config import case_from_hydra
-from retrofit.runner.schema import reference_of
+from retrofit.runner.config import case_from_hydra, sweep_job_configs
+from retrofit.runner.finish import finish, sweep_records
+from retrofit.runner.schema import reference_of, resolve, results_dir_of
 
 
 def sweep_cases(config: DictConfig) -> list[tuple[DictConfig, Case]]:
@@ -50,30 +49,43 @@ def _arm_seeds(job: DictConfig) -> list[int] | None:
     return None if job.get("decomposition") is None else job.decomposition.get("seeds")
 
 
+def checked_sweep(config: DictConfig) -> tuple[list[Case], Reference | None]:
+    """The cases of the multirun `config`, checked together (module docstring), and its reference
+    (covered by the cases when a record run requires every row)."""
+    with console.collected_notices() as notices:
+        jobs = sweep_cases(config)
+        cases = [case for _, case in jobs]
+        check_cases(cases)
+        check_seed_selections(jobs)
+    reference = reference_of(config, Path(config.hydra.runtime.cwd))
+    require_covered(reference, (case.key(unit) for case in cases for unit in case.units))
+    for notice in notices:
+        console.say(f"note: {notice}")
+    return cases, reference
+
+
+def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None, reused: str) -> None:
+    """The sweep's results from its cases' stored units (`retrofit.runner.finish`)."""
+    sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
+    logs = console.job_logs(sweep_dir, config.hydra.job.name)
+    finish(results_dir_of(config, config.hydra), sweep_records(cases), logs, reused, reference=reference)
+
+
 class CheckSweep(Callback):
-    """Reject an invalid sweep before anything runs; each job's manifest; how many units the store
-    already holds; the sweep's results, headline table and reproduction check after the last job."""
+    """Reject an invalid sweep before anything runs; say how many units the store already holds;
+    the sweep's results, headline table and reproduction check after the last job."""
 
     def __init__(self) -> None:
-        self.manifests: list[tuple[CaseManifest, Path]] = []
+        self.cases: list[Case] = []
         self.reference: Reference | None = None
-        self.units = (0, 0)
+        self.reused = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
-            with console.collected_notices() as notices:
-                jobs = sweep_cases(config)
-                cases = [case for _, case in jobs]
-                check_cases(cases)
-                check_seed_selections(jobs)
-            self.reference = reference_of(config, Path(config.hydra.runtime.cwd))
-            require_covered(self.reference, (case.key(unit) for case in cases for unit in case.units))
-            self.manifests = [(record_job(job, job.hydra, case), case.runs_dir) for job, case in jobs]
-            for notice in notices:
-                console.say(f"note: {notice}")
-            self.units = (reusable(cases), len({case.key(unit) for case in cases for unit in case.units}))
+            self.cases, self.reference = checked_sweep(config)
+            total = len({case.key(unit) for case in self.cases for unit in case.units})
+            self.reused = console.reused(reusable(self.cases), total)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        console.say(console.reused(*self.units))
         with exit_on_any_error():
-            finish_sweep(config, current_records(self.manifests), self.reference)
+            finish_sweep(config, self.cases, self.reference, self.reused)

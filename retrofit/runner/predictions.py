@@ -8,12 +8,14 @@ apart from those predictions, `rounds` full forwards each in rotating order
 (`retrofit.measure.timing.interleaved_times`); every call must return the bits of the first (a
 `RunnerError` otherwise: a non-deterministic host cannot be compared matched). `timing_columns`
 gives a unit's `predict_seconds` (median) and `predict_time_ratio` (median, min, max of its
-per-round ratios to `BASELINE`); NaN when untimed. `case_columns` and `unit_row` assemble the row
-`retrofit.runner.units.UnitStore` writes and `retrofit.runner.record.UnitRecord` reads back.
+per-round ratios to `BASELINE`) and the `load` per core they ran under; NaN when untimed.
+`case_columns` and `unit_row` assemble the row `retrofit.runner.store.UnitStore` writes and
+`retrofit.results.record.UnitRecord` reads back.
 """
 
 import functools
 import math
+import os
 import platform
 from collections.abc import Mapping
 from contextlib import nullcontext
@@ -32,11 +34,10 @@ from retrofit.errors import RunnerError
 from retrofit.fitting import FittedCase
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
 from retrofit.metrics import BarPredictive, DistributionScores, rmse
-from retrofit.runner.costs import PhaseCosts
-from retrofit.runner.record import stamp
-from retrofit.runner.units import BASELINE, UnitKey
+from retrofit.results.record import stamp
+from retrofit.runner.store import BASELINE, UnitKey
 
-TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
+TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max", "load")
 
 
 class Prediction(NamedTuple):
@@ -68,36 +69,25 @@ def predict(model: TabPFNRegressor, X: np.ndarray, stages: StageCache | None = N
     return Prediction(np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full), tau)
 
 
-def predict_all(
-    models: Mapping[str, TabPFNRegressor],
-    X: np.ndarray,
-    *,
-    costs: PhaseCosts | None = None,
-    shared: bool = True,
-) -> dict[str, Prediction]:
+def predict_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, *, shared: bool = True) -> dict[str, Prediction]:
     """Every model's `Prediction` of `X`, one call each, the shared stages computed once unless
-    `shared` is false; `costs` gets their CPU seconds as phase `predict`."""
+    `shared` is false."""
     stages = StageCache() if shared else None
-    with (PhaseCosts() if costs is None else costs).phase("predict"):
-        return {name: predict(model, X, stages) for name, model in models.items()}
+    return {name: predict(model, X, stages) for name, model in models.items()}
 
 
-def time_all(
-    models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int, *, costs: PhaseCosts | None = None
-) -> dict[str, list[float]]:
+def time_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int) -> dict[str, list[float]]:
     """The seconds of each of `rounds` full-forward `predict` calls of every model, in rotated
     rounds (`interleaved_times`; no warm-up call: the case's predictions warm the process); empty
-    lists when `rounds` is 0. RunnerError when a model's calls disagree. `costs` gets their CPU
-    seconds as phase `timing`."""
+    lists when `rounds` is 0. RunnerError when a model's calls disagree."""
     if not rounds:
         return {name: [] for name in models}
     calls: dict[str, list[Prediction]] = {name: [] for name in models}
-    with (PhaseCosts() if costs is None else costs).phase("timing"):
-        times = interleaved_times(
-            {name: functools.partial(_predict_into, calls[name], model, X) for name, model in models.items()},
-            rounds,
-            warmup=False,
-        )
+    times = interleaved_times(
+        {name: functools.partial(_predict_into, calls[name], model, X) for name, model in models.items()},
+        rounds,
+        warmup=False,
+    )
     for name, outputs in calls.items():
         if not all(outputs[0].same_as(later) for later in outputs[1:]):
             raise RunnerError(
@@ -113,13 +103,18 @@ def _predict_into(outputs: list[Prediction], model: TabPFNRegressor, X: np.ndarr
     outputs.append(predict(model, X))
 
 
-def timing_columns(times: Mapping[str, list[float]], name: str) -> dict[str, float]:
+def timing_columns(times: Mapping[str, list[float]], name: str, load: float = math.nan) -> dict[str, float]:
     """`predict_seconds` (median) and `predict_time_ratio` (median, min, max of the per-round ratios
-    to `BASELINE`) of `name`; NaN when untimed."""
+    to `BASELINE`) of `name`, and the `load` per core they ran under (`load_per_core`); NaN when untimed."""
     if not times.get(name):
         return dict.fromkeys(TIMING_COLUMNS, math.nan)
     ratio, low, high = spread(paired_ratios({name: times[name], BASELINE: times[BASELINE]}, BASELINE)[name])
-    return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high), strict=True))
+    return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high, load), strict=True))
+
+
+def load_per_core() -> float:
+    """The 1-minute load average per core now (`os.getloadavg() / os.cpu_count()`): what a timing ran beside."""
+    return os.getloadavg()[0] / (os.cpu_count() or 1)
 
 
 def case_columns(
@@ -170,20 +165,19 @@ def unit_row(
     y_test: Any,
     timing: Mapping[str, float],
     patched: Any,
-    fingerprint: str,
 ) -> dict[str, Any]:
     """The row of the unit `key`: `common` (`case_columns`), its `labels` (`variant`, and the
-    decomposition's `arm` and `arm_extra` as this sweep gives them: `retrofit.runner.collect`
-    relabels stored rows), the RMSE of `prediction` on `y_test` and its change in % of the
+    decomposition's `arm` and `arm_extra` as this sweep gives them: a reader relabels stored rows
+    by its own case), the RMSE of `prediction` on `y_test` and its change in % of the
     baseline's, its distribution scores matched to `baseline_scores`, its `timing` columns (times
     and the timing settings they ran under), the settings `patched` used (`effective_hparams`), the
-    tau it took, `stamp()` and `fingerprint`."""
+    tau it took and `stamp()`."""
     variant_rmse = rmse(y_test, prediction.mean)
     baseline_rmse = common["baseline_rmse"]
     return {
         **common,
         **labels,
-        "hparams": dict(key.hparams),
+        "hparams": key.hparams,
         "rmse": variant_rmse,
         "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
         **DistributionScores.of(y_test, prediction.distribution).matched(baseline_scores),
@@ -191,7 +185,6 @@ def unit_row(
         **effective_hparams(patched),
         "tau": prediction.tau,
         **stamp(),
-        "fingerprint": fingerprint,
     }
 
 

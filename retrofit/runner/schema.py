@@ -1,7 +1,6 @@
 """The sweep's root config read without torch or tabpfn: its schemas (`RunConfig`, `SweepConfig`),
 `job_config` (a composed root config checked against its schema), and the keys that say where a
-run reads and writes (`resolve`, `output_dir`, `results_dir_of`, `runs_dir`, `jobs_dir`,
-`reference_of`).
+run reads and writes (`resolve`, `output_dir`, `results_dir_of`, `runs_dir`, `reference_of`).
 """
 
 from dataclasses import dataclass, field
@@ -13,9 +12,9 @@ from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.errors import RunnerError
-from retrofit.runner.aggregate import FILES
-from retrofit.runner.compare import Reference, read_reference
-from retrofit.runner.guard import check_record_outputs, in_record, writable_dir
+from retrofit.record_guard import check_record_outputs, in_record, writable_dir
+from retrofit.results.aggregate import FILES
+from retrofit.results.compare import Reference, read_reference
 from retrofit.typed import typed
 
 
@@ -116,24 +115,19 @@ def resolve(base_dir: Path, path: str | Path) -> Path:
 
 def output_dir(cfg: DictConfig, base_dir: Path, key: str) -> Path:
     """The directory config key `key` names, resolved (`resolve`) and checked writable
-    (`retrofit.runner.guard.writable_dir`) before any work."""
+    (`retrofit.record_guard.writable_dir`) before any work."""
     value = cfg.get(key)
     return writable_dir(None if value is None else resolve(base_dir, value), key)
 
 
 def runs_dir(cfg: DictConfig, base_dir: Path) -> Path:
-    """The unit store under `cache_dir` (`retrofit.runner.units`)."""
+    """The unit store under `cache_dir` (`retrofit.runner.store`)."""
     return resolve(base_dir, cfg.cache_dir) / "runs"
-
-
-def jobs_dir(cfg: DictConfig, base_dir: Path) -> Path:
-    """The manifests of the jobs started on `cache_dir` (`retrofit.runner.collect`)."""
-    return resolve(base_dir, cfg.cache_dir) / "jobs"
 
 
 def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
     """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
-    null, from the working tree; `retrofit.runner.compare.read_reference`), or None. A run that
+    null, from the working tree; `retrofit.results.compare.read_reference`), or None. A run that
     writes the committed record must reproduce every reference row (`Reference.require_all`),
     unless `grid_changed=true` says the grid changed on purpose (`Reference.grid_changed`)."""
     if not cfg.reference:
@@ -149,7 +143,7 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
 def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
     """The `results_dir` this run may write: a writable directory (`writable_dir`) where none of the
     files a run writes (`FILES`) is a directory or other non-file, and the
-    committed record only from its make target (`retrofit.runner.guard.check_record_outputs`) in
+    committed record only from its make target (`retrofit.record_guard.check_record_outputs`) in
     a whole sweep (`-m`) checked against a reference (`make retrofit`). RunnerError otherwise."""
     path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
     path = writable_dir(path, "results_dir")

@@ -21,8 +21,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from retrofit.measure.inputs import AttentionInputs, random_attention_inputs
-from retrofit.measure.memory import check_linux, peak_growth_mib
+from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs
+from benchmarks.tools.memory import check_linux, peak_growth_mib
 from retrofit.measure.timing import interleaved_times, paired_ratios, torch_threads
 from retrofit.ops import o_attention, o_attention_materialised
 

@@ -13,7 +13,7 @@ from functools import partial
 import pandas as pd
 import torch
 
-from retrofit.measure.inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs, with_null_keys
 from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

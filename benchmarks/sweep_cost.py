@@ -1,21 +1,50 @@
 """Where the sweep's time goes (`make sweep-cost` -> results/sweep_cost.csv): real sweep cases run
-afresh with their phases' CPU seconds (`retrofit.runner.costs`), with and without the shared
-stages, and what a fresh process pays to import the sweep.
+afresh with the CPU seconds of each phase of `retrofit.runner.case.run_case` (`PhaseCosts`), with
+and without the shared stages, and what a fresh process pays to import the sweep.
+
+    costs = PhaseCosts()
+    run_case(case, costs=costs)
+    costs.seconds   # {"fit": ..., "patch": ..., "predict": ..., "timing": ..., "rows": ...}
+
+Phases: `fit` (load, split, fit), `patch` (every `retrofit.retrofit` call), `predict` (one call per
+model, the shared stages computed once), `timing` (fitting and patching the timing regressor, and
+its interleaved rounds), `rows` (scores, rows, unit files). CPU time of this process
+(`time.process_time`), so other load on the machine does not count, and one thread per case (the
+sweep's default) makes it the work done.
 """
 
 import resource
 import subprocess
 import sys
-from dataclasses import replace
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.case import Case, run_case
-from retrofit.runner.costs import PHASES, PhaseCosts
 
+PHASES = ("fit", "patch", "predict", "timing", "rows")
 COLUMNS = ("host", "dataset", "seed", "timing_rounds", "shared_stages", "repeat", "phase", "cpu_s")
+
+
+@dataclass
+class PhaseCosts:
+    """CPU seconds per phase name, summed over every block timed under that name."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Add the block's CPU seconds to `seconds[name]`."""
+        start = time.process_time()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.process_time() - start
 
 
 def cost_table(cases: list[Case], repeats: int) -> pd.DataFrame:

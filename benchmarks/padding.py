@@ -1,7 +1,9 @@
 """What `predict_many`'s padding does to a host that is not O-closed (`experiments/padding_demo.py`).
 
 For each variant, every case's fitted regressor is retrofitted, the members of all cases are
-bucketed and padded exactly as `retrofit.predict_many` pads them, and each bucket runs through
+bucketed and padded as `retrofit.predict_many` pads them (`bucket_members` under its bounds; a
+case that shares no bucket runs through its buckets here too, where predict_many would call its
+own predict), and each bucket runs through
 the variant's model. An o_closed model is told which rows and columns are padding; any other
 model is fed the padding as ordinary zeros, which is all the stock host can be given (done here
 deliberately: `predict_many` refuses such a model). Each case's predictions are then compared
@@ -15,7 +17,7 @@ import pandas as pd
 import torch
 
 from retrofit.adapters import OClosedModel
-from retrofit.batching import MAX_PADDING, bucket_members, decode_members, member_inputs, pad_members
+from retrofit.batching import MAX_PADDING, bucket_members, cell_limit, decode_members, member_inputs, pad_members
 from retrofit.fitting import FittedCase
 from retrofit.patching import retrofit
 
@@ -33,7 +35,7 @@ def padding_effect(
         pairs = [(retrofit(case.regressor, variant), case.X_test) for case in cases]
         members = [m for index, (regressor, X) in enumerate(pairs) for m in member_inputs(index, regressor, X)]
         outputs: dict[tuple[int, int], torch.Tensor] = {}
-        for bucket in bucket_members(members, max_padding=max_padding):
+        for bucket in bucket_members(members, max_padding=max_padding, max_cells=cell_limit(pairs[0][0])):
             padded = pad_members(bucket)
             model = pairs[bucket[0].pair][0].models_[0]
             absence = (

@@ -1,9 +1,9 @@
-"""Aggregation, a pure step: unit records (`retrofit.runner.record.UnitRecord`) → the files of a run.
+"""Aggregation, a pure step: unit records (`retrofit.results.record.UnitRecord`) → the files of a run.
 
 It reads the records alone (no registry, no torch or tabpfn), so what a table shows is what the
 rows say: `retrofit_rmse.csv` (every record, one row per unit), `retrofit_table.md` and its plots
 `retrofit_deltas.png`, `retrofit_distribution_deltas.png` (the main units, `arm_extra` false;
-statistics and Markdown: `retrofit.runner.tables`), and `decomposition.{csv,md,png}` (the rows
+statistics and Markdown: `retrofit.results.tables`), and `decomposition.{csv,md,png}` (the rows
 with an `arm`).
 """
 
@@ -14,11 +14,9 @@ import pandas as pd
 from filelock import FileLock
 
 from retrofit.io import write_csv, write_text_atomic
-from retrofit.measure.floor_table import read_floors
-from retrofit.runner.guard import RECORD_DIR
-from retrofit.runner.plots import dots_with_ci
-from retrofit.runner.record import COLUMNS, UnitRecord, frame_of, read_records
-from retrofit.runner.tables import (
+from retrofit.results.plots import dots_with_ci
+from retrofit.results.record import COLUMNS, UnitRecord, frame_of, read_records
+from retrofit.results.tables import (
     DISTRIBUTION_DELTAS,
     arms_markdown,
     headline,
@@ -29,7 +27,7 @@ from retrofit.runner.tables import (
     variant_label,
 )
 
-__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "noise_floors", "per_dataset", "summary", "table_markdown"]
+__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "per_dataset", "summary", "table_markdown"]
 
 ARM_COLUMNS = [
     "host",
@@ -57,17 +55,8 @@ CSV, TABLE, DELTAS, DISTRIBUTION = (
 ARMS_CSV, ARMS_TABLE, ARMS_PLOT = "decomposition.csv", "decomposition.md", "decomposition.png"
 FILES = (CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt")
 """Every file a run may write under its `results_dir` (checked before any work: none may be a directory)."""
-FLOORS = RECORD_DIR / "noise_floor.csv"
-"""Each host's measured noise floor (`noise_floors`)."""
 LOCK = f".{CSV}.lock"
 """The lock file under `results_dir` that serialises its writers (ignored by git)."""
-
-
-def noise_floors(path: Path = FLOORS) -> dict[str, float]:
-    """Each host's noise floor (`retrofit.measure.floor_table.read_floors`) from `path`
-    (`results/noise_floor.csv`, written by `make noise-floor`); {} when the file is missing (every
-    host: floor not measured)."""
-    return read_floors(path) if Path(path).is_file() else {}
 
 
 def outputs(frame: pd.DataFrame) -> list[str]:

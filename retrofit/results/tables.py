@@ -1,11 +1,11 @@
 """The aggregation's tables: per-group statistics of unit records and their Markdown.
 
 `summary` gives, per host × variant (× arm), the cases, mean ΔRMSE % with its bootstrap 95 % CI
-(`retrofit.runner.bootstrap`), the cases above / below zero, the signed largest ΔRMSE %, the
+(`retrofit.results.bootstrap`), the cases above / below zero, the signed largest ΔRMSE %, the
 predict-time ratio and the mean distribution deltas with their CIs; `per_dataset` the baseline RMSE
 and mean ΔRMSE % per host × dataset. `table_markdown` (retrofit_table.md), `arms_markdown`
 (decomposition.md) and `headline` (the README's table, printed at the end of a sweep) render them.
-Frames are `retrofit.runner.record.frame_of` frames; nothing here reads a file or a registry.
+Frames are `retrofit.results.record.frame_of` frames; nothing here reads a file or a registry.
 """
 
 import math
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from retrofit.runner.bootstrap import N_BOOTSTRAP, frame_ci, mean_with_ci
-from retrofit.runner.record import SETTINGS
+from retrofit.results.bootstrap import N_BOOTSTRAP, frame_ci, mean_with_ci
+from retrofit.results.record import SETTINGS
 
 DISTRIBUTION_DELTAS = {
     "delta_nll": ("ΔNLL (nats)", 1.0),
@@ -50,12 +50,31 @@ def settings_note(frame: pd.DataFrame) -> str:
     return f"Rows differ in {', '.join(columns)}: kept apart (the host column names the setting), never pooled."
 
 
+TIME_GOAL = 1.10
+"""The predict-time ratio a retrofit aims to stay under; a ratio whose per-round range straddles it
+is said to be within noise, neither met nor missed (`noise_mark`)."""
+
+
 def time_ratio(group: pd.DataFrame) -> str:
-    """Median predict-time ratio over the timed units of `group`, the range of their medians, the count."""
+    """Median predict-time ratio over the timed units of `group`, the range of their medians, the
+    count, the timing settings and the mean load per core they ran under (`noise_mark`)."""
     ratios = group["predict_time_ratio"].dropna()
     if ratios.empty:
         return "not timed"
-    return f"{ratios.median():.2f}× [{ratios.min():.2f}, {ratios.max():.2f}] (n={len(ratios)}){timing_settings(group)}"
+    text = f"{ratios.median():.2f}× [{ratios.min():.2f}, {ratios.max():.2f}] (n={len(ratios)}){timing_settings(group)}"
+    return text + noise_mark(group)
+
+
+def noise_mark(group: pd.DataFrame) -> str:
+    """` within noise` when the per-round ratios of the timed units of `group` (their min and max)
+    straddle `TIME_GOAL`, then the mean load per core the timings ran under (`load`), or ""."""
+    timed = group[group["predict_time_ratio"].notna()]
+    if timed.empty:
+        return ""
+    low, high = timed["predict_time_ratio_min"].min(), timed["predict_time_ratio_max"].max()
+    mark = f" within noise (range straddles {TIME_GOAL:.2f}×)" if low <= TIME_GOAL <= high else ""
+    load = timed["load"].mean() if "load" in timed else float("nan")
+    return mark + (f" (load {load:.2f}/core)" if pd.notna(load) else "")
 
 
 def timing_settings(group: pd.DataFrame) -> str:
@@ -177,7 +196,7 @@ def headline(frame: pd.DataFrame, floors: Mapping[str, float] | None = None) -> 
     arm other than the variant's own settings), per host, mean ΔRMSE % [95 % CI] (signed largest) and
     the predict-time ratio to the baseline. Rows of different settings are kept apart
     (`settings_apart`) and a line above the table says so. With `floors` (host -> noise floor in %
-    of RMSE, `retrofit.runner.aggregate.noise_floors`), a mean |ΔRMSE| below its host's floor is
+    of RMSE, `retrofit.runner.finish.noise_floors`), a mean |ΔRMSE| below its host's floor is
     marked `≈0` and a line below the table gives each host's floor, or "floor not measured"."""
     note, frame = settings_note(frame), settings_apart(frame.assign(host_name=frame["host"]))
     names = dict(zip(frame["host"], frame["host_name"], strict=True))
@@ -204,6 +223,7 @@ def headline(frame: pd.DataFrame, floors: Mapping[str, float] | None = None) -> 
         line["time / baseline"] = ", ".join(
             f"{group.loc[group['host'] == h, 'predict_time_ratio'].median():.2f}×"
             + timing_settings(group[group["host"] == h])
+            + noise_mark(group[group["host"] == h])
             for h in hosts
             if (group["host"] == h).any()
         ).replace("nan×", "not timed")

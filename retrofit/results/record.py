@@ -8,7 +8,8 @@ as a fraction, of the variant and the baseline, their matched deltas: `delta_rms
 `delta_crps_pct` in %, `delta_nll` in nats, `delta_coverage_90` a fraction; predict and fit
 seconds and predict-time ratios), the case's sizes and settings, `commit` / `date`, and what the
 numbers come from (`SETTINGS`, `INPUTS`, `IDENTITY`: the timing settings of the times shown, the
-host file's and data's digests, tabpfn's version, the `machine`).
+host file's and data's digests, tabpfn's version, the `machine`) and, for a timed unit, the `load`
+it was timed under (the 1-minute load average per core; NaN untimed).
 
 The first 34 columns are the published CSV contract (names and order kept); new columns are
 appended at the end.
@@ -81,6 +82,7 @@ class UnitRecord:
     data_digest: str = ""
     tabpfn_version: str = ""
     machine: str = ""
+    load: float = math.nan
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **labels: Any) -> "UnitRecord":
@@ -110,7 +112,7 @@ SETTINGS = ["n_estimators", "device", "test_size", "precision", "threads", "host
 """The columns of settings that change a number: rows that differ in one are never pooled."""
 INPUTS = ["host_digest", "data_digest"]
 """The columns naming the bytes a row was computed from: a row whose inputs differ from a reference's
-was recomputed from changed inputs (`retrofit.runner.compare.verify`)."""
+was recomputed from changed inputs (`retrofit.results.compare`)."""
 IDENTITY = [
     "test_size",
     "precision",
@@ -120,10 +122,11 @@ IDENTITY = [
     *INPUTS,
     "tabpfn_version",
     "machine",
+    "load",
 ]
 """The appended columns that say what a row was computed from (not results: never compared as such)."""
 NUMERIC = [name for name, kind in get_type_hints(UnitRecord).items() if kind in (int, float, bool) and name not in KEY]
-"""Every numeric or flag column but the key's (a text value in one is refused by name: `retrofit.runner.compare`)."""
+"""Every numeric or flag column but the key's (a text value in one is refused by name: `retrofit.results.compare`)."""
 _TYPES = get_type_hints(UnitRecord)
 _OPTIONAL = {f.name: f.default for f in fields(UnitRecord) if f.default is not MISSING}
 """The appended columns and their blank values (an older file lacks them)."""

@@ -1,5 +1,5 @@
 """The one plot of the aggregation: per-case values as dots (coloured by dataset) and their mean with
-the two-level bootstrap 95 % CI (`retrofit.runner.bootstrap.frame_ci`), one panel per host on its
+the two-level bootstrap 95 % CI (`retrofit.results.bootstrap.frame_ci`), one panel per host on its
 own scale. The retrofit table, the distribution deltas and the decomposition all draw with it.
 
 matplotlib's `Figure` is used directly: no pyplot, so no backend switch and no global figure state.
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from retrofit.io import write_png
-from retrofit.runner.bootstrap import frame_ci
+from retrofit.results.bootstrap import frame_ci
 
 Panel = tuple[str, str, float]
 """(column, y-axis label with its unit, scale applied to the column's values)."""

@@ -1,0 +1,91 @@
+"""Throughput of `retrofit.predict_many` vs one `predict` after another (`experiments/bench_batch.py`).
+
+Both sides predict the same o_closed regressors' test rows; they run in interleaved rounds after
+a warm-up (`retrofit.measure.timing`: A B, B A, ...), and a round's speed-up is the sequential
+time over predict_many's time in the same round. Where the time goes: each round also times
+tabpfn's per-member preprocessing of the test rows alone (`retrofit.batching.member_inputs`,
+which both sides do once per regressor); the rest is the forward passes and post-processing.
+`report_lines` says which tables predict_many batched (`retrofit.batching.shared_buckets`) and,
+below `EXPLAINED_BELOW`, where the time goes, with each table's own predict timed once.
+"""
+
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from tabpfn import TabPFNRegressor
+
+from retrofit.batching import MAX_PADDING, cell_limit, member_inputs, predict_many, shared_buckets
+from retrofit.measure.timing import interleaved_times, paired_ratios
+
+COLUMNS = ("host", "round", "n_tables", "sequential_seconds", "predict_many_seconds", "speedup", "preprocess_seconds")
+"""Per round: wall seconds of each side, `speedup` = sequential / predict_many, and the seconds
+of the test rows' preprocessing alone (part of both sides)."""
+
+EXPLAINED_BELOW = 1.5
+"""A median speed-up below this is followed by where the time goes."""
+
+
+def throughput_rounds(host: str, pairs: Sequence[tuple[TabPFNRegressor, Any]], rounds: int) -> pd.DataFrame:
+    """`rounds` interleaved rounds (after one warm-up each) of the three timings; one row per round."""
+    fns = {
+        "sequential": lambda: [regressor.predict(X) for regressor, X in pairs],
+        "predict_many": lambda: predict_many(pairs),
+        "preprocess": lambda: [member_inputs(i, regressor, X) for i, (regressor, X) in enumerate(pairs)],
+    }
+    times = interleaved_times(fns, rounds, clock=time.perf_counter)
+    speedups = paired_ratios(times, "predict_many")["sequential"]
+    return pd.DataFrame(
+        [
+            dict(zip(COLUMNS, (host, r, len(pairs), seq, many, speedup, pre), strict=True))
+            for r, (seq, many, speedup, pre) in enumerate(
+                zip(times["sequential"], times["predict_many"], speedups, times["preprocess"], strict=True)
+            )
+        ],
+        columns=list(COLUMNS),
+    )
+
+
+def report_lines(table: pd.DataFrame, pairs: Sequence[tuple[TabPFNRegressor, Any]], names: Sequence[str]) -> list[str]:
+    """What the rounds of `throughput_rounds` say: how many tables predict_many batched into how
+    many forwards, its median speed-up with its range, and below `EXPLAINED_BELOW` where its time
+    goes and the sequential time by table name (`names`: one per pair, e.g. its dataset)."""
+    members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
+    limit = cell_limit(pairs[0][0])
+    buckets = shared_buckets(members, max_cells=limit)
+    batched = {m.pair for bucket in buckets for m in bucket}
+    speedup = statistics.median(table.speedup)
+    lines = [
+        f"predict_many batched {len(batched)} of {len(pairs)} tables ({len(buckets) + len(pairs) - len(batched)} "
+        f"forwards; padded work <= {MAX_PADDING}x the real work, <= {limit} cells per forward)",
+        f"predict_many speed-up over sequential predict: median {speedup:.2f}x "
+        f"(min {table.speedup.min():.2f}, max {table.speedup.max():.2f}) over {len(table)} interleaved rounds",
+    ]
+    if speedup < EXPLAINED_BELOW:
+        share = statistics.median(table.preprocess_seconds / table.predict_many_seconds)
+        lines.append(
+            f"where predict_many's time goes: test-row preprocessing {share:.0%} (tabpfn's per-member pipeline, "
+            f"the same on both sides), forward passes and post-processing {1 - share:.0%}"
+        )
+        by_name = dict.fromkeys(names, 0.0)
+        by_table = sequential_seconds_by_table(pairs)
+        for name, seconds in zip(names, by_table, strict=True):
+            by_name[name] += seconds
+        total = sum(by_table)
+        lines.append(
+            "sequential predict time by dataset (one call per table): "
+            + ", ".join(f"{name} {seconds:.1f}s ({seconds / total:.0%})" for name, seconds in by_name.items())
+        )
+    return lines
+
+
+def sequential_seconds_by_table(pairs: Sequence[tuple[TabPFNRegressor, Any]]) -> list[float]:
+    """Wall seconds of each regressor's own `predict`, one call each."""
+    seconds = []
+    for regressor, X in pairs:
+        start = time.perf_counter()
+        regressor.predict(X)
+        seconds.append(time.perf_counter() - start)
+    return seconds

@@ -1,0 +1,28 @@
+"""Every architecture at tabpfn's default size: what the retrofit costs and whether it closes.
+
+Per architecture (`make scale-check` -> `results/scale.csv`, columns `rows.COLUMNS`): a host at
+tabpfn's default architecture config with random weights
+(`retrofit.hosts.random_host.default_size_host`), stored as tabpfn publishes that version,
+validated as the sweep's `host=checkpoint` is (`retrofit.hosts.check_checkpoint`, then
+`make_regressor`). On a synthetic table (`config`) it measures, for the stock model (`baseline`)
+and each variant:
+- `time_ratio` (min, max): patched / stock predict seconds, per round of interleaved rounds after
+  a warm-up (`timing`);
+- `memory_ratio`: the peak growth of resident memory during one patched predict / during one stock
+  predict, each in its own fresh process (`memory`);
+- `clone_memory_ratio`: the resident memory that holding one more retrofit of the variant adds,
+  divided by the model's weight bytes (parameters and buffers) (`memory`);
+- `audit_rows_rel`, `audit_columns_rel`: the largest relative prediction change when absent train
+  rows / feature columns are inserted at the model's input (`audit`, on a smaller table);
+and one `variant=predict_many` row (`predict_many`): `retrofit.predict_many` over o_closed
+retrofits of tables of different shapes vs one `predict` after another (`time_ratio` =
+predict_many / sequential), with `max_rel_diff` its largest difference from `predict` relative
+to the prediction scale, and `batched_tables` how many of the tables it runs in padded shared
+forwards (`retrofit.batching.shared_buckets`, a function of the shapes and the model).
+`load_start`, `load_end`: the machine's 1-minute load average when the architecture's
+measurements began and ended (other jobs share the cores; ratios are paired per round, but a
+loaded machine widens their spread). `table` runs it all; `verdicts` states each ratio against
+its goal; where a variant misses its time goal, `profiles` says where the extra time goes: the ops
+whose CPU time grew most from stock to patched, in one predict each. What cannot run is a
+`status=refused` row with the reason, never a number.
+"""

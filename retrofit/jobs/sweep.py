@@ -1,0 +1,42 @@
+"""The retrofit sweep: one case (host × dataset × seed, every selected variant) per job.
+
+    python -m retrofit sweep dataset=<name> seed=<n> results_dir=<dir>     # = experiments/sweep.py
+    python -m retrofit sweep -m dataset=diabetes,auto variant=oa_only,full_o   # a grid: one baseline per case
+    python -m retrofit sweep -m +experiment=paper_table                   # the default grid (make retrofit)
+    python -m retrofit sweep -v ...                                       # per-unit detail on the console too
+
+A single run adds its case's rows to <results_dir>/retrofit_rmse.csv (rows of other units already
+there are kept; its own replace theirs); a sweep (-m) writes exactly its jobs' rows there at its end
+(`retrofit.runner.hydra_callbacks`). With reference=<csv>, either checks that its rows reproduce
+that file. Each job shows a progress bar over its units; both end with the headline table and the
+files written.
+"""
+
+from pathlib import Path
+
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from retrofit.runner import console
+from retrofit.runner.case import reusable, run_case
+from retrofit.runner.config import case_from_hydra
+from retrofit.runner.finish import case_records, finish
+from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
+
+CONFIG = "config"
+SCHEMA = SweepConfig
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`)."""
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
+        run_case(case_from_hydra(cfg, hydra_cfg))
+        return
+    with console.collected_notices() as notices:
+        case = case_from_hydra(cfg, hydra_cfg)
+        reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))  # read before the run writes anything
+        reused = console.reused(reusable([case]), len(case.units))
+        rows = run_case(case)
+    log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
+    records = case_records(case, rows)  # checked against the reference: this run's own rows
+    finish(results_dir_of(cfg, hydra_cfg), records, log_file, reused, keep=True, reference=reference, notices=notices)

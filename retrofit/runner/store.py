@@ -1,0 +1,164 @@
+"""A unit's identity and the unit store: one file per unit, named by what its numbers come from.
+
+A unit is one variant (with its hyper-parameter overrides) of one case (host × dataset × seed); it
+is named for people by its `UnitKey` (the key columns of `retrofit_rmse.csv`) and identified by a
+digest of everything its numbers are computed from (`retrofit.runner.case.Case.identities`: the
+data's and the host file's bytes, every setting that changes a number, the resolved variant, a
+timed unit's timing settings, the library versions and the code's meaning: `environment()`). Its
+file is `<runs_dir>/<identity>.json`; a unit is finished when a valid file of its identity exists,
+and nothing else decides it. The file holds the row, its `identity` and a `row_digest` of the row;
+a damaged one (unparsable, not an object, lacking a column, not matching its digest) is never
+served. Writes are atomic (`retrofit.io`): concurrent and interrupted runs leave whole files or none.
+"""
+
+import ast
+import functools
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from retrofit.errors import RunnerError
+from retrofit.io import write_text_atomic
+from retrofit.results.compare import label
+from retrofit.results.record import COLUMNS
+
+log = logging.getLogger(__name__)
+
+BASELINE = "baseline"
+"""The variant that patches nothing; its prediction is every unit's reference."""
+
+
+class UnitKey(NamedTuple):
+    """What a unit is called: the key columns of its row (`retrofit.results.record.KEY`); `hparams`
+    its overrides as `k=v,...` (`retrofit.results.record.hparams_text`)."""
+
+    host: str
+    dataset: str
+    seed: int
+    variant: str
+    hparams: str = ""
+
+    def label(self) -> str:
+        """`host=<h>/dataset=<d>/seed=<s>/variant=<v>[/hparams=<k=v,...>]`."""
+        return label(self)
+
+
+def reject_duplicates(keys: Iterable[UnitKey]) -> None:
+    """Raise RunnerError listing every key that occurs more than once (before anything runs)."""
+    seen: set[UnitKey] = set()
+    duplicates = sorted({k for k in keys if k in seen or seen.add(k)})
+    if duplicates:
+        listed = ", ".join(k.label() for k in duplicates)
+        raise RunnerError(f"duplicate units in this sweep: {listed}; remove the repeated override values")
+
+
+def digest(parts: Mapping[str, Any]) -> str:
+    """A short digest of what a result depends on (JSON-serialisable `parts`)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+PACKAGE = Path(__file__).resolve().parents[1]
+"""The `retrofit` package directory, whose source `code_digest` covers."""
+NOT_NUMBERS = (
+    *("jobs/", "runtimes.py", "record_guard.py", "pretrain/", "removal/", "audit/", "results/"),
+    *(f"runner/{name}.py" for name in ("console", "finish", "hydra_callbacks", "schema")),
+)
+"""The parts of the package (paths relative to it) that compute no unit's numbers: the other jobs,
+the results' reading, aggregating and showing, and the runner's checking and reporting."""
+
+
+def _meaning(source: str) -> str:
+    """`ast.dump` of a module's source without its docstrings (module, class and function): what the
+    code does, not what it says; comments never reach the tree."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0].value if node.body and isinstance(node.body[0], ast.Expr) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+@functools.cache
+def code_digest(root: Path = PACKAGE) -> str:
+    """sha256 over the meaning (`_meaning`) of every `*.py` file under `root` that computes numbers
+    (all but `NOT_NUMBERS`), with its relative path: a change to what that code does makes every
+    stored unit stale; an edit of a comment or docstring, or of how results are shown, does not."""
+    hashed = hashlib.sha256()
+    paths = [path for path in root.rglob("*.py") if not path.relative_to(root).as_posix().startswith(NOT_NUMBERS)]
+    for path in sorted(paths):
+        hashed.update(str(path.relative_to(root)).encode() + b"\0" + _meaning(path.read_text()).encode() + b"\0")
+    return hashed.hexdigest()[:16]
+
+
+LIBRARIES = ("tabpfn", "torch", "numpy", "scikit-learn")
+"""The libraries whose installed versions are part of every unit's identity."""
+
+
+def environment() -> dict[str, str]:
+    """The library versions (`LIBRARIES`, read without importing them) and the code digest."""
+    return {name: version(name) for name in LIBRARIES} | {"code": code_digest()}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's content (a host checkpoint, a CSV), first 16 hex digits."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()[:16]
+
+
+def row_digest(row: Mapping[str, Any]) -> str:
+    """sha256 of `row` as JSON (sorted keys, as it reads back from a unit file), first 16 hex digits."""
+    return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class UnitStore:
+    """The unit files under `runs_dir`: a finished unit read back (verified), a unit written
+    atomically. `columns`: the result columns every row must hold (those of `retrofit_rmse.csv`)."""
+
+    def __init__(self, runs_dir: Path, columns: Iterable[str] = COLUMNS):
+        self.runs_dir = Path(runs_dir)
+        self.columns = tuple(columns)
+
+    def path(self, identity: str) -> Path:
+        return self.runs_dir / f"{identity}.json"
+
+    def read(self, path: Path) -> dict[str, Any]:
+        """The verified row of the unit file `path` (without its digest); RunnerError naming the
+        file when it cannot be parsed, is not an object, does not match its digest or lacks a column."""
+        try:
+            row = json.loads(Path(path).read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise RunnerError(f"unit file {path} is not valid JSON ({err})") from None
+        if not isinstance(row, dict):
+            raise RunnerError(f"unit file {path} holds a JSON {type(row).__name__}, not a row")
+        stored = row.pop("row_digest", None)
+        if stored != row_digest(row):
+            why = "has no row digest" if stored is None else "does not match its row digest (edited or damaged)"
+            raise RunnerError(f"unit file {path} {why}")
+        missing = [column for column in self.columns if column not in row]
+        if missing:
+            raise RunnerError(f"unit file {path} lacks the columns {', '.join(missing)}")
+        return row
+
+    def finished(self, identity: str) -> dict[str, Any] | None:
+        """The stored row of the unit `identity` if its file is valid (`read`) and carries that
+        identity, else None; an invalid file is named in a warning (the unit is then recomputed)."""
+        path = self.path(identity)
+        if not path.is_file():
+            return None
+        try:
+            row = self.read(path)
+        except RunnerError as err:
+            log.warning("%s; recomputing that unit", err)
+            return None
+        return row if row.get("identity") == identity else None
+
+    def write(self, identity: str, row: Mapping[str, Any]) -> Path:
+        """`row` with its `identity` and `row_digest` as the unit file of `identity`, atomically."""
+        body = json.loads(json.dumps({**row, "identity": identity}, default=str))  # as it reads back
+        body["row_digest"] = row_digest(body)
+        return write_text_atomic(self.path(identity), json.dumps(body, indent=1, sort_keys=True) + "\n")

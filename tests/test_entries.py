@@ -1,0 +1,114 @@
+"""Every entry starts one way (`retrofit.jobs.launch`): what cannot start, does not compose or is
+interrupted ends in one line and a non-zero exit, never a traceback; `python -m retrofit` runs the
+same jobs and lists them. Each entry runs as a subprocess, as a user runs it."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pandas as pd
+import pytest
+from processes import ROOT, run_entry_point, run_python
+
+from retrofit.jobs import USAGE, declared_configs
+from retrofit.jobs.exits import INTERRUPTED
+
+
+def one_line_error(out: subprocess.CompletedProcess) -> str:
+    """The one line a refused command writes to stderr (asserting there is nothing else)."""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr[-3000:]
+    return lines[0]
+
+
+def test_a_home_directory_that_is_a_file_is_one_line_before_any_import(tmp_path):
+    home = tmp_path / "home"
+    home.write_text("not a directory")
+    out = run_entry_point("exactness.py", cwd=tmp_path, HOME=str(home), SKB_DATA_DIRECTORY="")
+    assert out.returncode == USAGE
+    assert one_line_error(out) == f"error: HOME={home} is not a directory (set HOME to a writable directory)"
+    out = run_python("-m", "retrofit", "audit", cwd=tmp_path, SKB_DATA_DIRECTORY=str(home / "data"))
+    assert out.returncode == USAGE and one_line_error(out).startswith(f"error: SKB_DATA_DIRECTORY={home / 'data'} (")
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["n_estimatorz=4"], "error: Could not override 'n_estimatorz'. To append to your config use +n_estimatorz=4"),
+        (["seed=abc"], "error: Error merging override seed=abc"),
+        (["+n_estimatorz=4"], "error: configs/ablation.yaml: bad key 'n_estimatorz'"),
+        (["output_csv=results/ablation.csv"], "is in the committed record"),
+    ],
+    ids=["unknown-key", "bad-value", "added-key", "record-output"],
+)
+def test_a_bad_override_is_one_line(tmp_path, overrides, message):
+    out = run_entry_point("ablation.py", *overrides, cwd=ROOT)
+    assert out.returncode == 1 and message in one_line_error(out)
+
+
+def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset" / "evil.yaml").write_text(
+        f'name: !!python/object/apply:os.system ["touch {marker}"]\n'
+    )
+    out = run_python("-m", "retrofit", "ablation", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "+dataset=evil")
+    assert out.returncode == 1 and not marker.exists()
+    assert one_line_error(out).startswith("error: could not determine a constructor for the tag 'tag:yaml.org,2002:")
+
+
+def test_an_unknown_job_is_one_line_naming_the_jobs():
+    out = run_python("-m", "retrofit", "exactnes")
+    assert out.returncode == USAGE and "(one of ablation, audit, " in one_line_error(out)
+
+
+def test_python_m_retrofit_lists_every_root_config_and_runs_its_job(tmp_path):
+    listed = run_python("-m", "retrofit")
+    assert listed.returncode == 0, listed.stderr
+    commands = dict(line.split(maxsplit=1) for line in listed.stdout.splitlines()[1:])
+    assert sorted(commands) == sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
+    for config, job in declared_configs().items():
+        assert commands[config] == f"python -m retrofit {job}"
+    assert commands["preset_selection"] == "python -m retrofit host_quality --config-name preset_selection"
+    csv, md = tmp_path / "ablation.csv", tmp_path / "ablation.md"
+    tiny = ["d_model=16", "n_heads=2", "d_ffn=32", "n_old=8", "n_nulls=[2]", "batch=1"]
+    out = run_python("-m", "retrofit", "ablation", *tiny, f"output_csv={csv}", f"output_md={md}", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert set(pd.read_csv(csv).n_null) == {2} and "| otransformer |" in md.read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_interrupted_exit_130(tmp_path):
+    """SIGINT once the job computes (its progress bar names the first grid point; the whole grid
+    takes minutes): `interrupted`, exit 130, no traceback, no table."""
+    command = [sys.executable, str(ROOT / "experiments" / "exactness.py"), f"output_csv={tmp_path / 'e.csv'}"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    job = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a shell
+    )
+    seen, started = [], threading.Event()
+
+    def read() -> None:
+        for char in iter(lambda: job.stderr.read(1), ""):
+            seen.append(char)
+            if "exactness B=" in "".join(seen[-40:]):
+                started.set()
+        started.set()  # the job ended: nothing more to wait for
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    started.wait()
+    assert job.poll() is None, "".join(seen)[-3000:]
+    job.send_signal(signal.SIGINT)
+    job.wait(timeout=600)
+    reader.join()
+    stderr = "".join(seen)
+    assert job.returncode == INTERRUPTED, stderr[-3000:]
+    assert "interrupted" in stderr and "Traceback" not in stderr and not (tmp_path / "e.csv").exists()
