@@ -13,6 +13,13 @@ from retrofit.ops import OAOnlyBlock, OTransformerBlock, StandardBlock
 from retrofit.ops.insertion import insert_rows, keep_mask
 
 HOSTS = {"standard": StandardBlock, "oa_only": OAOnlyBlock, "otransformer": OTransformerBlock}
+COLUMN_DOCS = {
+    "host": ("label", "the two-block host: `standard`, `oa_only` or `otransformer` (`HOSTS`)"),
+    "block": ("integer", "block after which the states are compared (from 1)"),
+    "n_null": ("count", "null tokens inserted"),
+    "linf_old_tokens": ("hidden-state units", "largest change of an old token's state when the nulls are inserted"),
+}
+"""Column -> (unit, meaning) of `results/ablation.csv` (`ablation_table`)."""
 
 
 def build_hosts(

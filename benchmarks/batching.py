@@ -20,9 +20,17 @@ from tabpfn import TabPFNRegressor
 from retrofit.batching import MAX_PADDING, cell_limit, member_inputs, predict_many, shared_buckets
 from retrofit.measure.timing import interleaved_times, paired_ratios
 
-COLUMNS = ("host", "round", "n_tables", "sequential_seconds", "predict_many_seconds", "speedup", "preprocess_seconds")
-"""Per round: wall seconds of each side, `speedup` = sequential / predict_many, and the seconds
-of the test rows' preprocessing alone (part of both sides)."""
+COLUMN_DOCS = {
+    "host": ("label", "host label"),
+    "round": ("integer", "interleaved timing round (from 0)"),
+    "n_tables": ("count", "regressors (tables) predicted per side"),
+    "sequential_seconds": ("s", "wall seconds of one `predict` after another over the tables"),
+    "predict_many_seconds": ("s", "wall seconds of one `retrofit.predict_many` call over them"),
+    "speedup": ("ratio", "sequential_seconds / predict_many_seconds of the round"),
+    "preprocess_seconds": ("s", "seconds of the test rows' per-member preprocessing alone (part of both sides)"),
+}
+"""Column -> (unit, meaning) of `results/bench_batch.csv` (one row per round), in order."""
+COLUMNS = tuple(COLUMN_DOCS)
 
 EXPLAINED_BELOW = 1.5
 """A median speed-up below this is followed by where the time goes."""

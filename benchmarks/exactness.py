@@ -17,6 +17,27 @@ from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_
 from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+COLUMN_DOCS = {
+    "implementation": ("label", "OAttention implementation: `fused`, `compact` or `materialised`"),
+    "eps_mode": ("label", "the sink's mode: `absolute` or `relative`"),
+    "dtype": ("label", "dtype of the inputs and the computation"),
+    "B": ("count", "batch size"),
+    "H": ("count", "attention heads"),
+    "Q": ("count", "queries"),
+    "K": ("count", "keys"),
+    "D": ("count", "head dimension"),
+    "score_std": ("dimensionless", "standard deviation of the attention scores the inputs are drawn for"),
+    "linf_abs": ("output units", "largest |output − float64 reference|"),
+    "max_abs_ref": ("output units", "largest |reference output|"),
+    "linf_eps_units": ("eps(dtype) · max|ref|", "linf_abs / (eps(dtype) · max_abs_ref)"),
+    "null_receiver_max_abs": ("output units", "largest |output| of a null receiver (0 by contract)"),
+    "null_insertion_linf_abs": ("output units", "largest output change when null sources are inserted"),
+    "null_insertion_eps_units": (
+        "eps(dtype) · rowmax|out|",
+        "that change per row in units of eps(dtype) · rowmax|out|",
+    ),
+}
+"""Column -> (unit, meaning) of `results/exactness.csv` (`exactness_table`)."""
 IMPLEMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
     "fused": o_attention,
     "compact": partial(o_attention, compact=True),

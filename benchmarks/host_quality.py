@@ -27,6 +27,32 @@ from retrofit.metrics import rmse
 
 MEAN_RATIO_BAR = 0.85
 RIDGE_GEOMEAN_BAR = 1.05
+SCORE_DOCS = {
+    "dataset": ("label", "dataset name"),
+    "seed": ("integer", "split and `random_state` seed"),
+    "n_train": ("rows", "training rows of the split"),
+    "n_test": ("rows", "test rows of the split"),
+    "n_features": ("count", "feature columns"),
+    "model": ("label", "a baseline (`mean`, `ridge`, `random_forest`) or `<host>[<preset>]`"),
+    "rmse": ("target units", "root mean squared error on the test rows"),
+}
+"""Column -> (unit, meaning) of `host_quality.csv` (`score_case`)."""
+SUMMARY_DOCS = {
+    "model": SCORE_DOCS["model"],
+    "worst_rmse_over_mean": ("ratio", "largest over datasets of RMSE / the mean predictor's (seed-averaged)"),
+    "worst_dataset": ("label", "the dataset where it is largest"),
+    "geomean_rmse_over_ridge": ("ratio", "geometric mean of RMSE / ridge's over dataset × seed"),
+    "geomean_rmse_over_rf": ("ratio", "geometric mean of RMSE / the random forest's"),
+    "meets_bar": ("flag", "worst_rmse_over_mean ≤ `MEAN_RATIO_BAR` and geomean_rmse_over_ridge ≤ `RIDGE_GEOMEAN_BAR`"),
+}
+"""Column -> (unit, meaning) of `host_quality_summary.csv` (`summarise`)."""
+EXTRAPOLATION_DOCS = {
+    "x_z": ("training-x sd", "query x, in training standard deviations from the training mean"),
+    "true_y_z": ("training-y z units", "the noiseless trend's y there, standardised by the training y"),
+    "pred_y_z": ("training-y z units", "the model's prediction there, standardised the same way"),
+    "model": ("label", "`<host>[<preset>]`"),
+}
+"""Column -> (unit, meaning) of `host_extrapolation.csv` (`extrapolation_probe`, labelled by model)."""
 
 
 def _ridge(split: Split, seed: int):

@@ -21,9 +21,18 @@ from retrofit.batching import MAX_PADDING, bucket_members, cell_limit, decode_me
 from retrofit.fitting import FittedCase
 from retrofit.patching import retrofit
 
-COLUMNS = ("host", "variant", "dataset", "seed", "n_test", "max_abs_delta_pred", "max_abs_pred", "rel_delta_pred")
-"""`max_abs_delta_pred`: largest |padded - own prediction| over the case's test rows;
-`rel_delta_pred`: that divided by `max_abs_pred`, the largest |own prediction|."""
+COLUMN_DOCS = {
+    "host": ("label", "host label"),
+    "variant": ("label", "retrofit variant (`baseline`: the stock host fed the padding as zeros)"),
+    "dataset": ("label", "dataset name"),
+    "seed": ("integer", "split and `random_state` seed of the case"),
+    "n_test": ("rows", "test rows of the case"),
+    "max_abs_delta_pred": ("target units", "largest |padded − own prediction| over the case's test rows"),
+    "max_abs_pred": ("target units", "largest |own prediction|"),
+    "rel_delta_pred": ("ratio", "max_abs_delta_pred / max_abs_pred"),
+}
+"""Column -> (unit, meaning) of `results/padding_demo.csv` (one row per variant and case), in order."""
+COLUMNS = tuple(COLUMN_DOCS)
 
 
 def padding_effect(

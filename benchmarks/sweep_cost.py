@@ -28,7 +28,18 @@ from retrofit.hosts.validation import architecture_name
 from retrofit.runner.case import Case, run_case
 
 PHASES = ("fit", "patch", "predict", "timing", "rows")
-COLUMNS = ("host", "dataset", "seed", "timing_rounds", "shared_stages", "repeat", "phase", "cpu_s")
+COLUMN_DOCS = {
+    "host": ("label", "host label"),
+    "dataset": ("label", "dataset name"),
+    "seed": ("integer", "the case's seed"),
+    "timing_rounds": ("count", "interleaved timing rounds of the case (0: untimed)"),
+    "shared_stages": ("flag", "whether the stages before the in-context blocks were computed once for all models"),
+    "repeat": ("integer", "repetition of the case (from 0)"),
+    "phase": ("label", "`fit`, `patch`, `predict`, `timing` or `rows` (module docstring), or the import"),
+    "cpu_s": ("CPU s", "CPU seconds of this process in the phase (`time.process_time`)"),
+}
+"""Column -> (unit, meaning) of `results/sweep_cost.csv`, in order."""
+COLUMNS = tuple(COLUMN_DOCS)
 
 
 @dataclass

@@ -4,8 +4,9 @@
 `retrofit.unpatch(patched)` restores it (both in `retrofit.patching`);
 `retrofit.RetrofitRegressor` is a variant on a host as a scikit-learn estimator
 (`retrofit.estimator`); `retrofit.predict_many(pairs)` predicts several o_closed regressors' tables
-in padded batches (`retrofit.batching`). They are resolved on first access, so `import retrofit.ops` does not
-pay for importing tabpfn.
+in padded batches (`retrofit.batching`); `retrofit.compare(X, y, variants=[...])` runs the
+sweep's matched comparison on a table in memory and returns its rows (`retrofit.comparison`).
+They are resolved on first access, so `import retrofit.ops` does not pay for importing tabpfn.
 """
 
 from importlib import import_module
@@ -15,10 +16,11 @@ _LAZY = {
     "unpatch": "retrofit.patching",
     "RetrofitRegressor": "retrofit.estimator",
     "predict_many": "retrofit.batching",
+    "compare": "retrofit.comparison",
 }
 """Public name -> the module defining it, imported on first access."""
 
-__all__ = ["RetrofitRegressor", "predict_many", "retrofit", "unpatch"]
+__all__ = ["RetrofitRegressor", "compare", "predict_many", "retrofit", "unpatch"]
 
 
 def __getattr__(name: str):

@@ -34,6 +34,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from retrofit.io import write_text_atomic
+from retrofit.results.record import column, column_docs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,15 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 class Runtime:
     """One target's last successful run."""
 
-    target: str
-    wall_s: float
-    cpu_s: float  # user + system of the command and its children; NaN where not measured
-    cpus: int
-    load_start: float
-    load_end: float
-    commit: str
-    date: str
-    command: str
+    target: str = column("label", "the make target")
+    wall_s: float = column("s", "wall seconds of its last successful run")
+    cpu_s: float = column("CPU s", "user + system seconds of the command and its children (NaN: not measured)")
+    cpus: int = column("count", "CPU cores of the machine")
+    load_start: float = column("load", "1-minute load average when it started (above `cpus`: shared cores)")
+    load_end: float = column("load", "1-minute load average when it ended")
+    commit: str = column("git commit", "the checkout's commit")
+    date: str = column("UTC, minutes", "when it ended (`YYYY-MM-DD HH:MM`)")
+    command: str = column("text", "the command run")
 
     def row(self) -> dict[str, str]:
         return {
@@ -76,6 +77,10 @@ class Runtime:
     def from_row(cls, row: dict[str, str]) -> "Runtime":
         types = {f.name: f.type for f in fields(cls)}
         return cls(**{key: types[key](row[key]) for key in types})
+
+
+COLUMN_DOCS = column_docs(Runtime)
+"""Column -> (unit, meaning) of a runtimes CSV (`results/command_times.csv`), in order."""
 
 
 def _commit() -> str:

@@ -1,6 +1,6 @@
 """The aggregation as a pure step over records: single runs accumulate in a results_dir, the headline
-table, the columns' units, files written 0644; aggregating a finished unit store loads neither torch
-nor tabpfn."""
+table, the columns' units, the long format, files written 0644; aggregating a finished unit store
+loads neither torch nor tabpfn."""
 
 import math
 from dataclasses import asdict
@@ -9,6 +9,7 @@ import pandas as pd
 from processes import run_python
 
 from retrofit.results.aggregate import aggregate, headline, outputs
+from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
 from retrofit.results.record import COLUMNS, UnitRecord, hparams_text, read_records
 from retrofit.runner.finish import noise_floors
 from retrofit.runner.store import UnitStore
@@ -59,11 +60,38 @@ def test_coverage_is_shown_in_points_and_every_file_is_listed(tmp_path):
     assert "Δcoverage of the 90% interval (points)" in table and "+3.0000" in table  # 0.03 as a fraction
     assert outputs(frame) == [
         "retrofit_rmse.csv",
+        "retrofit_long.csv",
         "retrofit_table.md",
         "retrofit_deltas.png",
         "retrofit_distribution_deltas.png",
     ]
     assert all((tmp_path / name).is_file() for name in outputs(frame))
+
+
+def test_the_long_format_has_a_row_per_unit_and_metric_that_gives_back_the_wide_values(tmp_path):
+    units = [
+        record("a", "baseline", 0.0, rmse=2.0, baseline_rmse=2.0, nll=1.5, crps=0.75, fit_seconds=0.25),
+        record("a", "oa_only", 5.0, rmse=2.1, baseline_rmse=2.0, nll=1.25, crps=0.5, fit_seconds=0.25),
+        record("a", "oa_only", 1.0, hparams="tau.c=0.01", rmse=2.02, baseline_rmse=2.0, predict_seconds=3.0),
+        record("b", "oa_only", 2.0, seed=1, host="g", n_estimators=2, rmse=4.0, baseline_rmse=3.0),
+    ]
+    frame = aggregate(tmp_path, units, table=False)
+    long = pd.read_csv(tmp_path / "retrofit_long.csv").fillna({"hparams": "", "arm": ""})
+    assert len(long) == 3 * len(frame) and list(long.columns) == list(LONG_DOCS)
+    assert sorted(long["method"].unique()) == ["g/oa_only", "h/baseline", "h/oa_only", "h/oa_only (tau.c=0.01)"]
+    wide = long.pivot(index=["host", "variant", "hparams", "dataset", "fold"], columns="metric")
+    for row in frame.itertuples():
+        cell = wide.loc[(row.host, row.variant, row.hparams, row.dataset, row.seed)]
+        assert [cell["metric_error", m] for m in ("rmse", "nll", "crps")] == [row.rmse, row.nll, row.crps]
+        assert [cell["baseline_error", m] for m in ("rmse", "nll", "crps")] == [
+            row.baseline_rmse,
+            row.baseline_nll,
+            row.baseline_crps,
+        ]
+        assert (cell["time_train_s"] == row.fit_seconds).all() and (cell["time_infer_s"] == row.predict_seconds).all()
+    tuned = wide.loc[("h", "oa_only", "tau.c=0.01", "a", 0)]
+    assert tuned["metric_error", "rmse"] == 2.02 and tuned["time_infer_s", "rmse"] == 3.0
+    assert set(long["problem_type"]) == {"regression"}
 
 
 def test_hparams_are_flattened_and_sorted():

@@ -39,7 +39,9 @@ def benchmark_datasets(hydra_compose) -> list[str]:
 
 
 def test_every_dataset_config_is_a_valid_spec(benchmark_datasets, hydra_compose):
-    names = sorted(p.stem for p in (CONFIGS / "dataset").glob("*.yaml"))
+    names = sorted(
+        p.stem for p in (CONFIGS / "dataset").glob("*.yaml") if p.stem != "csv"
+    )  # filled on the command line
     assert names == sorted(benchmark_datasets + list(hydra_compose("preset_selection").datasets))
     for name in names:
         assert DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{name}.yaml").read_text())).name == name

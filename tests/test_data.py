@@ -156,7 +156,7 @@ def test_missing_csv_names_the_file(tmp_path):
     [
         ({"name": "a", "source": "excel", "target": "y"}, "unknown source 'excel'"),
         ({"name": "../a", "source": "csv", "path": "p", "target": "y"}, "'../a' labels results and names files"),
-        ({"name": "a", "source": "csv", "target": "y"}, r"needs \['path'\]"),
+        ({"name": "a", "source": "csv", "target": "y"}, "key 'path' is missing"),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "colour": 1}, "unknown key 'colour'"),
         ({"name": "a", "source": "csv", "path": "p"}, "key 'target' is missing"),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "max_rows": 0}, "max_rows must be a positive"),

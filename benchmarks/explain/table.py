@@ -15,28 +15,41 @@ from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.measure.timing import paired_ratios, spread, torch_threads
 
-COLUMNS = (
-    "host",
-    "dataset",
-    "n_features",
-    "n_coalitions",
-    "method",
-    "seconds",
-    "speedup_vs_refit",
-    "rank_corr_median",
-    "max_abs_diff_vs_refit",
-    "index",
-    "rounds",
-    "seconds_min",
-    "seconds_max",
-    "speedup_min",
-    "speedup_max",
-)
+COLUMN_DOCS = {
+    "host": ("label", "host label"),
+    "dataset": ("label", "dataset name"),
+    "n_features": ("count", "features explained (the players)"),
+    "n_coalitions": ("count", "feature coalitions evaluated per explained row"),
+    "method": ("label", "how a coalition is evaluated (`benchmarks.explain`): ours or a refit reference"),
+    "seconds": ("s", "median wall seconds of the method over the timing rounds"),
+    "speedup_vs_refit": ("ratio", "median per-round reference seconds / the method's"),
+    "rank_corr_median": (
+        "Spearman ρ",
+        "median over explained rows of the rank correlation with the reference's values",
+    ),
+    "max_abs_diff_vs_refit": ("index units", "largest |value − reference value| over the rows the reference explained"),
+    "index": ("label", "`SV` (Shapley values), `k-SII` (pairwise interactions) or `LOO` (leave-one-out data values)"),
+    "rounds": ("count", "timing rounds"),
+    "seconds_min": ("s", "fastest round"),
+    "seconds_max": ("s", "slowest round"),
+    "speedup_min": ("ratio", "smallest per-round speed-up"),
+    "speedup_max": ("ratio", "largest per-round speed-up"),
+}
+"""Column -> (unit, meaning) of `results/removal_bench.csv`, in order."""
+COLUMNS = tuple(COLUMN_DOCS)
 METHODS = ("closed_batched", "closed_batched_rows", "refit_shapiq", "stock_zeroed")
 """The methods of the SV and k-SII rows (refit_shapiq the reference)."""
 LOO_METHODS = ("closed_batched", "refit_tabpfn")
 """The methods of the LOO rows (refit_tabpfn the reference)."""
-STAGE_COLUMNS = ("host", "dataset", "n_features", "n_coalitions", "method", "stage", "ms_per_coalition")
+STAGE_DOCS = {
+    **{name: COLUMN_DOCS[name] for name in ("host", "dataset", "n_features")},
+    "n_coalitions": ("count", "coalitions the stages were timed on"),
+    "method": COLUMN_DOCS["method"],
+    "stage": ("label", "a stage of evaluating a coalition (`retrofit.removal.stages`)"),
+    "ms_per_coalition": ("CPU ms", "CPU milliseconds the stage takes per coalition"),
+}
+"""Column -> (unit, meaning) of the stage table, `results/removal_stages.csv`, in order."""
+STAGE_COLUMNS = tuple(STAGE_DOCS)
 """The columns of the stage table (`stages_output`, `retrofit.removal.stages`)."""
 
 

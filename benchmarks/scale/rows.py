@@ -4,31 +4,31 @@ from typing import Any
 
 import numpy as np
 
-COLUMNS = (
-    "arch",
-    "variant",
-    "status",
-    "time_ratio",
-    "time_ratio_min",
-    "time_ratio_max",
-    "memory_ratio",
-    "clone_memory_ratio",
-    "audit_rows_rel",
-    "audit_columns_rel",
-    "max_rel_diff",
-    "rounds",
-    "stock_seconds",
-    "weight_mib",
-    "reason",
-    "batched_tables",
-    "load_start",
-    "load_end",
-)
-"""One row per architecture x variant (see `benchmarks.scale`); `status`: measured or refused;
-`stock_seconds`: the stock model's median predict seconds (predict_many row: sequential's);
-`weight_mib`: the model's parameters and buffers; `batched_tables`: of the predict_many tables,
-those run in padded shared forwards (the others ran their own predict); `load_start`,
-`load_end`: 1-minute load average at the architecture's start and end."""
+COLUMN_DOCS = {
+    "arch": ("label", "tabpfn architecture at its default size (see `benchmarks.scale`)"),
+    "variant": ("label", "retrofit variant, `baseline` (the stock model) or `predict_many`"),
+    "status": ("label", "`measured` or `refused`"),
+    "time_ratio": ("ratio", "median per-round patched / stock predict seconds (predict_many: / sequential)"),
+    "time_ratio_min": ("ratio", "smallest per-round time ratio"),
+    "time_ratio_max": ("ratio", "largest per-round time ratio"),
+    "memory_ratio": ("ratio", "peak resident-memory growth of one patched predict / of one stock predict"),
+    "clone_memory_ratio": ("ratio", "resident memory one more retrofit adds / the model's weight bytes"),
+    "audit_rows_rel": ("relative change", "largest relative prediction change when absent train rows are inserted"),
+    "audit_columns_rel": ("relative change", "the same when absent feature columns are inserted"),
+    "max_rel_diff": (
+        "relative change",
+        "predict_many row: largest difference from `predict`, relative to the prediction scale",
+    ),
+    "rounds": ("count", "interleaved timing rounds"),
+    "stock_seconds": ("s", "the stock model's median predict seconds (predict_many row: sequential's)"),
+    "weight_mib": ("MiB", "the model's parameters and buffers"),
+    "reason": ("text", "why a refused row could not run (first line); empty if measured"),
+    "batched_tables": ("count", "of the predict_many tables, those run in padded shared forwards"),
+    "load_start": ("load", "1-minute load average at the architecture's start"),
+    "load_end": ("load", "1-minute load average at its end"),
+}
+"""Column -> (unit, meaning) of `results/scale.csv` (one row per architecture x variant), in order."""
+COLUMNS = tuple(COLUMN_DOCS)
 
 BASELINE, PREDICT_MANY = "baseline", "predict_many"
 """The `variant` of the stock model's row and of the predict_many row."""

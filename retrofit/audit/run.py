@@ -34,29 +34,28 @@ from retrofit.fitting import fit_host, load_split
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
-COLUMNS = (
-    "host",
-    "variant",
-    "inserted_at",
-    "null_kind",
-    "n_null",
-    "block",
-    "linf_hidden",
-    "linf_pred",
-    "max_abs_hidden",
-    "max_abs_pred",
-    "first_leaking_module",
-    "status",
-)
-"""`linf_*`: largest change of an old row's state / a prediction when nulls are inserted;
-`max_abs_*`: the largest magnitude of those states / predictions without nulls (the scale that
-float32 rounding is relative to); `first_leaking_module`: for `icl_entry`, the first module that
-turned a null carrier non-zero; for `input`, the first stage where the insertion shows beyond
-`REL_BOUND` (`column_stage`: everything before the in-context blocks; or an in-context block);
-for `raw_table`, `padded positions` where a closed model lets the insertion through beyond
-`REL_BOUND` (its preprocessing never sees it) or `not told` for any other; empty if none
-(`raw_table` rows carry no hidden states: `block` empty, `*_hidden` NaN). `status`: measured, or refused (the
-reason's first clause in `first_leaking_module`)."""
+COLUMN_DOCS = {
+    "host": ("label", "host label"),
+    "variant": ("label", "retrofit variant (`baseline`: the stock host)"),
+    "inserted_at": ("label", "where the nulls go in: `icl_entry`, `input` or `raw_table` (module docstring)"),
+    "null_kind": ("label", "what is inserted: `rows` or `columns`"),
+    "n_null": ("count", "null rows or columns inserted"),
+    "block": ("label", "the in-context block whose output is compared (empty for `raw_table`)"),
+    "linf_hidden": ("hidden-state units", "largest change of an old row's state after `block` when nulls are inserted"),
+    "linf_pred": ("target units", "largest change of a test prediction when nulls are inserted"),
+    "max_abs_hidden": ("hidden-state units", "largest |state| there without nulls (the scale rounding is relative to)"),
+    "max_abs_pred": ("target units", "largest |prediction| without nulls"),
+    "first_leaking_module": (
+        "text",
+        "`icl_entry`: the first module that turned a null carrier non-zero; `input`: the first stage where the "
+        "insertion shows beyond `REL_BOUND` (`column_stage`: all before the in-context blocks); `raw_table`: "
+        "`padded positions` (a closed model lets it through) or `not told`; empty if none; a refusal's reason",
+    ),
+    "status": ("label", "`measured`, or `refused` (a variant the host cannot take)"),
+}
+"""Column -> (unit, meaning) of `results/audit.csv`, in order (`raw_table` rows carry no hidden
+states: `block` empty, `*_hidden` NaN)."""
+COLUMNS = tuple(COLUMN_DOCS)
 
 REL_BOUND = 1e-5
 """Rounding bound: a change up to this fraction of the largest magnitude is float32 summation

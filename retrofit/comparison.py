@@ -1,0 +1,116 @@
+"""`retrofit.compare`: the sweep's matched comparison on a table held in memory, as a DataFrame.
+
+Per seed, ONE host regressor is fitted on the seed's split (`retrofit.data.split`: the sweep's
+70/30 rule, the same cleaning and categorical encoding, `random_state = seed`,
+`retrofit.fitting.fit_host`); the frozen stock host (`retrofit.retrofit(fitted, "baseline")`) and
+every variant (`retrofit.retrofit(fitted, variant, **hparams)`) predict the same test rows. The
+numbers are the sweep's for the same rows and settings: the same table swept from a CSV file
+(`dataset=csv dataset.path=... dataset.target=...`) gives the same `rmse` (up to torch's
+thread count, which the sweep fixes at 1: ~1e-7 relative). Nothing is stored or timed.
+"""
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from retrofit.data import Split, frame_table, split
+from retrofit.errors import RetrofitError
+from retrofit.fitting import fit_host
+from retrofit.hosts import available, check_checkpoint, get_path
+from retrofit.hosts.regressor import resolve_device
+from retrofit.metrics import BarPredictive, DistributionScores, rmse
+from retrofit.patching import retrofit
+from retrofit.variants import resolve_variant
+
+TARGET = "target"
+"""The target's column when `y` is given apart from the features."""
+COLUMNS = ("seed", "variant", "rmse", "baseline_rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "delta_crps_pct")
+"""The columns of `compare`'s frame, in order (meanings as in the sweep's `retrofit_rmse.csv`)."""
+
+
+def compare(
+    X: Any,
+    y: Any,
+    *,
+    variants: Sequence[str | Mapping[str, Any]] = ("full_o",),
+    host: str | os.PathLike = "tiny_v3",
+    seeds: Iterable[int] = (0,),
+    n_estimators: int = 8,
+    test_size: float = 0.3,
+    categorical: Sequence[str] = (),
+    device: str = "cpu",
+    **hparams: Any,
+) -> pd.DataFrame:
+    """One row per seed × variant (`COLUMNS`): each variant against the stock host on one fit per seed.
+
+    X, y: the features (a DataFrame, or an array whose columns become x0, x1, ...) and the target
+        (an array or Series); or a DataFrame holding both and the name of its target column as `y`.
+    variants: built-in variant names or specs, as `retrofit.retrofit` takes them.
+    host: a shipped host name, a tabpfn model name ("v2.5") or a checkpoint (file or HuggingFace
+        cache folder: `retrofit.hosts.check_checkpoint`).
+    categorical: numeric columns that are categories (text columns always are).
+    hparams: `retrofit.variants.HPARAMS` for every variant (tau=1e-2 is c of the calibrated rule).
+    Raises DatasetError / RetrofitError naming the fix before anything is fitted (a split that
+    cannot be made for a later seed, e.g. a constant target on its training rows, when it comes).
+    """
+    table = frame_table(_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
+    host_path = get_path(host) if host in available() else check_checkpoint(host)
+    device = resolve_device(device)
+    for variant in variants:  # a bad variant or hyper-parameter is refused before anything is fitted
+        resolve_variant(variant, **hparams)
+    rows = []
+    for seed in seeds:
+        data = split(table, seed, test_size)
+        fitted, _ = fit_host(host_path, data, random_state=seed, n_estimators=n_estimators, device=device)
+        rows += _seed_rows(fitted, data, seed, variants, hparams)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _frame(X: Any, y: Any) -> pd.DataFrame:
+    """One DataFrame of the features and the target (column `y` when `y` names one, else `TARGET`)."""
+    if isinstance(y, str):
+        if not isinstance(X, pd.DataFrame):
+            raise RetrofitError(f"y={y!r} names a column, so X must be a DataFrame holding it, got {type(X).__name__}")
+        return X
+    features = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).add_prefix("x")
+    if TARGET in features.columns:
+        raise RetrofitError(f"X has a column {TARGET!r}; pass the frame with y={TARGET!r} if it is the target")
+    target = np.asarray(y)
+    if target.ndim != 1 or len(target) != len(features):
+        raise RetrofitError(f"y must be one value per row of X ({len(features)} rows), got shape {target.shape}")
+    return features.reset_index(drop=True).assign(**{TARGET: target})
+
+
+def _seed_rows(
+    fitted: Any, data: Split, seed: int, variants: Sequence[str | Mapping[str, Any]], hparams: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The rows of one seed: every variant of `fitted` against its frozen stock host on `data`'s test rows."""
+    baseline = _predict(retrofit(fitted, "baseline"), data.X_test)
+    baseline_rmse = rmse(data.y_test, baseline[0])
+    baseline_scores = DistributionScores.of(data.y_test, baseline[1])
+    rows = []
+    for variant in variants:
+        patched = retrofit(fitted, variant, **hparams)
+        mean, bars = _predict(patched, data.X_test) if patched.retrofit_report_.patched else baseline
+        variant_rmse = rmse(data.y_test, mean)
+        scores = DistributionScores.of(data.y_test, bars).matched(baseline_scores)
+        rows.append(
+            {
+                "seed": seed,
+                "variant": variant if isinstance(variant, str) else variant.get("name", "spec"),
+                "rmse": variant_rmse,
+                "baseline_rmse": baseline_rmse,
+                "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
+                **{key: scores[key] for key in ("nll", "delta_nll", "crps", "delta_crps_pct")},
+            }
+        )
+    return rows
+
+
+def _predict(model: Any, X: np.ndarray) -> tuple[np.ndarray, BarPredictive]:
+    """The mean (float64) and the predictive distribution of `model` on `X`, from one call."""
+    full = model.predict(X, output_type="full")
+    return np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full)

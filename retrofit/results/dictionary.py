@@ -1,0 +1,104 @@
+"""The data dictionary of every results CSV (column, unit, meaning), generated from the code that
+writes the columns:
+
+    python -m retrofit.results.dictionary > docs/data_dictionary.md
+
+Each writer keeps its columns' docs next to its columns, one source per column: a mapping column ->
+(unit, meaning), e.g. `retrofit.results.record.COLUMN_DOCS` (read off `UnitRecord`'s fields) or a
+benchmark's `COLUMN_DOCS` (its `COLUMNS` are that mapping's keys). `TABLES` names them as
+`module:attribute` per file name: the writers sit above `retrofit.results` in the layers
+(benchmarks, runtimes) or beside it, so they are imported only when the dictionary is generated.
+"""
+
+import importlib
+from collections.abc import Mapping
+
+ColumnDocs = Mapping[str, tuple[str, str]]
+"""Column -> (unit, meaning), in the file's column order."""
+
+SINK_MASS_DOCS: ColumnDocs = {
+    "host": ("label", "host label"),
+    "dataset": ("label", "dataset name"),
+    "seed": ("integer", "split and `random_state` seed of the case"),
+    "block": ("integer", "in-context block (from 0)"),
+    "head": ("integer", "attention head (from 0)"),
+    "n_queries": ("count", "present receivers (queries) measured"),
+    "sink_share_mean": ("fraction", "mean over the queries of the mass OAttention's sink takes"),
+    "sink_share_max": ("fraction", "largest sink share over the queries"),
+    "frac_queries_sink_dominated": ("fraction", "share of queries whose sink share exceeds 1/2"),
+    "max_logit_min": (
+        "logit",
+        "smallest per-query max_j (s_ij + log p_j), s_ij = q_i · k_j / √D (compare log eps_den)",
+    ),
+    "max_logit_q01": ("logit", "its 1 % quantile over the queries"),
+    "max_logit_q50": ("logit", "its median"),
+    "max_logit_q99": ("logit", "its 99 % quantile"),
+}
+"""Column -> (unit, meaning) of `results/sink_mass.csv` (`retrofit.audit.sink`: `host`, `dataset`,
+`seed`, then its `COLUMNS`)."""
+
+TABLES: dict[str, tuple[str, str]] = {
+    "retrofit_rmse.csv": ("retrofit.results.record:COLUMN_DOCS", "the sweep: one row per unit (`make retrofit`)"),
+    "retrofit_long.csv": (
+        "retrofit.results.long_format:COLUMN_DOCS",
+        "the sweep in long format: one row per method × dataset × fold × metric",
+    ),
+    "decomposition.csv": ("retrofit.results.aggregate:ARM_DOCS", "the decomposition's arm rows of the sweep"),
+    "tau_sweep.csv": ("retrofit.results.tau_table:COLUMN_DOCS", "mean ΔRMSE against tau's c (`make tau-sweep`)"),
+    "audit.csv": ("retrofit.audit.run:COLUMN_DOCS", "the O-closure audit (`make audit`)"),
+    "noise_floor.csv": ("retrofit.measure.floor_table:COLUMN_DOCS", "each host's noise floor"),
+    "sink_mass.csv": ("retrofit.results.dictionary:SINK_MASS_DOCS", "OAttention's sink mass per block and head"),
+    "scale.csv": ("benchmarks.scale.rows:COLUMN_DOCS", "every architecture at default size (`make scale-check`)"),
+    "bench_batch.csv": ("benchmarks.batching:COLUMN_DOCS", "predict_many vs sequential predict"),
+    "padding_demo.csv": ("benchmarks.padding:COLUMN_DOCS", "predict_many's padding fed to non-closed hosts"),
+    "removal_bench.csv": ("benchmarks.explain.table:COLUMN_DOCS", "the explanation benchmark (`make explain-bench`)"),
+    "removal_stages.csv": ("benchmarks.explain.table:STAGE_DOCS", "where a coalition's time goes, per stage"),
+    "exactness.csv": ("benchmarks.exactness:COLUMN_DOCS", "OAttention against its float64 reference"),
+    "ablation.csv": ("benchmarks.ablation:COLUMN_DOCS", "two-block hosts under null insertion (`make ablation`)"),
+    "host_quality.csv": ("benchmarks.host_quality:SCORE_DOCS", "host RMSE against simple baselines, per case"),
+    "host_quality_summary.csv": ("benchmarks.host_quality:SUMMARY_DOCS", "the host quality bar, per model"),
+    "host_extrapolation.csv": ("benchmarks.host_quality:EXTRAPOLATION_DOCS", "how a host extends a linear trend"),
+    "sweep_cost.csv": ("benchmarks.sweep_cost:COLUMN_DOCS", "CPU seconds per phase of sweep cases"),
+    "command_times.csv": ("retrofit.runtimes:COLUMN_DOCS", "each make target's last successful run"),
+}
+"""Results CSV file name -> (`module:attribute` of its `ColumnDocs`, what the file holds)."""
+
+UNITS = """Units: `target units` are those of the dataset's target; `%` is per cent of the stock host's value
+(`delta_*_pct`); `fraction` is a share in [0, 1] (the tables show `delta_coverage_90` ×100, in
+points); `nats` are natural-log units; `s` wall seconds, `CPU s` CPU seconds; `ratio` a quotient
+(1 = equal); `label`, `text` and `flag` are not numbers; a digest is the first 16 hex digits of a
+sha256. An empty cell or NaN is a value that does not apply."""
+
+
+def column_docs(file_name: str) -> ColumnDocs:
+    """The `ColumnDocs` of the results CSV `file_name` (a key of `TABLES`), imported from its writer."""
+    module, attribute = TABLES[file_name][0].split(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def cell(text: str) -> str:
+    """`text` as a Markdown table cell (a `|` escaped)."""
+    return text.replace("|", "\\|")
+
+
+def dictionary_markdown() -> str:
+    """docs/data_dictionary.md: per results CSV (`TABLES`), what it holds and a column | unit |
+    meaning table, in the order of `TABLES`."""
+    lines = [
+        "# Data dictionary of the results CSVs",
+        "",
+        "Generated from the code that writes each file's columns (`python -m retrofit.results.dictionary >",
+        "docs/data_dictionary.md`); a test checks that it covers every column of `results/` and matches",
+        "the code.",
+        "",
+        UNITS,
+    ]
+    for file_name, (source, about) in TABLES.items():
+        lines += ["", f"## {file_name}", "", f"{about[0].upper()}{about[1:]}; columns from `{source}`.", ""]
+        lines += ["| column | unit | meaning |", "|---|---|---|"]
+        lines += [f"| `{name}` | {cell(unit)} | {cell(doc)} |" for name, (unit, doc) in column_docs(file_name).items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(dictionary_markdown(), end="")
