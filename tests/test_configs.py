@@ -293,11 +293,11 @@ def test_one_case_from_the_command_line(host, tmp_path):
 
 def sweep(tmp_path: Path, host: Path, *extra: str, script: str = "sweep.py") -> subprocess.CompletedProcess:
     """A 2 × 2 sweep (a CSV dataset added by one YAML, a variant added by one YAML, both on a search
-    path; a CSV path relative to the start directory) in `tmp_path`."""
-    pd.DataFrame({"a": range(40), "b": [i % 7 for i in range(40)], "y": [i * 0.5 + i % 3 for i in range(40)]}).to_csv(
-        tmp_path / "toy.csv", index=False
-    )
+    path; a CSV path relative to its YAML's folder) in `tmp_path`."""
     (tmp_path / "conf" / "dataset").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"a": range(40), "b": [i % 7 for i in range(40)], "y": [i * 0.5 + i % 3 for i in range(40)]}).to_csv(
+        tmp_path / "conf" / "dataset" / "toy.csv", index=False
+    )
     (tmp_path / "conf" / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
     write_variant(tmp_path / "conf", "mine")
     return run(

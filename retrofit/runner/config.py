@@ -216,14 +216,25 @@ def timing_rounds(cfg: DictConfig, seed: int) -> int:
     return timing.rounds if timing.seeds is None or seed in timing.seeds else 0
 
 
-def dataset_spec(node: DictConfig) -> DatasetSpec:
-    """The validated `DatasetSpec` of a dataset config node."""
-    return DatasetSpec.from_mapping(OmegaConf.to_container(node, resolve=True))
+def dataset_spec(node: DictConfig, yaml_file: Path | None = None) -> DatasetSpec:
+    """The validated `DatasetSpec` of a dataset config node read from `yaml_file` (`dataset_file`):
+    its stem must be the dataset's name, and a relative CSV `path` is read from its folder."""
+    return DatasetSpec.from_mapping(OmegaConf.to_container(node, resolve=True), yaml_file)
+
+
+def dataset_file(hydra_cfg: DictConfig, option: str) -> Path | None:
+    """The file `dataset/<option>.yaml` as Hydra finds it: in the first file source of the job's
+    search path that holds one (`hydra.runtime.config_sources`); None for a dataset whose `path` is
+    set on the command line (`dataset.path=`: read from the directory the command started in)."""
+    if any(item.lstrip("+~").startswith("dataset.path=") for item in hydra_cfg.overrides.task):
+        return None
+    sources = [Path(src.path) for src in hydra_cfg.runtime.config_sources if src.schema == "file"]
+    return next((file for file in (src / "dataset" / f"{option}.yaml" for src in sources) if file.is_file()), None)
 
 
 def dataset_specs(hydra_cfg: DictConfig, names: Iterable[str]) -> list[DatasetSpec]:
     """The validated `DatasetSpec` of each `dataset` option in `names` (`group_option`)."""
-    return [dataset_spec(group_option(hydra_cfg, "dataset", name)) for name in names]
+    return [dataset_spec(group_option(hydra_cfg, "dataset", name), dataset_file(hydra_cfg, name)) for name in names]
 
 
 def _without_nulls(value: Any) -> Any:
@@ -290,7 +301,7 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
     results_dir_of(cfg, hydra_cfg)
     units = with_arms(variant_units(cfg, hydra_cfg, hparams), cfg.decomposition, cfg.seed)
     return Case(
-        dataset=dataset_spec(cfg.dataset),
+        dataset=dataset_spec(cfg.dataset, dataset_file(hydra_cfg, hydra_cfg.runtime.choices.get("dataset"))),
         seed=cfg.seed,
         units=applicable(units, settings["host_path"], settings["host"]),
         runs_dir=runs_dir(cfg, base_dir),
