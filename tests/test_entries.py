@@ -36,12 +36,13 @@ def test_a_home_directory_that_is_a_file_is_one_line_before_any_import(tmp_path)
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["n_estimatorz=4"], "error: Could not override 'n_estimatorz'. To append to your config use +n_estimatorz=4"),
+        (["n_estimatorz=4"], "error: n_estimatorz is not a key of this config (no key of this config is close"),
+        (["n_nullz=[2]"], "error: n_nullz is not a key of this config (did you mean n_nulls?)"),
         (["seed=abc"], "error: Error merging override seed=abc"),
         (["+n_estimatorz=4"], "error: configs/ablation.yaml: bad key 'n_estimatorz'"),
         (["output_csv=results/ablation.csv"], "is in the committed record"),
     ],
-    ids=["unknown-key", "bad-value", "added-key", "record-output"],
+    ids=["unknown-key", "misspelt-key", "bad-value", "added-key", "record-output"],
 )
 def test_a_bad_override_is_one_line(tmp_path, overrides, message):
     out = run_entry_point("ablation.py", *overrides, cwd=ROOT)

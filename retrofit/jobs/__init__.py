@@ -41,7 +41,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.errors import exit_on_user_error
-from retrofit.jobs.exits import FULL_ERROR, entry_errors
+from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
@@ -141,9 +141,11 @@ def launch(job: str) -> None:
     check_home()
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
-    with entry_errors():
+    keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
+    with entry_errors(keys):
         module = job_module(job)
         register(module.CONFIG)
+        keys += schema_keys(module.SCHEMA)
 
         @functools.wraps(module.run)  # Hydra names the job after the module of the function it runs
         def task(cfg) -> None:

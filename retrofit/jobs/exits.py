@@ -2,8 +2,12 @@
 as `interrupted` with exit status `INTERRUPTED` (`entry_errors`, around every entry point's Hydra
 `main`; `retrofit.jobs.launch`)."""
 
+import dataclasses
+import difflib
+import re
 import sys
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import yaml
@@ -43,17 +47,44 @@ stack trace (an interrupt inside its job loop, a config that does not compose), 
 can say it in one line."""
 
 
+UNKNOWN_KEY = re.compile(r"Could not override '([^']+)'\. To append to your config use \+\S+")
+"""Hydra's message for an override of a key the config lacks, with its advice to add the key (which
+the job's schema then refuses)."""
+
+
+def schema_keys(schema: type, prefix: str = "") -> list[str]:
+    """The dotted keys of a config schema (a dataclass; nested dataclass fields spelled `a.b`)."""
+    keys = []
+    for item in dataclasses.fields(schema):
+        kind = typing.get_type_hints(schema).get(item.name)
+        nested = kind if dataclasses.is_dataclass(kind) else None
+        keys += schema_keys(nested, f"{prefix}{item.name}.") if nested else [f"{prefix}{item.name}"]
+    return keys
+
+
+def _said(err: BaseException, keys: Sequence[str]) -> str:
+    """`err`'s message on one line; an unknown key's advice replaced by the closest key of `keys`."""
+    text = " ".join(str(err).split())
+    unknown = UNKNOWN_KEY.search(text)
+    if unknown is None:
+        return f"{text} (fix the config or the override it names)"
+    close = difflib.get_close_matches(unknown.group(1), keys, n=1)
+    hint = f"did you mean {close[0]}?" if close else "no key of this config is close; see --help"
+    return f"{unknown.group(1)} is not a key of this config ({hint})"
+
+
 @contextmanager
-def entry_errors() -> Iterator[None]:
+def entry_errors(keys: Sequence[str] = ()) -> Iterator[None]:
     """Around an entry point's Hydra `main` (with `FULL_ERROR=1`): Ctrl-C anywhere as in
-    `exit_on_interrupt`; a config that does not compose (an unknown group option, a malformed or
-    unsafe YAML file such as a `!!python/object` tag, which is never constructed) as one line
-    `error: ...`, exit status 1. Any other error keeps its traceback: it is a bug, not an input."""
+    `exit_on_interrupt`; a config that does not compose (an unknown group option or key, named with
+    the closest of `keys`, the config's keys, which may be filled in while the block runs; a
+    malformed or unsafe YAML file such as a `!!python/object` tag, which is never constructed) as
+    one line `error: ...`, exit status 1. Any other error keeps its traceback: it is a bug."""
     with exit_on_interrupt():
         try:
             yield
         except (HydraException, OmegaConfBaseException, yaml.YAMLError) as err:
             if _interrupt_in(err):
                 raise
-            sys.stderr.write(f"error: {' '.join(str(err).split())} (fix the config or the override it names)\n")
+            sys.stderr.write(f"error: {_said(err, keys)}\n")
             raise SystemExit(1) from None
