@@ -107,6 +107,19 @@ def test_variant_override_restricts_to_baseline_plus_it(hydra_compose):
     assert (case.dataset.name, case.seed) == ("wage", 2)
 
 
+def test_a_hyper_parameter_set_twice_is_refused(hydra_compose):
+    """`variant.eps_den=` and `+hparams.eps_den=` both set one key: refused, neither silently wins."""
+    with pytest.raises(RunnerError, match=r"eps_den is set twice, by variant\.eps_den and by \+hparams\.eps_den"):
+        case_of(hydra_compose, "variant=oa_only", "variant.eps_den=0.5", "+hparams.eps_den=1e-3")
+
+
+@pytest.mark.parametrize("key", ["c_values", "variants"])
+def test_an_empty_tau_sweep_list_is_refused_naming_it(hydra_compose, key):
+    cfg = hydra_compose("tau_sweep", [f"{key}=[]"])
+    with pytest.raises(RunnerError, match=rf"{key}=\[\] leaves the tau sweep nothing to run"):
+        tau_cases(cfg, cfg.hydra)
+
+
 @pytest.mark.parametrize(
     ("overrides", "hparams", "path"),
     [

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import MISSING, DictConfig
 
+from retrofit.errors import RunnerError
 from retrofit.io import write_csv
 from retrofit.jobs.start import start
 from retrofit.results.tau_table import plot_tau, tau_table
@@ -51,6 +52,9 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     split), duplicates rejected — all before any unit runs. `hydra_cfg`: the `hydra` node."""
     base_dir = Path(hydra_cfg.runtime.cwd)
     cfg = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
+    for key, example in (("datasets", "diabetes"), ("seeds", "0"), ("variants", "oa_only"), ("c_values", "0.001")):
+        if not cfg[key]:
+            raise RunnerError(f"{key}=[] leaves the tau sweep nothing to run; list at least one, e.g. {key}=[{example}]")
     settings = run_settings(cfg, base_dir)
     nodes = {name: group_option(hydra_cfg, "variant", name) for name in cfg.variants}
     units = tuple(

@@ -265,6 +265,11 @@ def unit_spec(option: str, node: DictConfig | dict, hparams: dict[str, Any]) -> 
                 f"variant.{refused[0]}={spec[refused[0]]!r} would change what the built-in variant {option!r} is; "
                 f"only {', '.join(HPARAMS)} may be overridden: copy it into a new variant file with its own name"
             )
+        twice = [key for key in changed if key in hparams]
+        if twice:
+            raise RunnerError(
+                f"{twice[0]} is set twice, by variant.{twice[0]} and by +hparams.{twice[0]}; keep one of them"
+            )
         unit = UnitSpec(option, {**{key: _without_nulls(spec[key]) for key in changed}, **hparams})
     else:
         unit = UnitSpec(option, dict(hparams), spec)
