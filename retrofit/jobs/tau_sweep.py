@@ -54,7 +54,7 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
     cfg = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
     for key, example in (("datasets", "diabetes"), ("seeds", "0"), ("variants", "oa_only"), ("c_values", "0.001")):
         if not cfg[key]:
-            raise RunnerError(f"{key}=[] leaves the tau sweep nothing to run; list at least one, e.g. {key}=[{example}]")
+            raise RunnerError(f"{key}=[] leaves the tau sweep nothing to run; list one or more, e.g. {key}=[{example}]")
     settings = run_settings(cfg, base_dir)
     nodes = {name: group_option(hydra_cfg, "variant", name) for name in cfg.variants}
     units = tuple(
