@@ -71,7 +71,7 @@ def test_a_key_added_on_the_command_line_is_refused_before_any_work(hydra_compos
 
 IMPORTS_OF_AN_ENTRY_POINT = """
 import runpy, sys
-sys.argv = [sys.argv[1], "--help"]
+sys.argv = [sys.argv[1], sys.argv[2]]
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit:
@@ -90,9 +90,17 @@ print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.
 def test_an_entry_point_imports_its_own_job_and_no_other(script, imported):
     """Each entry point registers only its own root config's schema (`retrofit.jobs.register`), so
     it imports no other job's module (nor shapiq, which only the removal explanations use)."""
-    out = run_python("-c", IMPORTS_OF_AN_ENTRY_POINT, str(ROOT / "experiments" / script))
+    out = run_python("-c", IMPORTS_OF_AN_ENTRY_POINT, str(ROOT / "experiments" / script), "not_a_key=1")
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.splitlines()[-1].split() == imported  # the last line, after --help's text
+    assert out.stdout.splitlines()[-1].split() == imported  # composed (and refused) after its job was imported
+
+
+def test_help_imports_no_job_and_no_model():
+    """`--help` is answered from the root config alone: no job module, torch or tabpfn is imported."""
+    out = run_python("-c", IMPORTS_OF_AN_ENTRY_POINT, str(ROOT / "experiments" / "sweep.py"), "--help")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "== Configuration groups ==" in out.stdout
+    assert out.stdout.splitlines()[-1].split() == ["retrofit.jobs.exits"]
 
 
 def test_ablation_writes_its_table_and_the_otransformer_holds_the_old_tokens(tmp_path):

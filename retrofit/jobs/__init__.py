@@ -135,12 +135,33 @@ SCHEMAS: Mapping[str, type] = _Schemas()
 """Root config -> its schema (read-only)."""
 
 
+HELP = ("--help", "-h", "--hydra-help")
+"""Flags that only print help: answered without importing the job (its models), in about a second."""
+
+
+def show_help(job: str) -> None:
+    """Hydra's help for job `job` without importing it: its root config (read off its source,
+    `declared_configs`) composed over an untyped placeholder of its schema, enough to print."""
+    config = {name: config for config, name in declared_configs().items()}.get(job) or job_module(job).CONFIG
+    ConfigStore.instance().store(name=f"{config}_schema", node={})
+
+    def task(cfg: DictConfig) -> None:  # never called: Hydra prints the help and exits
+        pass
+
+    task.__module__ = f"{__name__}.{job}"  # Hydra names the app after the task's module, as for a run
+    hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=config)(task)()
+
+
 def launch(job: str) -> None:
     """Run job `job` (a module of this package) on the command line in `sys.argv`, as the module
     docstring says."""
     check_home()
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
+    if any(arg in HELP for arg in sys.argv[1:]):
+        with entry_errors():
+            show_help(job)
+        return
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
     with entry_errors(keys):
         module = job_module(job)
