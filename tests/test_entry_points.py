@@ -20,7 +20,7 @@ from processes import run_entry_point, run_python
 from retrofit.errors import RunnerError
 from retrofit.hosts import check_checkpoint
 from retrofit.hosts.random_host import TINY_ARCHS
-from retrofit.jobs import SCHEMAS
+from retrofit.jobs import schema_of
 from retrofit.runner.schema import job_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def test_a_misspelt_key_in_a_root_config_fails_at_composition_naming_it(name, tm
 def test_a_key_added_on_the_command_line_is_refused_before_any_work(hydra_compose, name):
     cfg = hydra_compose(name, ["+n_estimatorz=4"])
     schema = OmegaConf.get_type(cfg)
-    assert schema is SCHEMAS[name.replace("preset_selection", "host_quality")]
+    assert schema is schema_of(name.replace("preset_selection", "host_quality"))
     with pytest.raises(RunnerError, match=r"bad key 'n_estimatorz'"):
         job_config(cfg, schema, name)
     with pytest.raises(ConfigCompositionException, match=r"n_estimatorz"):

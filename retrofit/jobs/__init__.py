@@ -29,7 +29,6 @@ import ast
 import functools
 import os
 import sys
-from collections.abc import Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
@@ -116,23 +115,6 @@ def register(*configs: str) -> None:
     ConfigStore as `<config>_schema`, where the root configs' defaults find it."""
     for config in configs or declared_configs():
         ConfigStore.instance().store(name=f"{config}_schema", node=schema_of(config))
-
-
-class _Schemas(Mapping[str, type]):
-    """Root config -> its schema (`schema_of`), imported on first access."""
-
-    def __getitem__(self, config: str) -> type:
-        return schema_of(config)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(declared_configs())
-
-    def __len__(self) -> int:
-        return len(declared_configs())
-
-
-SCHEMAS: Mapping[str, type] = _Schemas()
-"""Root config -> its schema (read-only)."""
 
 
 HELP = ("--help", "-h", "--hydra-help")
