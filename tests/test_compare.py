@@ -4,12 +4,13 @@ per variant in each file, units found in one file only."""
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from processes import run_entry_point
 
 from retrofit.errors import RunnerError
-from retrofit.results.compare import compare
+from retrofit.results.compare import check, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +42,7 @@ def test_the_largest_difference_per_column_is_found_with_its_unit():
     assert columns.loc["rmse", "relative"] == pytest.approx(0.02 / 1.96)
     assert columns.loc["delta_rmse_pct", "where"] == "host=h/dataset=b/seed=0/variant=oa_only"
     assert "tau_rule" not in columns.index  # text columns are not differenced
-    assert not columns.loc["rmse", "within tolerance"] and comparison.max_column in ("rmse", "delta_rmse_pct")
+    assert not columns.loc["rmse", "within tolerance"] and comparison.extremes.rel_column in ("rmse", "delta_rmse_pct")
     assert columns.loc["arm_extra", "max |A − B|"] == 0.0  # a flag is differenced as 0 / 1
     variants = comparison.variants.set_index("variant")
     assert variants.loc["oa_only", ["A", "B", "A − B"]].tolist() == pytest.approx([0.0, -0.5, 0.5])
@@ -55,6 +56,28 @@ def test_units_in_one_file_only_are_listed_and_a_value_missing_in_one_counts():
     assert comparison.only_a == ("host=h/dataset=b/seed=0/variant=oa_only",) and comparison.only_b == ()
     assert comparison.columns.set_index("column").loc["rmse", "where"] == "host=h/dataset=a/seed=0/variant=baseline"
     assert "1 only in A" in comparison.text()
+
+
+def test_a_zero_reference_has_no_relative_difference_and_the_line_says_the_absolute_one():
+    """Equal values differ by 0, zeros included; a value against a reference 0 has no relative
+    difference, so the line gives its |Δ| on its own and the table says n/a; a value in one file only
+    is counted. None of them reads as inf."""
+    assert "(max rel |Δ| 0, 3 columns)" in check(results(), results()).line()  # baselines' deltas: 0 in both
+    a, b = results(), results()
+    a.loc[0, "delta_rmse_pct"] = 2e-7  # against the reference's exact 0, within delta_atol
+    a.loc[1, "rmse"] *= 1 + 3e-6
+    comparison = check(a, b)
+    expected = "(max rel |Δ| 3e-06 in rmse, max |Δ| 2e-07 where the reference is 0 in delta_rmse_pct, 3 columns)"
+    assert expected in comparison.line() and comparison.ok
+    columns = comparison.columns.set_index("column")
+    assert np.isnan(columns.loc["delta_rmse_pct", "relative"]) and columns.loc["delta_rmse_pct", "within tolerance"]
+    assert "| n/a (reference 0) " in comparison.largest() and "inf" not in comparison.largest()
+    a.loc[2, "rmse"] = float("nan")
+    missing = check(a, b)
+    assert "3e-06 in rmse, max |Δ| 2e-07 where the reference is 0 in delta_rmse_pct, 1 value in one file only, " in (
+        missing.line()
+    )
+    assert not missing.ok and "n/a (a value in one file only)" in missing.largest()
 
 
 def test_files_that_are_not_results_are_refused():

@@ -2,6 +2,7 @@
 (tiny random tabpfn_v3 host, fast)."""
 
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import retrofit
 from retrofit.batching import decode_members, member_inputs
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
+from retrofit.member_columns import _members
 from retrofit.removal import leave_one_out, row_values, shapley, values
 from retrofit.removal.columns import member_feature_columns
 
@@ -170,6 +172,48 @@ def test_refuses_svd_features(host):
         values(regressor, X_test, COALITIONS)
 
 
+def test_one_refusal_names_every_problem_and_one_fix_that_works():
+    """tabpfn's v2_5_default preset on the shipped tiny_v3 host (fingerprint on, SVD features in
+    one of its two views, feature shuffling) is refused by ONE one-line error naming all three,
+    each once with the members it concerns; the inference_config it gives, pasted over the
+    preset, fits a regressor whose feature removal works."""
+    X_train, y_train, X_test, _ = _table()
+    preset = inference_config("v2_5_default")
+
+    def fit(config):
+        regressor = make_regressor(get_path("tiny_v3"), n_estimators=4, random_state=0, inference_config=config)
+        return retrofit.retrofit(regressor.fit(X_train, y_train), "o_closed")
+
+    with pytest.raises(RetrofitError) as refusal:
+        values(fit(preset), X_test, COALITIONS)
+    message = str(refusal.value)
+    assert "\n" not in message and message.count("feature removal needs") == 1
+    assert "every member runs the fingerprint feature (AddFingerprintFeaturesStep)" in message
+    assert "every member runs feature shuffling (FEATURE_SHIFT_METHOD='shuffle')" in message
+    assert re.search(r"members [0-3](, [0-3])* run SVD features \(AddSVDFeaturesStep\)", message)
+    assert [message.count(step) for step in ("Fingerprint", "shuffling", "SVD features")] == [1, 1, 1]
+    fix = eval(re.search(r"inference_config=(\{.*\}) \(added", message).group(1), {"retrofit": retrofit})
+    lean_views = inference_config("lean")["PREPROCESS_TRANSFORMS"]
+    assert fix == {"FINGERPRINT_FEATURE": False, "FEATURE_SHIFT_METHOD": None, "PREPROCESS_TRANSFORMS": lean_views}
+    fixed = fit({**preset, **fix})
+    full = values(fixed, X_test, np.ones((1, N_FEATURES), dtype=bool))[0]
+    reference = fixed.predict(X_test)
+    assert np.abs(full - reference).max() <= REL_BOUND * np.abs(reference).max()
+
+
+@pytest.mark.parametrize(
+    ("indices", "said"),
+    [
+        ([0, 1, 2, 3], "every member runs"),
+        ([2], "member 2 runs"),
+        ([1, 2, 3], "members 1-3 run"),
+        ([0, 2], "members 0, 2 run"),
+    ],
+)
+def test_refusal_says_which_members_once(indices, said):
+    assert _members(indices, n_members=4) == said
+
+
 def test_refuses_count_dependent_categorical_orders_and_layouts(host):
     """Two categorical features under a shuffled ordinal encoding (one stream of category orders, in
     column order) and append_original='auto' that did not append (a narrower refit would) are
@@ -185,7 +229,8 @@ def test_refuses_count_dependent_categorical_orders_and_layouts(host):
         fitted = make_regressor(host, n_estimators=2, categorical_features_indices=[3, 4], inference_config=config)
         return retrofit.retrofit(fitted.fit(X_train, y_train), "o_closed")
 
-    with pytest.raises(RetrofitError, match=r"shuffled categorical encoding .*categorical_name='ordinal'"):
+    fix = re.escape("[{**view, 'categorical_name': 'ordinal'} for view in retrofit.hosts.inference_config('lean')")
+    with pytest.raises(RetrofitError, match=rf"shuffled categorical encoding .*categorical_name='ordinal'.*{fix}"):
         values(refit(categorical_name="ordinal_shuffled"), X_test, COALITIONS)
     with pytest.raises(RetrofitError, match=r"append_original='auto'"):
         values(

@@ -13,7 +13,7 @@ from synthetic import diabetes_split, fit_synthetic
 
 import retrofit
 from retrofit.adapters import ARCHITECTURES, AttentionSettings, OBlock, in_context_blocks
-from retrofit.audit.sink import COLUMNS, SinkProbe, sink_mass, sink_stats
+from retrofit.audit.sink import COLUMN_DOCS, COLUMNS, SinkProbe, sink_mass, sink_stats
 from retrofit.data import DatasetSpec, load_table, split
 from retrofit.errors import RetrofitError
 from retrofit.hosts import available, get_path, make_regressor
@@ -188,11 +188,12 @@ def test_probe_leaves_predictions_bitwise_and_finds_the_dominated_head(host):
 
 @pytest.mark.slow
 def test_sink_mass_driver_takes_a_user_checkpoint(tmp_path):
-    """`host=checkpoint host.path=...` probes that one checkpoint, filed under `host.name`."""
+    """`host=checkpoint host.path=...` probes that one checkpoint, filed under `host.name`, in the
+    documented columns (`COLUMN_DOCS`, the data dictionary's source)."""
     overrides = [f"host.path={get_path('tiny_v2')}", "host.name=mine", "seeds=[1]", f"output={tmp_path}/sink.csv"]
     run = run_entry_point("sink_mass.py", "host=checkpoint", *overrides, "datasets=[diabetes]", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     table = pd.read_csv(tmp_path / "sink.csv")
-    assert list(table.columns[:3]) == ["host", "dataset", "seed"] and tuple(table.columns[3:]) == COLUMNS
+    assert list(table.columns) == ["host", "dataset", "seed", *COLUMNS] == list(COLUMN_DOCS)  # documented, in order
     assert set(table.host) == {"mine"} and set(table.dataset) == {"diabetes"} and set(table.seed) == {1}
     assert len(table) == 3 * 4  # tiny_v2: 3 blocks x 4 heads

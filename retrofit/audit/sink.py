@@ -34,20 +34,33 @@ from retrofit.fitting import CaseSpec, fit_case
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
-COLUMNS = (
-    "block",
-    "head",
-    "n_queries",
-    "sink_share_mean",
-    "sink_share_max",
-    "frac_queries_sink_dominated",
-    "max_logit_min",
-    "max_logit_q01",
-    "max_logit_q50",
-    "max_logit_q99",
-)
-"""`sink_share_*` over the present receivers; dominated: share > 1/2; `max_logit_*`: quantiles of
-the per-query max_j (s_ij + log p_j), s_ij = q_i . k_j / sqrt(D), to compare with log eps_den."""
+CASE_DOCS = {
+    "host": ("label", "host label"),
+    "dataset": ("label", "dataset name"),
+    "seed": ("integer", "split and `random_state` seed of the case"),
+}
+"""The columns `sink_mass_table` puts first, naming the case: column -> (unit, meaning)."""
+
+COLUMN_DOCS = {
+    **CASE_DOCS,
+    "block": ("integer", "in-context block (from 0)"),
+    "head": ("integer", "attention head (from 0)"),
+    "n_queries": ("count", "present receivers (queries) measured"),
+    "sink_share_mean": ("fraction", "mean over the queries of the mass OAttention's sink takes"),
+    "sink_share_max": ("fraction", "largest sink share over the queries"),
+    "frac_queries_sink_dominated": ("fraction", "share of queries whose sink share exceeds 1/2"),
+    "max_logit_min": (
+        "logit",
+        "smallest per-query max_j (s_ij + log p_j), s_ij = q_i · k_j / √D (compare log eps_den)",
+    ),
+    "max_logit_q01": ("logit", "its 1 % quantile over the queries"),
+    "max_logit_q50": ("logit", "its median"),
+    "max_logit_q99": ("logit", "its 99 % quantile"),
+}
+"""Column -> (unit, meaning) of `results/sink_mass.csv` (`sink_mass_table`), in its order."""
+
+COLUMNS = tuple(COLUMN_DOCS)[len(CASE_DOCS) :]
+"""The columns of one probe (`sink_mass`): `COLUMN_DOCS` less the case's."""
 
 
 def sink_stats(logit_xK: torch.Tensor, eps_den: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,8 +177,8 @@ def sink_mass_table(
     tau: Mapping[str, Any] | None = None,
     eps_den: float | None = None,
 ) -> pd.DataFrame:
-    """`sink_mass` rows for every host (label -> checkpoint) x dataset x seed, with the columns
-    `host, dataset, seed` first. Each case is loaded, split and fitted as the sweep's case
+    """`sink_mass` rows for every host (label -> checkpoint) x dataset x seed, in the columns of
+    `COLUMN_DOCS` (the case's, `CASE_DOCS`, first). Each case is loaded, split and fitted as the sweep's case
     (`retrofit.fitting.fit_case`: random_state = seed) and its test rows probed."""
     datasets, seeds = list(datasets), list(seeds)
     frames = []
@@ -175,5 +188,4 @@ def sink_mass_table(
                 case = fit_case(CaseSpec(spec, seed, Path(path), base_dir, n_estimators, test_size))
                 frame = sink_mass(case.regressor, case.X_test, tau=tau, eps_den=eps_den)
                 frames.append(frame.assign(host=host, dataset=spec.name, seed=seed))
-    columns = ["host", "dataset", "seed", *COLUMNS]
-    return pd.concat(frames, ignore_index=True)[columns]
+    return pd.concat(frames, ignore_index=True)[list(COLUMN_DOCS)]

@@ -4,9 +4,11 @@
 result column both files have — not the timings (`TIMES`: they measure the machine and its load)
 nor the columns that say what a row was computed from (`record.IDENTITY`). A value agrees when
 `|A − B| <= atol + rel · |B|` (`Tolerances`; NaN agrees with NaN only). Per column it gives the
-largest |A − B|, relative to |B|, and its unit; per host × variant the mean ΔRMSE % in A and B. A
-row of A recomputed from other inputs than B's (host file or data: `record.INPUTS`) is listed as
-such, never as a failure: that is how an intended host change is recorded (`make compare A= B=`).
+largest |A − B|, relative to |B|, and its unit; per host × variant the mean ΔRMSE % in A and B.
+Equal values differ by 0; where B is 0 and A is not there is no relative difference, and that
+|A − B| is said on its own, as is a value in one file only (`retrofit.results.differences`). A row
+of A recomputed from other inputs than B's (host file or data: `record.INPUTS`) is listed as such,
+never as a failure: that is how an intended host change is recorded (`make compare A= B=`).
 
 The reproduction check (`verify`) is that comparison of a fresh `retrofit_rmse.csv` (A) with a
 `Reference` (B: `read_reference`, the working tree's file or, with a commit, as committed there,
@@ -30,6 +32,7 @@ import pandas as pd
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
+from retrofit.results.differences import Extremes, differences, extremes, relative_cell
 from retrofit.results.record import COLUMNS, IDENTITY, INPUTS, KEY, NUMERIC
 
 TIMES = frozenset(
@@ -78,8 +81,8 @@ class Comparison:
     row agrees; `differing`: rows (not from changed inputs) out of tolerance, with those columns;
     `changed_inputs`: rows of A computed from other inputs than B's; `only_a` / `only_b`: units in
     one file only; `one_sided`: numeric columns in one file only; `variants`: mean ΔRMSE % per host ×
-    variant; `matched`: rows in both; `max_rel` / `max_column`: the largest relative difference.
-    As a reproduction check (`check`), B is the `reference` and `machines` are (A's, B's)."""
+    variant; `matched`: rows in both; `extremes`: the largest differences, rows from changed inputs
+    left out. As a reproduction check (`check`), B is the `reference` and `machines` are (A's, B's)."""
 
     matched: int
     columns: pd.DataFrame
@@ -89,8 +92,7 @@ class Comparison:
     only_b: tuple[str, ...]
     one_sided: tuple[str, ...]
     variants: pd.DataFrame
-    max_rel: float
-    max_column: str
+    extremes: Extremes
     reference: Reference | None = None
     machines: tuple[str, str] = ("", "")
 
@@ -101,7 +103,11 @@ class Comparison:
 
     def largest(self) -> str:
         """The largest difference per compared column as Markdown."""
-        shown = self.columns.assign(**{c: self.columns[c].map("{:.3g}".format) for c in ("max |A − B|", "relative")})
+        largest, relative = self.columns["max |A − B|"], self.columns["relative"]
+        shown = self.columns.assign(
+            **{"max |A − B|": largest.map("{:.3g}".format)},
+            relative=[relative_cell(*pair) for pair in zip(largest, relative, strict=True)],
+        )
         return shown.to_markdown(index=False, disable_numparse=True)
 
     def text(self) -> str:
@@ -134,13 +140,12 @@ class Comparison:
         return not any(self.failures.values())
 
     def line(self) -> str:
-        """`reproduced: <k>/<n> rows within 1e-05 (max rel |Δ| <x> [in <column>], <m> columns) vs
-        <source>`, then the rows from changed inputs, the subset, what failed, and both machines."""
+        """`reproduced: <k>/<n> rows within 1e-05 (<the extremes>, <m> columns) vs <source>` (`Extremes.text`),
+        then the rows from changed inputs, the subset, what failed, and both machines."""
         ref = self.reference or Reference(pd.DataFrame())
-        where = f" in {self.max_column}" if self.max_rel > 0 else ""
         text = (
             f"reproduced: {self.within}/{self.compared} rows within {TOLERANCES.rel:g} "
-            f"(max rel |Δ| {self.max_rel:.3g}{where}, {len(self.columns)} columns) vs {ref.source}"
+            f"({self.extremes.text()}, {len(self.columns)} columns) vs {ref.source}"
         )
         if self.changed_inputs:
             text += f"; {counted('recomputed from changed inputs', self.changed_inputs)}"
@@ -230,12 +235,9 @@ def compare(
     one_sided += [f"{c} ({names[1]} only)" for c in sorted(b_numeric - a_numeric)]
     both = a_.index.intersection(b_.index)
     left, right = (f.loc[both, columns].to_numpy(dtype="float64") for f in (a_, b_))
-    diff = np.where(np.isnan(left) & np.isnan(right), 0.0, np.abs(left - right))
-    diff = np.where(np.isnan(diff), np.inf, diff)  # a value in one file only
+    diff, rel, one_file = differences(left, right)
     atol = np.array([tolerances.delta_atol.get(c, tolerances.atol) for c in columns])
     agree = diff <= atol + tolerances.rel * np.abs(np.nan_to_num(right))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.nan_to_num(np.where(diff == 0, 0.0, diff / np.abs(right)), nan=np.inf, posinf=np.inf)
     changed = _changed_inputs(a_, b_, both)
     worst = [int(np.argmax(diff[:, j])) if len(both) else None for j in range(len(columns))]
     table = [
@@ -244,8 +246,6 @@ def compare(
         else (c, np.nan, np.nan, "(no unit in both)", True)
         for j, (c, i) in enumerate(zip(columns, worst, strict=True))
     ]
-    kept = rel[~changed]
-    top = np.unravel_index(np.argmax(kept), kept.shape) if kept.size else None
     differing = [
         f"{label(key)} ({', '.join(c for c, ok in zip(columns, row, strict=True) if not ok)})"
         for key, row, moved in zip(both, agree, changed, strict=True)
@@ -263,8 +263,7 @@ def compare(
         only_b=tuple(label(k) for k in b_.index.difference(a_.index)),
         one_sided=tuple(one_sided),
         variants=variants.reset_index().assign(**{"A − B": lambda v: v["A"] - v["B"]}),
-        max_rel=float(kept[top]) if top is not None else float("nan"),
-        max_column=columns[top[1]] if top is not None else "",
+        extremes=extremes(diff[~changed], rel[~changed], one_file[~changed], columns),
     )
 
 

@@ -16,27 +16,6 @@ from collections.abc import Mapping
 ColumnDocs = Mapping[str, tuple[str, str]]
 """Column -> (unit, meaning), in the file's column order."""
 
-SINK_MASS_DOCS: ColumnDocs = {
-    "host": ("label", "host label"),
-    "dataset": ("label", "dataset name"),
-    "seed": ("integer", "split and `random_state` seed of the case"),
-    "block": ("integer", "in-context block (from 0)"),
-    "head": ("integer", "attention head (from 0)"),
-    "n_queries": ("count", "present receivers (queries) measured"),
-    "sink_share_mean": ("fraction", "mean over the queries of the mass OAttention's sink takes"),
-    "sink_share_max": ("fraction", "largest sink share over the queries"),
-    "frac_queries_sink_dominated": ("fraction", "share of queries whose sink share exceeds 1/2"),
-    "max_logit_min": (
-        "logit",
-        "smallest per-query max_j (s_ij + log p_j), s_ij = q_i · k_j / √D (compare log eps_den)",
-    ),
-    "max_logit_q01": ("logit", "its 1 % quantile over the queries"),
-    "max_logit_q50": ("logit", "its median"),
-    "max_logit_q99": ("logit", "its 99 % quantile"),
-}
-"""Column -> (unit, meaning) of `results/sink_mass.csv` (`retrofit.audit.sink`: `host`, `dataset`,
-`seed`, then its `COLUMNS`)."""
-
 TABLES: dict[str, tuple[str, str]] = {
     "retrofit_rmse.csv": ("retrofit.results.record:COLUMN_DOCS", "the sweep: one row per unit (`make retrofit`)"),
     "retrofit_long.csv": (
@@ -47,11 +26,15 @@ TABLES: dict[str, tuple[str, str]] = {
     "tau_sweep.csv": ("retrofit.results.tau_table:COLUMN_DOCS", "mean ΔRMSE against tau's c (`make tau-sweep`)"),
     "audit.csv": ("retrofit.audit.run:COLUMN_DOCS", "the O-closure audit (`make audit`)"),
     "noise_floor.csv": ("retrofit.measure.floor_table:COLUMN_DOCS", "each host's noise floor"),
-    "sink_mass.csv": ("retrofit.results.dictionary:SINK_MASS_DOCS", "OAttention's sink mass per block and head"),
+    "sink_mass.csv": ("retrofit.audit.sink:COLUMN_DOCS", "OAttention's sink mass per block and head"),
     "scale.csv": ("benchmarks.scale.rows:COLUMN_DOCS", "every architecture at default size (`make scale-check`)"),
     "bench_batch.csv": ("benchmarks.batching:COLUMN_DOCS", "predict_many vs sequential predict"),
     "padding_demo.csv": ("benchmarks.padding:COLUMN_DOCS", "predict_many's padding fed to non-closed hosts"),
     "removal_bench.csv": ("benchmarks.explain.table:COLUMN_DOCS", "the explanation benchmark (`make explain-bench`)"),
+    "removal_scale.csv": (
+        "benchmarks.explain.scale:COLUMN_DOCS",
+        "removal explanations at default size against refits (`make explain-scale`)",
+    ),
     "removal_stages.csv": ("benchmarks.explain.table:STAGE_DOCS", "where a coalition's time goes, per stage"),
     "exactness.csv": ("benchmarks.exactness:COLUMN_DOCS", "OAttention against its float64 reference"),
     "ablation.csv": ("benchmarks.ablation:COLUMN_DOCS", "two-block hosts under null insertion (`make ablation`)"),
