@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import yaml
 from hydra.errors import HydraException
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 INTERRUPTED = 130
 """The exit status of a run stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
@@ -68,9 +68,26 @@ def _said(err: BaseException, keys: Sequence[str]) -> str:
     unknown = UNKNOWN_KEY.search(text)
     if unknown is None:
         return f"{text} (fix the config or the override it names)"
+    nested = _new_mapping_key(err)
+    if nested is not None and unknown.group(1) in keys:
+        key, value = unknown.group(1), text.split(f"+{unknown.group(1)}=", 1)[1]
+        return (
+            f"{nested} is a new key of the mapping {key}, which an override merges into, not replaces "
+            f"(add it with '+{nested}=...', or replace the whole mapping with '++{key}={value}')"
+        )
     close = difflib.get_close_matches(unknown.group(1), keys, n=1)
     hint = f"did you mean {close[0]}?" if close else "no key of this config is close; see --help"
     return f"{unknown.group(1)} is not a key of this config ({hint})"
+
+
+def _new_mapping_key(err: BaseException | None) -> str | None:
+    """The full key of a new entry that an override tried to merge into a mapping of the config
+    (OmegaConf's 'not in struct' under Hydra's composition), None when `err` is something else."""
+    while err is not None:
+        if isinstance(err, ConfigKeyError) and "not in struct" in str(err) and err.full_key:
+            return str(err.full_key)
+        err = err.__cause__ or err.__context__
+    return None
 
 
 @contextmanager
