@@ -1,12 +1,11 @@
 """The explanation benchmark's settings: the schema of `configs/explain_bench.yaml` (each setting's
-role is written there), checked once (`ExplainBenchConfig.from_config`)."""
+role is written there), checked once (`ExplainBenchConfig.from_config`). Importing it imports no
+model (torch, tabpfn, shapiq): those come with the check of the settings."""
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.explain.refits import INDICES
 from retrofit.errors import RetrofitError
-from retrofit.hosts import inference_config
 from retrofit.typed import typed_object
 
 
@@ -42,6 +41,9 @@ class ExplainBenchConfig:
     @classmethod
     def from_config(cls, node: Any) -> "ExplainBenchConfig":
         """The typed settings; RetrofitError naming an unknown key, a wrong type or a bad value."""
+        from benchmarks.explain.refits import INDICES
+        from retrofit.hosts import inference_config
+
         cfg = typed_object(cls, node, "explain_bench config")
         counts = (cfg.n_explain, cfg.repeats, cfg.n_explain_batched, cfg.n_loo_queries, cfg.n_stage_coalitions)
         if not cfg.datasets or not cfg.hosts or min(counts) < 1 or cfg.budget < 2:

@@ -1,5 +1,6 @@
 """The scale check's settings (the schema of `configs/scale_check.yaml`, which holds every value)
-and the synthetic tables they describe."""
+and the synthetic tables they describe. Importing it imports no model (torch, tabpfn): those come
+with the functions that check the settings or fit a regressor."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,8 +10,6 @@ import numpy as np
 from omegaconf import MISSING
 
 from retrofit.errors import RetrofitError
-from retrofit.hosts import make_regressor
-from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS
 from retrofit.typed import typed_object
 
 
@@ -40,6 +39,8 @@ class ScaleConfig:
     @classmethod
     def from_config(cls, node: Any) -> "ScaleConfig":
         """The typed config; RetrofitError naming an unknown key, a wrong type, a missing key or a bad value."""
+        from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS
+
         cfg = typed_object(cls, node, "scale_check config")
         unknown = [a for a in [*cfg.archs, *cfg.arch_overrides] if a not in DEFAULT_SIZE_HEADS]
         if unknown:
@@ -61,5 +62,7 @@ def synthetic_table(n_train: int, n_test: int, n_features: int, seed: int):
 
 def fitted(path: Path, n_train: int, n_test: int, n_features: int, n_estimators: int, seed: int):
     """(a regressor on `path` fitted on a synthetic table, its test rows)."""
+    from retrofit.hosts import make_regressor
+
     X_train, y_train, X_test = synthetic_table(n_train, n_test, n_features, seed)
     return make_regressor(path, n_estimators=n_estimators, random_state=seed).fit(X_train, y_train), X_test

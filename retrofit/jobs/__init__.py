@@ -20,6 +20,12 @@ and Ctrl-C (`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`,
 input through `retrofit.errors.exit_on_user_error`. `+key=value` adds a key Hydra leaves
 unchecked; each `run` (`retrofit.jobs.start`) refuses it before any work.
 
+A job module imports at its top only what its `SCHEMA` needs (dataclasses, omegaconf, the
+schema's module, `retrofit.jobs.start`, `retrofit.errors`); what `run` needs that is heavy (torch,
+tabpfn, sklearn, shapiq, pandas, or a module importing them) it imports inside `run`, or inside the
+helper that uses it. `launch` imports the job to store its schema, so a config error is answered
+before torch loads: in under a second rather than in the seconds the models take to import.
+
 Jobs are found by reading this package's sources (`declared_configs`), so finding one imports none,
 and importing this package imports no job. It registers the resolver `${group_options:<group>}`
 with which a root config's `hydra.help.template` lists each group's options as Hydra finds them.

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
-from benchmarks.ablation import ablation_markdown, ablation_table
 from retrofit.jobs.start import start
 
 NOTE = (
@@ -41,6 +40,8 @@ SCHEMA = AblationConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure the ablation `cfg` describes, write its CSV and Markdown table and print the table."""
+    from benchmarks.ablation import ablation_markdown, ablation_table
+
     job = start(cfg, hydra_cfg, AblationConfig, "configs/ablation.yaml")
     settings: AblationConfig = job.settings
     csv_path, md_path = job.outputs(settings.output_csv, settings.output_md)

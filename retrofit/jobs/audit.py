@@ -8,13 +8,8 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from retrofit.audit import Insertion, audit_table
-from retrofit.audit.run import audit_summary
 from retrofit.errors import RunnerError
-from retrofit.hosts import get_path
-from retrofit.hosts.random_host import TINY_ARCHS, random_host
 from retrofit.jobs.start import start
-from retrofit.runner.config import dataset_specs, host_path
 from retrofit.runner.schema import HostConfig
 
 
@@ -60,6 +55,10 @@ SCHEMA = AuditConfig
 def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[str, Path]:
     """Label -> checkpoint of every host to audit: `host` (a shipped host or `host=checkpoint`) when
     set, else the shipped hosts of `hosts`; plus a random host per `random_hosts` entry, in `folder`."""
+    from retrofit.hosts import get_path
+    from retrofit.hosts.random_host import TINY_ARCHS, random_host
+    from retrofit.runner.config import host_path
+
     if cfg.host is None:
         hosts = {name: get_path(name) for name in cfg.hosts}
     else:
@@ -83,6 +82,10 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Audit every host of `cfg` under every variant and insertion; write the table and print the
     largest relative prediction change per host, variant and insertion."""
+    from retrofit.audit import Insertion, audit_table
+    from retrofit.audit.run import audit_summary
+    from retrofit.runner.config import dataset_specs
+
     job = start(cfg, hydra_cfg, AuditConfig, "configs/audit.yaml", as_object=False)
     cfg, base_dir = job.settings, job.base_dir
     logging.getLogger("retrofit").setLevel(logging.WARNING)

@@ -4,8 +4,6 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from benchmarks.attention import BenchGrid, memory_table, time_table
-from benchmarks.tools.memory import make_rss_track_live_memory
 from retrofit.runner.schema import job_config
 
 
@@ -37,6 +35,9 @@ SCHEMA = BenchConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Time and memory-probe the grid of `cfg` and print the table with its goals (no file)."""
+    from benchmarks.attention import BenchGrid, memory_table, time_table
+    from benchmarks.tools.memory import make_rss_track_live_memory
+
     settings: BenchConfig = OmegaConf.to_object(job_config(cfg, BenchConfig, "configs/bench.yaml"))
     grid = BenchGrid(**{key: _frozen(getattr(settings, key)) for key in BenchGrid.__dataclass_fields__})
     times = time_table(grid, settings.seconds_per_case, settings.min_repeats, settings.max_repeats)

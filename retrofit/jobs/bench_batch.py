@@ -4,13 +4,10 @@
 import logging
 from dataclasses import dataclass
 
-import torch
 from omegaconf import MISSING, DictConfig
 
-from benchmarks.batching import report_lines, throughput_rounds
 from retrofit.jobs.cases import CasesConfig, fitted_cases
 from retrofit.jobs.start import start
-from retrofit.patching import retrofit
 
 
 @dataclass
@@ -31,6 +28,11 @@ SCHEMA = BenchBatchConfig
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Time predict_many against one predict after another on every fitted case of `cfg`, write
     the rounds and print the speed-up (and, below 1.5x, where the time goes)."""
+    import torch
+
+    from benchmarks.batching import report_lines, throughput_rounds
+    from retrofit.patching import retrofit
+
     job = start(cfg, hydra_cfg, BenchBatchConfig, "configs/bench_batch.yaml")
     settings: BenchBatchConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)

@@ -6,13 +6,14 @@ loaded, split and fitted (`fitted_cases`).
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from omegaconf import MISSING
 
-from retrofit.fitting import FittedCase, fit_cases
-from retrofit.hosts import get_path
 from retrofit.jobs.start import JobStart
-from retrofit.runner.config import dataset_specs
+
+if TYPE_CHECKING:  # the models come with `fitted_cases`, not with the schema
+    from retrofit.fitting import FittedCase
 
 
 @dataclass
@@ -28,8 +29,12 @@ class CasesConfig:
     n_estimators: int = MISSING
 
 
-def fitted_cases(job: JobStart) -> list[FittedCase]:
+def fitted_cases(job: JobStart) -> "list[FittedCase]":
     """Every case of a `CasesConfig` job, loaded, split and fitted (`retrofit.fitting.fit_cases`)."""
+    from retrofit.fitting import fit_cases
+    from retrofit.hosts import get_path
+    from retrofit.runner.config import dataset_specs
+
     settings: CasesConfig = job.settings
     datasets = dataset_specs(job.hydra_cfg, settings.datasets)
     return fit_cases(

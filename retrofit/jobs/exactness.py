@@ -7,11 +7,9 @@ inputs from `seed` afresh, so measuring one point at a time gives the same rows 
 import itertools
 from dataclasses import dataclass
 
-import pandas as pd
 from omegaconf import MISSING, DictConfig
 from tqdm.auto import tqdm
 
-from benchmarks.exactness import Shape, exactness_table
 from retrofit.io import write_atomic
 from retrofit.jobs.start import start
 
@@ -47,6 +45,10 @@ SCHEMA = ExactnessConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure every grid point of `cfg`, write the table atomically and print it."""
+    import pandas as pd
+
+    from benchmarks.exactness import Shape, exactness_table
+
     job = start(cfg, hydra_cfg, ExactnessConfig, "configs/exactness.yaml")
     settings: ExactnessConfig = job.settings
     (path,) = job.outputs(settings.output_csv)

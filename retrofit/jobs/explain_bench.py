@@ -7,9 +7,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from benchmarks.explain.config import ExplainBenchConfig
-from benchmarks.explain.table import run as explain_benchmark
 from retrofit.jobs.start import JobStart
-from retrofit.runner.config import dataset_specs
 
 CONFIG = "explain_bench"
 """Its root config, `configs/explain_bench.yaml`."""
@@ -19,6 +17,9 @@ SCHEMA = ExplainBenchConfig
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Explain every dataset of `cfg` by every method on every host; write the tables and plots
     (each checked writable here first) and print the table."""
+    from benchmarks.explain.table import run as explain_benchmark
+    from retrofit.runner.config import dataset_specs
+
     logging.getLogger("retrofit").setLevel(logging.INFO)
     job = JobStart(ExplainBenchConfig.from_config(cfg), Path(hydra_cfg.runtime.cwd), hydra_cfg)
     settings: ExplainBenchConfig = job.settings

@@ -7,15 +7,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 from omegaconf import MISSING, DictConfig
 
-from benchmarks.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
-from retrofit.fitting import load_split
-from retrofit.hosts import get_path
-from retrofit.hosts.card import render_card
 from retrofit.jobs.start import start
-from retrofit.runner.config import dataset_specs
 from retrofit.runner.schema import resolve
 
 log = logging.getLogger(__name__)
@@ -45,6 +39,14 @@ SCHEMA = HostQualityConfig
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Score every host and preset of `cfg` against the baselines on every case; write the tables
     (and the model cards when `cards_dir` is set) and print the summary and the extrapolation probe."""
+    import pandas as pd
+
+    from benchmarks.host_quality import extrapolation_probe, host_regressor, per_dataset_ratios, score_case, summarise
+    from retrofit.fitting import load_split
+    from retrofit.hosts import get_path
+    from retrofit.hosts.card import render_card
+    from retrofit.runner.config import dataset_specs
+
     job = start(cfg, hydra_cfg, HostQualityConfig, "host quality config")
     settings: HostQualityConfig = job.settings
     base_dir = job.base_dir

@@ -7,10 +7,7 @@ from pathlib import Path
 
 from omegaconf import MISSING, DictConfig
 
-from benchmarks.noise_floor import measure, summarise
-from retrofit.hosts import check_checkpoint, get_path
 from retrofit.jobs.start import start
-from retrofit.runner.config import dataset_specs
 from retrofit.runner.schema import HostConfig
 
 
@@ -35,6 +32,8 @@ SCHEMA = NoiseFloorConfig
 def host_paths(settings: NoiseFloorConfig, base_dir: Path) -> dict[str, Path]:
     """Host label -> checkpoint: the chosen `host` alone (its `path`, relative to `base_dir`; null:
     the shipped host of its `name`), else every shipped host of `hosts`."""
+    from retrofit.hosts import check_checkpoint, get_path
+
     if settings.host is None:
         return {name: get_path(name) for name in settings.hosts}
     host = settings.host
@@ -43,6 +42,9 @@ def host_paths(settings: NoiseFloorConfig, base_dir: Path) -> dict[str, Path]:
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure every host's movements on every dataset x seed of `cfg`; write the per-source table and print it."""
+    from benchmarks.noise_floor import measure, summarise
+    from retrofit.runner.config import dataset_specs
+
     job = start(cfg, hydra_cfg, NoiseFloorConfig, "configs/noise_floor.yaml")
     settings: NoiseFloorConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)

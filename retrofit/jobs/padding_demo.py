@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
-from benchmarks.padding import padding_effect
 from retrofit.jobs.cases import CasesConfig, fitted_cases
 from retrofit.jobs.start import start
 
@@ -27,6 +26,8 @@ SCHEMA = PaddingDemoConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure how padding moves each variant's predictions on every case of `cfg`; write and print it."""
+    from benchmarks.padding import padding_effect
+
     job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
     settings: PaddingDemoConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)

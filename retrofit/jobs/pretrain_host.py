@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from omegaconf import MISSING, DictConfig
 
 from retrofit.pretrain.config import PretrainConfig
-from retrofit.pretrain.trainer import Pretrainer
 from retrofit.runner.schema import job_config
 
 
@@ -24,6 +23,8 @@ SCHEMA = PretrainHostConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Train the host `cfg.pretrain` describes (resuming from its run directory) and export it."""
+    from retrofit.pretrain.trainer import Pretrainer
+
     pretrain = PretrainConfig.from_config(job_config(cfg, PretrainHostConfig, "configs/pretrain_host.yaml").pretrain)
     path = Pretrainer(pretrain).run()
     logging.getLogger(__name__).info("host written to %s", path)

@@ -9,9 +9,6 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from benchmarks.scale.config import ScaleConfig
-from benchmarks.scale.profiles import miss_profiles
-from benchmarks.scale.table import scale_table
-from benchmarks.scale.verdicts import goal_lines, goals_text, refused_lines
 from retrofit.jobs.start import start
 
 CONFIG = "scale_check"
@@ -23,6 +20,10 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure every architecture and variant of `cfg`, write the table and print it with its goals
     (met or not), where the time goes for each architecture's worst time miss, and the machine's
     load average at the start and the end."""
+    from benchmarks.scale.profiles import miss_profiles
+    from benchmarks.scale.table import scale_table
+    from benchmarks.scale.verdicts import goal_lines, goals_text, refused_lines
+
     logging.getLogger("retrofit").setLevel(logging.INFO)
     job = start(cfg, hydra_cfg, ScaleConfig, "configs/scale_check.yaml", as_object=False)
     config = ScaleConfig.from_config(job.settings)

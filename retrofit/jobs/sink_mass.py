@@ -7,12 +7,8 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from retrofit.audit.sink import sink_mass_table
-from retrofit.hosts import SHIPPED_HOSTS, get_path
 from retrofit.jobs.start import start
-from retrofit.runner.config import dataset_specs, host_path
 from retrofit.runner.schema import HostConfig
-from retrofit.variants import tau_rule
 
 
 @dataclass
@@ -38,6 +34,11 @@ SCHEMA = SinkMassConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure the sink mass of every host of `cfg` (the shipped ones, or `host`); write and print it."""
+    from retrofit.audit.sink import sink_mass_table
+    from retrofit.hosts import SHIPPED_HOSTS, get_path
+    from retrofit.runner.config import dataset_specs, host_path
+    from retrofit.variants import tau_rule
+
     job = start(cfg, hydra_cfg, SinkMassConfig, "configs/sink_mass.yaml", as_object=False)
     cfg, base_dir = job.settings, job.base_dir
     logging.getLogger("retrofit").setLevel(logging.WARNING)

@@ -18,9 +18,6 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from retrofit.runner import console
-from retrofit.runner.case import reusable, run_case
-from retrofit.runner.config import case_from_hydra
-from retrofit.runner.finish import case_records, finish
 from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
 
 CONFIG = "config"
@@ -29,6 +26,10 @@ SCHEMA = SweepConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`)."""
+    from retrofit.runner.case import reusable, run_case
+    from retrofit.runner.config import case_from_hydra
+    from retrofit.runner.finish import case_records, finish
+
     if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
         run_case(case_from_hydra(cfg, hydra_cfg))
         return

@@ -8,18 +8,18 @@ timing rounds on seed 0), run afresh into `cache_dir` (`benchmarks.sweep_cost`).
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, open_dict
 
-from benchmarks.sweep_cost import cost_table, import_seconds
 from retrofit.io import write_atomic
 from retrofit.jobs import register
 from retrofit.jobs.start import start
-from retrofit.runner.case import Case, check_cases
-from retrofit.runner.config import case_from_hydra
+
+if TYPE_CHECKING:  # the cases come with `sweep_cases`, not with the schema
+    from retrofit.runner.case import Case
 
 
 @dataclass
@@ -39,8 +39,11 @@ CONFIG = "sweep_cost"
 SCHEMA = SweepCostConfig
 
 
-def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> list[Case]:
+def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> "list[Case]":
     """The paper table's case of every host × dataset × seed of `settings`, writing into `cache_dir`."""
+    from retrofit.runner.case import check_cases
+    from retrofit.runner.config import case_from_hydra
+
     register("config")  # each case is composed from configs/config.yaml, checked by the sweep's schema
     loader = GlobalHydra.instance().config_loader()
     cases = []
@@ -58,6 +61,10 @@ def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> list[Case]:
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Run every case of `cfg` `repeats` times with its phases timed; write and print the table."""
+    import pandas as pd
+
+    from benchmarks.sweep_cost import cost_table, import_seconds
+
     job = start(cfg, hydra_cfg, SweepCostConfig, "configs/sweep_cost.yaml")
     settings: SweepCostConfig = job.settings
     (output,) = job.outputs(settings.output)

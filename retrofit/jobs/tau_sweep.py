@@ -10,28 +10,20 @@ live under `<cache_dir>/tau_sweep/runs/`; `tau_sweep.csv` and `tau_sweep.png`
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from omegaconf import MISSING, DictConfig
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_csv
 from retrofit.jobs.start import start
-from retrofit.results.tau_table import plot_tau, tau_table
 from retrofit.runner import console
-from retrofit.runner.case import Case, check_cases, reusable, run_case
-from retrofit.runner.config import (
-    applicable,
-    dataset_file,
-    dataset_spec,
-    group_option,
-    run_settings,
-    timing_rounds,
-    unit_spec,
-)
-from retrofit.runner.finish import sweep_records
-from retrofit.runner.schema import RunConfig, job_config, resolve
-from retrofit.variants import resolve_variant
+from retrofit.runner.schema import RunConfig, resolve
+
+if TYPE_CHECKING:  # the cases and tables come with the functions below, not with the schema
+    import pandas as pd
+
+    from retrofit.runner.case import Case
 
 
 @dataclass
@@ -47,11 +39,22 @@ class TauSweepConfig(RunConfig):
     plot_only: bool = False
 
 
-def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
+def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> "list[Case]":
     """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
-    split), duplicates rejected — all before any unit runs. `hydra_cfg`: the `hydra` node."""
+    split), duplicates rejected — all before any unit runs. `cfg`: the config composed onto
+    `TauSweepConfig` (as `run` checks it, with `start`); `hydra_cfg`: the `hydra` node."""
+    from retrofit.runner.case import Case, check_cases
+    from retrofit.runner.config import (
+        applicable,
+        dataset_file,
+        dataset_spec,
+        group_option,
+        run_settings,
+        timing_rounds,
+        unit_spec,
+    )
+
     base_dir = Path(hydra_cfg.runtime.cwd)
-    cfg = job_config(cfg, TauSweepConfig, "configs/tau_sweep.yaml")
     for key, example in (("datasets", "diabetes"), ("seeds", "0"), ("variants", "oa_only"), ("c_values", "0.001")):
         if not cfg[key]:
             raise RunnerError(f"{key}=[] leaves the tau sweep nothing to run; list one or more, e.g. {key}=[{example}]")
@@ -82,12 +85,17 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> list[Case]:
 
 def default_c(variants: list[str]) -> dict[str, float]:
     """Each built-in variant's own calibration constant c (its `tau` rule), by name."""
+    from retrofit.variants import resolve_variant
+
     rules = {name: resolve_variant(name).tau for name in variants}
     return {name: rule.c for name, rule in rules.items() if rule is not None and rule.mode == "calibrated"}
 
 
-def write_tau_results(results_dir: Path, cases: list[Case]) -> pd.DataFrame:
+def write_tau_results(results_dir: Path, cases: "list[Case]") -> "pd.DataFrame":
     """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from the units of `cases`."""
+    from retrofit.results.tau_table import plot_tau, tau_table
+    from retrofit.runner.finish import sweep_records
+
     table = tau_table(sweep_records(cases))
     write_csv(table, Path(results_dir) / "tau_sweep.csv")
     plot_tau(table, Path(results_dir) / "tau_sweep.png", default_c(sorted(table["variant"].unique())))
@@ -101,6 +109,11 @@ SCHEMA = TauSweepConfig
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Run every unit of the sweep `cfg` describes (a progress bar per case), write the table and plot and
     report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
+    import pandas as pd
+
+    from retrofit.results.tau_table import plot_tau
+    from retrofit.runner.case import reusable, run_case
+
     job = start(cfg, hydra_cfg, SCHEMA, "configs/tau_sweep.yaml", as_object=False)
     settings = job.settings
     (table_path,) = job.outputs(Path(settings.results_dir) / "tau_sweep.csv")
@@ -110,7 +123,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         console.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(settings.variants)))}")
         return
     with console.collected_notices() as notices:
-        cases = tau_cases(cfg, hydra_cfg)
+        cases = tau_cases(settings, hydra_cfg)
     reused = console.reused(reusable(cases), sum(len(case.units) for case in cases))
     for case in cases:  # one progress bar per case over its units
         run_case(case)

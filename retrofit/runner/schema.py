@@ -1,21 +1,24 @@
-"""The sweep's root config read without torch or tabpfn: its schemas (`RunConfig`, `SweepConfig`),
-`job_config` (a composed root config checked against its schema), and the keys that say where a
-run reads and writes (`resolve`, `output_dir`, `results_dir_of`, `runs_dir`, `reference_of`).
+"""The sweep's root config read without torch, tabpfn or pandas: its schemas (`RunConfig`,
+`SweepConfig`), `job_config` (a composed root config checked against its schema), and the keys
+that say where a run reads and writes (`resolve`, `output_dir`, `results_dir_of`, `runs_dir`,
+`reference_of`). The record's readers (`retrofit.results`, pandas) are imported by the functions
+that read it, so a job's schema is imported in a fraction of a second.
 """
 
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.types import RunMode
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.errors import RunnerError
 from retrofit.record_guard import check_record_outputs, in_record, writable_dir
-from retrofit.results.aggregate import FILES
-from retrofit.results.compare import Reference, read_reference
 from retrofit.typed import typed
+
+if TYPE_CHECKING:  # pandas only where the record is read
+    from retrofit.results.compare import Reference
 
 
 @dataclass
@@ -125,7 +128,7 @@ def runs_dir(cfg: DictConfig, base_dir: Path) -> Path:
     return resolve(base_dir, cfg.cache_dir) / "runs"
 
 
-def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
+def reference_of(cfg: DictConfig, base_dir: Path) -> "Reference | None":
     """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
     null, from the working tree; `retrofit.results.compare.read_reference`), or None. A run that
     writes the committed record must reproduce every reference row (`Reference.require_all`),
@@ -135,6 +138,8 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> Reference | None:
             if cfg.get(key) not in (None, False):
                 raise RunnerError(f"{key}={cfg.get(key)} needs reference=<a retrofit_rmse.csv>")
         return None
+    from retrofit.results.compare import read_reference
+
     path, commit, grid_changed = resolve(base_dir, cfg.reference), cfg.get("reference_commit"), cfg.get("grid_changed")
     record = cfg.results_dir is not None and in_record(resolve(base_dir, cfg.results_dir))
     return read_reference(path, commit, require_all=record, grid_changed=bool(grid_changed))
@@ -145,6 +150,8 @@ def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
     files a run writes (`FILES`) is a directory or other non-file, and the
     committed record only from its make target (`retrofit.record_guard.check_record_outputs`) in
     a whole sweep (`-m`) checked against a reference (`make retrofit`). RunnerError otherwise."""
+    from retrofit.results.aggregate import FILES
+
     path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
     path = writable_dir(path, "results_dir")
     blocked = [name for name in FILES if (path / name).exists() and not (path / name).is_file()]

@@ -1,0 +1,58 @@
+"""A job module imports only what its schema needs (`retrofit.jobs`): importing it, and a config
+error answered by `launch`, leave torch, tabpfn, sklearn, shapiq and pandas unimported. Each check
+runs in a fresh interpreter, as a user's command does."""
+
+import json
+
+import pytest
+from processes import run_python
+
+from retrofit.jobs import job_names
+
+HEAVY = ("torch", "tabpfn", "sklearn", "shapiq", "pandas")
+"""The packages a job imports only once its config has composed."""
+
+IMPORTED = "import sys; import retrofit.jobs.{job}; print(sorted(set({heavy}) & set(sys.modules)))"
+"""Prints which of `HEAVY` importing job `job` loaded."""
+
+LAUNCHED = """
+import json, sys
+from retrofit.jobs import launch
+sys.argv = ["retrofit", *{overrides}]
+try:
+    launch({job!r})
+    status = 0
+except SystemExit as exit:
+    status = exit.code
+print(json.dumps({{"status": status, "heavy": sorted(set({heavy}) & set(sys.modules))}}))
+"""
+"""Runs job `job` on `overrides` in this interpreter and prints its exit status and which of `HEAVY` it loaded."""
+
+
+@pytest.mark.parametrize("job", job_names())
+def test_importing_a_job_imports_no_model_or_frame_library(job):
+    out = run_python("-c", IMPORTED.format(job=job, heavy=HEAVY))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "[]", f"retrofit.jobs.{job} imports {out.stdout.strip()} at import time"
+
+
+CONFIG_ERRORS = [(job, ["nope_key=1"], "error: nope_key is not a key of this config") for job in job_names()] + [
+    ("sweep", ["n_estimator=2"], "error: n_estimator is not a key of this config (did you mean n_estimators?)"),
+    ("sweep", ["n_estimators=many"], "error: Error merging override n_estimators=many"),
+    ("sweep", ["dataset=no_such_dataset"], "error: In 'config': Could not find 'dataset/no_such_dataset'"),
+    ("scale_check", ["rounds=x"], "error: Error merging override rounds=x"),
+]
+"""(job, overrides, the start of the one line it answers): an unknown key for every job, a value of
+the wrong type and an unknown option."""
+
+
+@pytest.mark.parametrize(
+    ("job", "overrides", "message"), CONFIG_ERRORS, ids=[f"{job} {' '.join(o)}" for job, o, _ in CONFIG_ERRORS]
+)
+def test_a_config_error_is_one_line_before_any_model_is_imported(job, overrides, message, tmp_path):
+    out = run_python("-c", LAUNCHED.format(job=job, overrides=overrides, heavy=HEAVY), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ran = json.loads(out.stdout.strip().splitlines()[-1])
+    assert ran["status"] in (1, 2) and ran["heavy"] == [], ran
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), out.stderr[-3000:]
