@@ -1,5 +1,7 @@
 """Benchmarks of the harness: what its operators, adapters and runner cost, and how exact they are.
 
-Nothing here is part of the library a user imports (`retrofit`); the benchmarks import it and the
-experiment entry points (`experiments/`) run them and write their results files.
+Nothing here is part of the library a user imports (`retrofit`): the benchmarks import it, and the
+library never imports them (`make lint` checks it). Each measurement is a module or package named
+for what it measures; the job that runs it and writes its results file is in `benchmarks.jobs`,
+started like every job by `retrofit.jobs.launch` (`python -m retrofit <job>`, `experiments/`).
 """

@@ -76,14 +76,15 @@ try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit:
     pass
-print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.startswith("retrofit.jobs.")))
+jobs = ("retrofit.jobs.", "benchmarks.jobs.")
+print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.startswith(jobs)))
 """
 
 
 @pytest.mark.parametrize(
     "script, imported",
     [
-        ("exactness.py", ["retrofit.jobs.exactness", "retrofit.jobs.exits", "retrofit.jobs.start"]),
+        ("exactness.py", ["benchmarks.jobs.exactness", "retrofit.jobs.exits", "retrofit.jobs.start"]),
         ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.exits", "retrofit.jobs.start"]),
     ],
 )
@@ -108,6 +109,7 @@ def test_ablation_writes_its_table_and_the_otransformer_holds_the_old_tokens(tmp
     csv, md = tmp_path / "ablation.csv", tmp_path / "ablation.md"
     tiny = ["d_model=16", "n_heads=2", "d_ffn=32", "n_old=8", "n_nulls=[2]", "batch=1"]
     run("ablation.py", *tiny, f"output_csv={csv}", f"output_md={md}", cwd=tmp_path)
+    assert [log.name for log in (tmp_path / "outputs").rglob("*.log")] == ["ablation.log"]  # Hydra's job name
     table = pd.read_csv(csv)
     assert set(table.host) == {"standard", "oa_only", "otransformer"} and set(table.n_null) == {2}
     assert (table[table.host == "otransformer"].linf_old_tokens == 0).all()

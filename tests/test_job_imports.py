@@ -1,19 +1,20 @@
-"""A job module imports only what its schema needs (`retrofit.jobs`): importing it, and a config
-error answered by `launch`, leave torch, tabpfn, sklearn, shapiq and pandas unimported. Each check
-runs in a fresh interpreter, as a user's command does."""
+"""A job module, the library's (`retrofit.jobs`) or a benchmark's (`benchmarks.jobs`), imports only
+what its schema needs (`retrofit.jobs`): importing it, and a config error answered by `launch`,
+leave torch, tabpfn, sklearn, shapiq and pandas unimported. Each check runs in a fresh interpreter,
+as a user's command does."""
 
 import json
 
 import pytest
 from processes import run_python
 
-from retrofit.jobs import job_names
+from retrofit.jobs import declared_jobs, job_names
 
 HEAVY = ("torch", "tabpfn", "sklearn", "shapiq", "pandas")
 """The packages a job imports only once its config has composed."""
 
-IMPORTED = "import sys; import retrofit.jobs.{job}; print(sorted(set({heavy}) & set(sys.modules)))"
-"""Prints which of `HEAVY` importing job `job` loaded."""
+IMPORTED = "import sys; import {module}; print(sorted(set({heavy}) & set(sys.modules)))"
+"""Prints which of `HEAVY` importing the job module `module` loaded."""
 
 LAUNCHED = """
 import json, sys
@@ -31,9 +32,10 @@ print(json.dumps({{"status": status, "heavy": sorted(set({heavy}) & set(sys.modu
 
 @pytest.mark.parametrize("job", job_names())
 def test_importing_a_job_imports_no_model_or_frame_library(job):
-    out = run_python("-c", IMPORTED.format(job=job, heavy=HEAVY))
+    module = declared_jobs()[job].module
+    out = run_python("-c", IMPORTED.format(module=module, heavy=HEAVY))
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "[]", f"retrofit.jobs.{job} imports {out.stdout.strip()} at import time"
+    assert out.stdout.strip() == "[]", f"{module} imports {out.stdout.strip()} at import time"
 
 
 CONFIG_ERRORS = [(job, ["nope_key=1"], "error: nope_key is not a key of this config") for job in job_names()] + [
@@ -41,9 +43,16 @@ CONFIG_ERRORS = [(job, ["nope_key=1"], "error: nope_key is not a key of this con
     ("sweep", ["n_estimators=many"], "error: Error merging override n_estimators=many"),
     ("sweep", ["dataset=no_such_dataset"], "error: In 'config': Could not find 'dataset/no_such_dataset'"),
     ("scale_check", ["rounds=x"], "error: Error merging override rounds=x"),
+    (
+        "scale_check",
+        ["arch_overrides={tabpfn_v3: {nlayers: 2}}"],
+        "error: arch_overrides.tabpfn_v3 is a new key of the mapping arch_overrides, which an override merges into, "
+        "not replaces (add it with '+arch_overrides.tabpfn_v3=...', or replace the whole mapping with "
+        "'++arch_overrides={tabpfn_v3: {nlayers: 2}}')",
+    ),
 ]
 """(job, overrides, the start of the one line it answers): an unknown key for every job, a value of
-the wrong type and an unknown option."""
+the wrong type, an unknown option and a new key merged into a mapping (with the forms that work)."""
 
 
 @pytest.mark.parametrize(

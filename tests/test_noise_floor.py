@@ -9,11 +9,11 @@ from omegaconf import OmegaConf, open_dict
 from tabpfn.checkpoint import Checkpoint, save_as_safetensors
 
 from benchmarks import noise_floor
+from benchmarks.jobs.noise_floor import NoiseFloorConfig, host_paths
 from benchmarks.noise_floor import measure, summarise, threads
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
 from retrofit.hosts import available, get_path, inference_config
-from retrofit.jobs.noise_floor import NoiseFloorConfig, host_paths
 from retrofit.measure.floor_table import COLUMNS, read_floors
 
 

@@ -1,7 +1,9 @@
 """The jobs, and the one way each starts.
 
-A job is a module of this package that declares its root config and that config's schema, and runs
-it from the composed config and `HydraConfig.get()`:
+A job is a module of a job package (`JOB_PACKAGES`: this one holds the library's own jobs, the
+sweep, the audit, the sink mass, the tau sweep, host pretraining; `benchmarks.jobs` the
+benchmarks') that declares its root config and that config's schema, and
+runs it from the composed config and `HydraConfig.get()`:
 
     CONFIG = "exactness"          # configs/exactness.yaml
     SCHEMA = ExactnessConfig      # its keys and types (a dataclass)
@@ -13,12 +15,14 @@ it from the composed config and `HydraConfig.get()`:
 (`check_home`); the schema is stored in Hydra's ConfigStore as `<CONFIG>_schema`, which the root
 config lists first in its defaults, so a key the schema lacks or a value of the wrong type fails
 when the config is composed, naming it; Hydra reads the command line (`--help`, `-m`,
-`--config-name`, overrides; `-v` is `log_level=INFO`) and names the job after its module. Every
-error a user can fix ends in one line `error: <what> (<fix>)` and a non-zero exit, never a
-traceback: a config that does not compose (an unknown option or key, a bad value, a `!!python` tag)
-and Ctrl-C (`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused
-input through `retrofit.errors.exit_on_user_error`. `+key=value` adds a key Hydra leaves
-unchecked; each `run` (`retrofit.jobs.start`) refuses it before any work.
+`--config-name`, overrides; `-v` is `log_level=INFO`) and names the job after its module's last
+name (`hydra.job.name`: `exactness` for `benchmarks.jobs.exactness`), which names its log file
+and, under `configs/hydra/default.yaml`, its run folder. Every error a user can fix ends in one
+line `error: <what> (<fix>)` and a non-zero exit, never a traceback: a config that does not compose
+(an unknown option or key, a bad value, a `!!python` tag) and Ctrl-C (`interrupted`, exit 130)
+through `retrofit.jobs.exits.entry_errors`, a refused input through
+`retrofit.errors.exit_on_user_error`. `+key=value` adds a key Hydra leaves unchecked; each `run`
+(`retrofit.jobs.start`) refuses it before any work.
 
 A job module imports at its top only what its `SCHEMA` needs (dataclasses, omegaconf, the
 schema's module, `retrofit.jobs.start`, `retrofit.errors`); what `run` needs that is heavy (torch,
@@ -26,9 +30,11 @@ tabpfn, sklearn, shapiq, pandas, or a module importing them) it imports inside `
 helper that uses it. `launch` imports the job to store its schema, so a config error is answered
 before torch loads: in under a second rather than in the seconds the models take to import.
 
-Jobs are found by reading this package's sources (`declared_configs`), so finding one imports none,
-and importing this package imports no job. It registers the resolver `${group_options:<group>}`
-with which a root config's `hydra.help.template` lists each group's options as Hydra finds them.
+Jobs are found by reading the job packages' sources (`declared_jobs`), so finding one imports none,
+and importing this package imports no job; `launch` imports the job it runs by its module's name (a
+string), so the library has no import of `benchmarks` (`make lint` checks it). It registers the
+resolver `${group_options:<group>}` with which a root config's `hydra.help.template` lists each
+group's options as Hydra finds them.
 """
 
 import ast
@@ -36,8 +42,10 @@ import functools
 import os
 import sys
 from importlib import import_module
+from importlib.util import find_spec
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 import hydra
 from hydra.core.config_store import ConfigStore
@@ -52,6 +60,9 @@ CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
 USAGE = 2
 """The exit status of a command that cannot start: an unusable home directory, an unknown job."""
+JOB_PACKAGES = ("retrofit.jobs", "benchmarks.jobs")
+"""The packages whose modules declaring `CONFIG` are the jobs: the library's, then the benchmarks'
+(named here, imported by name only when one of their jobs runs)."""
 VERBOSE = ("-v", "--verbose")
 """Flags read as `log_level=INFO` (Hydra itself takes only overrides)."""
 
@@ -85,35 +96,73 @@ def check_home() -> None:
     raise SystemExit(USAGE)
 
 
-def declared_configs() -> dict[str, str]:
-    """Root config -> the job (module of this package) whose `CONFIG` names it, read from the
-    modules' sources, so nothing is imported."""
-    found = {}
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        for node in ast.parse(path.read_text()).body:
-            names = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
-            if names == ["CONFIG"] and isinstance(node.value, ast.Constant):
-                found[node.value.value] = path.stem
+class JobSource(NamedTuple):
+    """Where a job is declared: its module's dotted name and the root config its `CONFIG` names."""
+
+    module: str
+    config: str
+
+
+def _declared_config(path: Path) -> str | None:
+    """The root config that the module source `path` names in a top-level `CONFIG = "<name>"`, or None."""
+    for node in ast.parse(path.read_text()).body:
+        names = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
+        if names == ["CONFIG"] and isinstance(node.value, ast.Constant):
+            return node.value.value
+    return None
+
+
+def declared_jobs() -> dict[str, JobSource]:
+    """Job (its module's last name) -> `JobSource`, for every module of `JOB_PACKAGES` that declares
+    `CONFIG`, read from the modules' sources, so no job is imported (`find_spec` imports a job
+    package's parent, never the package). A job or root config declared in two modules exits with
+    one line naming both files."""
+    found: dict[str, JobSource] = {}
+    files: dict[str, str] = {}  # "job 'x'" or "root config 'x'" -> the file declaring it
+    for package in JOB_PACKAGES:
+        folder = Path(find_spec(package).submodule_search_locations[0])
+        for path in sorted(folder.glob("*.py")):
+            config = _declared_config(path)
+            if config is None:
+                continue
+            file = f"{package.replace('.', '/')}/{path.name}"
+            for name in (f"job {path.stem!r}", f"root config {config!r}"):
+                if name in files:
+                    sys.stderr.write(f"error: {name} is declared in both {files[name]} and {file} (rename one)\n")
+                    raise SystemExit(USAGE)
+                files[name] = file
+            found[path.stem] = JobSource(f"{package}.{path.stem}", config)
     return found
 
 
+def declared_configs() -> dict[str, str]:
+    """Root config -> the job whose `CONFIG` names it (`declared_jobs`)."""
+    return {source.config: job for job, source in declared_jobs().items()}
+
+
 def job_names() -> list[str]:
-    """The jobs of this package: the modules declaring `CONFIG`."""
-    return sorted(set(declared_configs().values()))
+    """The jobs of every job package: the modules declaring `CONFIG`."""
+    return sorted(declared_jobs())
+
+
+def job_source(job: str) -> JobSource:
+    """Where job `job` is declared; an unknown job exits with one line naming the jobs."""
+    jobs = declared_jobs()
+    if job not in jobs:
+        sys.stderr.write(f"error: no job {job!r} (one of {', '.join(sorted(jobs))}; python -m retrofit lists them)\n")
+        raise SystemExit(USAGE)
+    return jobs[job]
 
 
 def job_module(job: str) -> ModuleType:
-    """The module of job `job` (imported now); an unknown job exits with one line naming the jobs."""
-    jobs = job_names()
-    if job not in jobs:
-        sys.stderr.write(f"error: no job {job!r} (one of {', '.join(jobs)}; python -m retrofit lists them)\n")
-        raise SystemExit(USAGE)
-    return import_module(f"{__name__}.{job}")
+    """The module of job `job`, imported now by its name (`job_source`)."""
+    return import_module(job_source(job).module)
 
 
 def schema_of(config: str) -> type:
     """The schema of root config `config`: the `SCHEMA` of the job declaring it (imported now)."""
-    return import_module(f"{__name__}.{declared_configs()[config]}").SCHEMA
+    modules = {source.config: source.module for source in declared_jobs().values()}
+    return import_module(modules[config]).SCHEMA
 
 
 def register(*configs: str) -> None:
@@ -129,19 +178,19 @@ HELP = ("--help", "-h", "--hydra-help")
 
 def show_help(job: str) -> None:
     """Hydra's help for job `job` without importing it: its root config (read off its source,
-    `declared_configs`) composed over an untyped placeholder of its schema, enough to print."""
-    config = {name: config for config, name in declared_configs().items()}.get(job) or job_module(job).CONFIG
-    ConfigStore.instance().store(name=f"{config}_schema", node={})
+    `declared_jobs`) composed over an untyped placeholder of its schema, enough to print."""
+    source = job_source(job)
+    ConfigStore.instance().store(name=f"{source.config}_schema", node={})
 
     def task(cfg: DictConfig) -> None:  # never called: Hydra prints the help and exits
         pass
 
-    task.__module__ = f"{__name__}.{job}"  # Hydra names the app after the task's module, as for a run
-    hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=config)(task)()
+    task.__module__ = source.module  # Hydra names the app after the task's module, as for a run
+    hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=source.config)(task)()
 
 
 def launch(job: str) -> None:
-    """Run job `job` (a module of this package) on the command line in `sys.argv`, as the module
+    """Run job `job` (a module of a job package) on the command line in `sys.argv`, as the module
     docstring says."""
     check_home()
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]

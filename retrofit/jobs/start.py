@@ -4,7 +4,7 @@ its output files resolved there and checked against the record guard, before any
     job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
     (output,) = job.outputs(job.settings.output)   # RunnerError if results/ may not be written
 
-It imports no model: the jobs measured on fitted cases add `retrofit.jobs.cases`.
+It imports no model: the benchmark jobs measured on fitted cases add `benchmarks.jobs.cases`.
 """
 
 from dataclasses import dataclass

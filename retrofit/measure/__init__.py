@@ -3,5 +3,5 @@ variants' predict-time ratios) and the noise-floor table (`floor_table`, each ho
 against which the headline reads a mean delta).
 
 The benchmarks themselves, and the measurement that writes the noise-floor table, are the
-top-level `benchmarks` package (docs/benchmarks.md): nothing in the library imports them.
+top-level `benchmarks` package (docs/extending.md): nothing in the library imports them.
 """

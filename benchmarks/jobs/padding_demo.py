@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
-from retrofit.jobs.cases import CasesConfig, fitted_cases
+from benchmarks.jobs.cases import CasesConfig, fitted_cases
 from retrofit.jobs.start import start
 
 
