@@ -175,9 +175,29 @@ def test_audit_driver_takes_a_user_checkpoint_and_random_hosts(tmp_path, make_ra
     refusals = {
         f"hosts=[{path}]": "use host=checkpoint host.path=",
         "random_hosts=[{arch: tabpfn_v9, seed: 0}]": r"must be \{arch: <one of \[",
+        "random_hosts=[{arch: tabpfn_v3, seed: 0, size: huge}]": r"size: <one of \['tiny', 'default'\], default tiny>",
         "hosts=[tiny_v3]": "pass either host=<name>",
     }
     for override, message in refusals.items():
         extra = ("host=checkpoint", f"host.path={path}") if override == "hosts=[tiny_v3]" else ()
         run = _run_audit(tmp_path, *extra, override)
         assert run.returncode == 1 and re.search(message, run.stderr), run.stderr
+
+
+@pytest.mark.slow  # builds tabpfn_v3_5 at its default size (random weights) and refits the others per insertion
+def test_a_default_size_v3_5_is_closed_from_the_raw_table(tmp_path):
+    """`random_hosts` with `size: default`: tabpfn's default v3.5, stored as tabpfn publishes it;
+    absent rows and columns inserted into the raw table move o_closed by rounding only (0 with
+    `compact`), the stock host by far more."""
+    run = _run_audit(
+        tmp_path,
+        "hosts=[]",
+        "random_hosts=[{arch: tabpfn_v3_5, seed: 0, size: default}]",
+        "insertions=[{at: raw_table, kind: rows}, {at: raw_table, kind: columns}]",
+        f"output={tmp_path}/audit.csv",
+    )
+    assert run.returncode == 0, run.stderr
+    table = pd.read_csv(tmp_path / "audit.csv")
+    assert set(table.host) == {"default_size_tabpfn_v3_5_seed0"} and (table.status == "measured").all()
+    rel = (table.linf_pred / table.max_abs_pred).groupby(table.variant).max()
+    assert rel["o_closed"] <= REL_BOUND and rel["o_closed_compact"] == 0 and rel["baseline"] > 1e-3

@@ -12,13 +12,18 @@ from retrofit.errors import RunnerError
 from retrofit.jobs.start import start
 from retrofit.runner.schema import HostConfig
 
+SIZES = ("tiny", "default")
+"""A random host's size: `tiny` (`retrofit.hosts.random_host.random_host`) or tabpfn's default
+architecture config, stored as tabpfn publishes it (`default_size_host`)."""
+
 
 @dataclass
 class RandomHostConfig:
-    """A tiny random host to audit (`retrofit.hosts.random_host`): its architecture and seed."""
+    """A random host to audit (`retrofit.hosts.random_host`): its architecture, seed and size (`SIZES`)."""
 
     arch: str = MISSING
     seed: int = MISSING
+    size: str = "tiny"
 
 
 @dataclass
@@ -54,9 +59,10 @@ SCHEMA = AuditConfig
 
 def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[str, Path]:
     """Label -> checkpoint of every host to audit: `host` (a shipped host or `host=checkpoint`) when
-    set, else the shipped hosts of `hosts`; plus a random host per `random_hosts` entry, in `folder`."""
-    from retrofit.hosts import get_path
-    from retrofit.hosts.random_host import TINY_ARCHS, random_host
+    set, else the shipped hosts of `hosts`; plus a random host per `random_hosts` entry (tiny, or at
+    tabpfn's default size and published format), in `folder`."""
+    from retrofit.hosts import check_checkpoint, get_path
+    from retrofit.hosts.random_host import TINY_ARCHS, default_size_host, random_host
     from retrofit.runner.config import host_path
 
     if cfg.host is None:
@@ -70,12 +76,16 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
             )
         hosts = {cfg.host.name: host_path(cfg, Path(hydra_cfg.runtime.cwd))}
     for entry in cfg.random_hosts:
-        if entry.arch not in TINY_ARCHS:
+        if entry.arch not in TINY_ARCHS or entry.size not in SIZES:
             raise RunnerError(
-                f"random_hosts entry {{arch: {entry.arch}, seed: {entry.seed}}} must be "
-                f"{{arch: <one of {sorted(TINY_ARCHS)}>, seed: <int>}}"
+                f"random_hosts entry {{arch: {entry.arch}, seed: {entry.seed}, size: {entry.size}}} must be "
+                f"{{arch: <one of {sorted(TINY_ARCHS)}>, seed: <int>, size: <one of {list(SIZES)}, default tiny>}}"
             )
-        hosts[f"random_{entry.arch}_seed{entry.seed}"] = random_host(entry.arch, folder, entry.seed)
+        if entry.size == "tiny":
+            hosts[f"random_{entry.arch}_seed{entry.seed}"] = random_host(entry.arch, folder, entry.seed)
+        else:
+            label = f"default_size_{entry.arch}_seed{entry.seed}"
+            hosts[label] = check_checkpoint(default_size_host(entry.arch, folder / label, entry.seed))
     return hosts
 
 
