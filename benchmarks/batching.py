@@ -36,11 +36,14 @@ EXPLAINED_BELOW = 1.5
 """A median speed-up below this is followed by where the time goes."""
 
 
-def throughput_rounds(host: str, pairs: Sequence[tuple[TabPFNRegressor, Any]], rounds: int) -> pd.DataFrame:
-    """`rounds` interleaved rounds (after one warm-up each) of the three timings; one row per round."""
+def throughput_rounds(
+    host: str, pairs: Sequence[tuple[TabPFNRegressor, Any]], rounds: int, max_padding: float = MAX_PADDING
+) -> pd.DataFrame:
+    """`rounds` interleaved rounds (after one warm-up each) of the three timings, predict_many with
+    `max_padding`; one row per round."""
     fns = {
         "sequential": lambda: [regressor.predict(X) for regressor, X in pairs],
-        "predict_many": lambda: predict_many(pairs),
+        "predict_many": lambda: predict_many(pairs, max_padding=max_padding),
         "preprocess": lambda: [member_inputs(i, regressor, X) for i, (regressor, X) in enumerate(pairs)],
     }
     times = interleaved_times(fns, rounds, clock=time.perf_counter)
@@ -56,18 +59,23 @@ def throughput_rounds(host: str, pairs: Sequence[tuple[TabPFNRegressor, Any]], r
     )
 
 
-def report_lines(table: pd.DataFrame, pairs: Sequence[tuple[TabPFNRegressor, Any]], names: Sequence[str]) -> list[str]:
-    """What the rounds of `throughput_rounds` say: how many tables predict_many batched into how
+def report_lines(
+    table: pd.DataFrame,
+    pairs: Sequence[tuple[TabPFNRegressor, Any]],
+    names: Sequence[str],
+    max_padding: float = MAX_PADDING,
+) -> list[str]:
+    """What the rounds of `throughput_rounds` (with `max_padding`) say: how many tables predict_many batched into how
     many forwards, its median speed-up with its range, and below `EXPLAINED_BELOW` where its time
     goes and the sequential time by table name (`names`: one per pair, e.g. its dataset)."""
     members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
     limit = cell_limit(pairs[0][0])
-    buckets = shared_buckets(members, max_cells=limit)
+    buckets = shared_buckets(members, max_padding=max_padding, max_cells=limit)
     batched = {m.pair for bucket in buckets for m in bucket}
     speedup = statistics.median(table.speedup)
     lines = [
         f"predict_many batched {len(batched)} of {len(pairs)} tables ({len(buckets) + len(pairs) - len(batched)} "
-        f"forwards; padded work <= {MAX_PADDING}x the real work, <= {limit} cells per forward)",
+        f"forwards; padded work <= {max_padding}x the real work, <= {limit} cells per forward)",
         f"predict_many speed-up over sequential predict: median {speedup:.2f}x "
         f"(min {table.speedup.min():.2f}, max {table.speedup.max():.2f}) over {len(table)} interleaved rounds",
     ]

@@ -6,14 +6,17 @@ O-closed model gives every present output what it gives without the padding (up 
 bitwise with `compact`). The stock host has no such guarantee: `experiments/padding_demo.py`
 measures how far the same padding moves its predictions.
 
-Which tables share forwards is a function of their shapes and the model's embedding width alone
-(`shared_buckets`), never of a timing, so equal calls batch alike on every machine. Two bounds
-make the rule: the padded work of a bucket is at most `max_padding` times its real work (what
-batching may cost), and its padded cells x the embedding width fit `MAX_ACTIVATION_BYTES` (what
-it may hold in memory, `cell_limit`). What batching saves, the fixed cost of the forwards it
-merges, depends on the machine: it dominates on a small model or an accelerator and is small
-next to the work of TabPFN's real size on a CPU, where `max_padding=1` shares forwards only
-between equal shapes (no padded work at all).
+Shared forwards are opt-in: by default (`max_padding=None`) every table runs its own `predict`,
+what a loop does, because on the CPUs measured merging tables costs more than it saves (18 tiny_v3
+tables: 0.72x a loop's speed with `max_padding=1.5`, `make bench-batch`; tabpfn_v3 / v3.5 at
+default size: 1.19x / 1.08x the loop's time, `make scale-check`).
+Given a `max_padding`, which tables share forwards is a function of their shapes and the model's
+embedding width alone (`shared_buckets`), never of a timing, so equal calls batch alike on every
+machine. Two bounds make the rule: the padded work of a bucket is at most `max_padding` times its
+real work (what batching may cost; 1 shares forwards only between equal shapes), and its padded
+cells x the embedding width fit `MAX_ACTIVATION_BYTES` (what it may hold in memory, `cell_limit`).
+What merging saves, the fixed cost of the forwards it merges, depends on the hardware (measure it
+with `make bench-batch max_padding=...`).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,8 +41,9 @@ from retrofit.tabpfn_internals import (
 )
 
 MAX_PADDING = 1.5
-"""A bucket's padded work (cells, in-context attention pairs) is at most this multiple of its
-unpadded work (see `bucket_members`)."""
+"""The bound the benchmarks measure shared forwards with, and `bucket_members`' default: a
+bucket's padded work (cells, in-context attention pairs) is at most this multiple of its
+unpadded work."""
 MAX_ACTIVATION_BYTES = 512 * 2**20
 """The memory bound: a bucket's padded cells x the model's embedding width x 4 bytes (one float32
 activation holding a token per cell) stays within this (`cell_limit`). Inference keeps no
@@ -64,7 +68,7 @@ class MemberInput:
 
 
 def predict_many(
-    pairs: Iterable[tuple[TabPFNRegressor, Any]], *, max_padding: float = MAX_PADDING, max_cells: int | None = None
+    pairs: Iterable[tuple[TabPFNRegressor, Any]], *, max_padding: float | None = None, max_cells: int | None = None
 ) -> list[np.ndarray]:
     """Mean predictions of every `(regressor, X_test)` pair, as `[r.predict(X) for r, X in pairs]`.
 
@@ -72,9 +76,11 @@ def predict_many(
     `retrofit.RetrofitRegressor("o_closed")` counts as its `regressor_`) of a regressor fitted on
     its own table (any numbers of train rows, test rows and features), all on the same host
     checkpoint, variant and device, fitted with fit_mode="fit_preprocessors".
-    Each regressor's ensemble members are preprocessed by tabpfn's own pipeline (as its
-    `predict` does), then bucketed by size (`shared_buckets`: padded work at most `max_padding`
-    times the real work, at most `max_cells` padded cells per bucket, by default `cell_limit`),
+    `max_padding=None` (the default): each table runs its own `predict` (bitwise a loop; see the
+    module docstring for why). Given a number, each regressor's ensemble members are preprocessed
+    by tabpfn's own pipeline (as its `predict` does), then bucketed by size (`shared_buckets`:
+    padded work at most `max_padding` times the real work, at most `max_cells` padded cells per
+    bucket, by default `cell_limit`),
     padded with absent rows and columns to their bucket's shape, stacked along the batch axis and
     run through one forward per bucket, with no attention mask. Each such regressor's outputs are
     then post-processed exactly as its `predict` does (border translation per member, ensemble
@@ -84,12 +90,16 @@ def predict_many(
     `pairs` may be any iterable of pairs (a list, a generator); it is read once.
     Raises RetrofitError for `pairs` that is no iterable of pairs (a mapping, a string), an item
     that is not a (regressor, X_test) pair, a regressor that is not o_closed, regressors on
-    different checkpoints, variants or devices, a fit mode without cached preprocessing, or
-    `max_padding` below 1.
+    different checkpoints, variants or devices, a fit mode without cached preprocessing,
+    `max_padding` below 1, or `max_cells` without `max_padding`.
     """
     pairs = _listed(pairs)
     regressors = _check_pairs(pairs)
     pairs = [(regressor, pair[1]) for regressor, pair in zip(regressors, pairs, strict=True)]
+    if max_padding is None:
+        if max_cells is not None:
+            raise RetrofitError("max_cells bounds shared forwards, which need a max_padding (e.g. max_padding=1.5)")
+        return [regressor.predict(X) for regressor, X in pairs]
     members: list[MemberInput] = []
     for index, (regressor, X) in enumerate(pairs):
         if not getattr(regressor, "is_constant_target_", False):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import retrofit
-from retrofit.batching import MemberInput, bucket_members, cell_limit, pad_members, shared_buckets
+from retrofit.batching import MAX_PADDING, MemberInput, bucket_members, cell_limit, pad_members, shared_buckets
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 
@@ -30,6 +30,21 @@ def _tables(path, variant="o_closed", n_estimators=2, **hparams):
 @pytest.fixture(scope="module")
 def random_v3_path(make_random_host):
     return make_random_host("tabpfn_v3")
+
+
+def test_predict_many_by_default_is_each_tables_own_predict_and_shares_no_forward(random_v3_path, monkeypatch):
+    """Shared forwards are opt-in (`max_padding`): by default every table runs its own predict,
+    bitwise a loop, and no padded forward runs; `max_cells` alone is refused."""
+    pairs = _tables(random_v3_path, compact=False)
+
+    def no_shared_forward(*_args):
+        raise AssertionError("a shared forward ran without max_padding")
+
+    monkeypatch.setattr("retrofit.batching._forward_bucket", no_shared_forward)
+    for (regressor, X_test), predicted in zip(pairs, retrofit.predict_many(pairs), strict=True):
+        np.testing.assert_array_equal(predicted, regressor.predict(X_test))
+    with pytest.raises(RetrofitError, match="max_cells bounds shared forwards, which need a max_padding"):
+        retrofit.predict_many(pairs, max_cells=1000)
 
 
 @pytest.mark.parametrize("compact", [False, True])
@@ -118,7 +133,9 @@ def test_padding_layout_puts_train_rows_first_and_test_rows_after_the_longest_tr
 @pytest.mark.parametrize("compact", [False, True])
 def test_tiny_v3_predict_many_equals_each_regressors_predict(compact):
     pairs = _tables(get_path("tiny_v3"), n_estimators=4, compact=compact)
-    for (regressor, X_test), predicted in zip(pairs, retrofit.predict_many(pairs), strict=True):
+    for (regressor, X_test), predicted in zip(
+        pairs, retrofit.predict_many(pairs, max_padding=MAX_PADDING), strict=True
+    ):
         own = regressor.predict(X_test)
         if compact:
             np.testing.assert_array_equal(predicted, own)
@@ -150,7 +167,9 @@ def test_predict_many_takes_retrofit_regressors(random_v3_path):
         X = rng.normal(size=(n + 10, c))
         estimator = RetrofitRegressor("o_closed", model_path=str(random_v3_path), n_estimators=2, random_state=0)
         pairs.append((estimator.fit(X[:n], X[:n, 0]), X[n:]))
-    for (estimator, X_test), predicted in zip(pairs, retrofit.predict_many(pairs), strict=True):
+    for (estimator, X_test), predicted in zip(
+        pairs, retrofit.predict_many(pairs, max_padding=MAX_PADDING), strict=True
+    ):
         assert np.max(np.abs(predicted - estimator.predict(X_test))) <= 1e-5 * np.max(np.abs(predicted))
 
 

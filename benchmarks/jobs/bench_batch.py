@@ -15,6 +15,7 @@ class BenchBatchConfig(CasesConfig):
     """The schema of `configs/bench_batch.yaml` (each key's role is written there)."""
 
     variant: str = MISSING
+    max_padding: float = MISSING
     rounds: int = MISSING
     threads: int = MISSING
     output: str = MISSING
@@ -40,10 +41,10 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     (output,) = job.outputs(settings.output)
     cases = fitted_cases(job)
     pairs = [(retrofit(case.regressor, settings.variant), case.X_test) for case in cases]
-    table = throughput_rounds(settings.host, pairs, settings.rounds)
+    table = throughput_rounds(settings.host, pairs, settings.rounds, settings.max_padding)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")
     print(table.to_string(index=False, float_format="%.3f"))
-    for line in report_lines(table, pairs, [case.name for case in cases]):
+    for line in report_lines(table, pairs, [case.name for case in cases], settings.max_padding):
         print(line)
     print(f"wrote {output}")

@@ -32,6 +32,7 @@ class ScaleConfig:
     audit_n_test: int = MISSING
     n_null: int = MISSING
     tables: list[list[int]] = MISSING
+    max_padding: float = MISSING
     arch_overrides: dict[str, dict[str, Any]] = MISSING
     seed: int = MISSING
     output: str = MISSING

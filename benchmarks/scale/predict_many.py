@@ -14,22 +14,22 @@ from retrofit.patching import retrofit
 
 
 def predict_many_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]:
-    """predict_many over o_closed retrofits of `cfg.tables` vs one predict after another: the time
-    ratio per round (median, min, max), how many tables it batched and its largest difference from
-    each table's own predict relative to that prediction's scale."""
+    """predict_many (with `cfg.max_padding`) over o_closed retrofits of `cfg.tables` vs one predict
+    after another: the time ratio per round (median, min, max), how many tables it batched and its
+    largest difference from each table's own predict relative to that prediction's scale."""
     pairs = []
     for i, (n_train, n_test, n_features) in enumerate(cfg.tables):
         regressor, X_test = fitted(path, n_train, n_test, n_features, cfg.n_estimators, cfg.seed + i)
         pairs.append((retrofit(regressor, "o_closed"), X_test))
     fns = {
         "sequential": lambda: [regressor.predict(X) for regressor, X in pairs],
-        PREDICT_MANY: lambda: predict_many(pairs),
+        PREDICT_MANY: lambda: predict_many(pairs, max_padding=cfg.max_padding),
     }
     times = interleaved_times(fns, cfg.rounds)
     median, low, high = spread(paired_ratios(times, "sequential")[PREDICT_MANY])
     members = [m for i, (regressor, X) in enumerate(pairs) for m in member_inputs(i, regressor, X)]
-    buckets = shared_buckets(members, max_cells=cell_limit(pairs[0][0]))
-    batched = predict_many(pairs)
+    buckets = shared_buckets(members, max_padding=cfg.max_padding, max_cells=cell_limit(pairs[0][0]))
+    batched = predict_many(pairs, max_padding=cfg.max_padding)
     diff = max(
         float(np.max(np.abs(b - r.predict(X))) / np.max(np.abs(r.predict(X))))
         for b, (r, X) in zip(batched, pairs, strict=True)
