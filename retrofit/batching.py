@@ -7,7 +7,7 @@ bitwise with `compact`). The stock host has no such guarantee: `experiments/padd
 measures how far the same padding moves its predictions.
 
 Shared forwards are opt-in: by default (`max_padding=None`) every table runs its own `predict`,
-what a loop does, because on the CPUs measured merging tables costs more than it saves (18 tiny_v3
+what a loop does, because on the CPUs measured merging tables was slower at the median (18 tiny_v3
 tables: 0.72x a loop's speed with `max_padding=1.5`, `make bench-batch`; tabpfn_v3 / v3.5 at
 default size: 1.19x / 1.08x the loop's time, `make scale-check`).
 Given a `max_padding`, which tables share forwards is a function of their shapes and the model's
@@ -16,11 +16,12 @@ machine. Two bounds make the rule: the padded work of a bucket is at most `max_p
 real work (what batching may cost; 1 shares forwards only between equal shapes), and its padded
 cells x the embedding width fit `MAX_ACTIVATION_BYTES` (what it may hold in memory, `cell_limit`).
 What merging saves, the fixed cost of the forwards it merges, depends on the hardware (measure it
-with `make bench-batch max_padding=...`).
+with `python -m retrofit bench_batch max_padding=2 output=outputs/bench_batch.csv`).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,8 @@ def predict_many(
     Raises RetrofitError for `pairs` that is no iterable of pairs (a mapping, a string), an item
     that is not a (regressor, X_test) pair, a regressor that is not o_closed, regressors on
     different checkpoints, variants or devices, a fit mode without cached preprocessing,
-    `max_padding` below 1, or `max_cells` without `max_padding`.
+    `max_padding` that is not a finite number >= 1, `max_cells` that is not an int >= 1, or
+    `max_cells` without `max_padding`.
     """
     pairs = _listed(pairs)
     regressors = _check_pairs(pairs)
@@ -100,11 +102,12 @@ def predict_many(
         if max_cells is not None:
             raise RetrofitError("max_cells bounds shared forwards, which need a max_padding (e.g. max_padding=1.5)")
         return [regressor.predict(X) for regressor, X in pairs]
+    limit = cell_limit(regressors[0]) if max_cells is None else max_cells
+    check_bounds(max_padding, limit)
     members: list[MemberInput] = []
     for index, (regressor, X) in enumerate(pairs):
         if not getattr(regressor, "is_constant_target_", False):
             members += member_inputs(index, regressor, X)
-    limit = cell_limit(regressors[0]) if max_cells is None else max_cells
     outputs: dict[tuple[int, int], torch.Tensor] = {}
     for bucket in shared_buckets(members, max_padding=max_padding, max_cells=limit):
         logits_TBO = _forward_bucket(regressors[bucket[0].pair], bucket)
@@ -180,8 +183,7 @@ def bucket_members(
     Greedy over members sorted by size, largest first: a member joins the open bucket if every
     bound still holds, else opens the next one.
     """
-    if max_padding < 1:
-        raise RetrofitError(f"max_padding must be >= 1 (padded work / real work), got {max_padding}")
+    check_bounds(max_padding, max_cells)
     ordered = sorted(members, key=lambda m: (_work(m.shape), m.shape), reverse=True)
     buckets: list[list[MemberInput]] = []
     for member in ordered:
@@ -194,6 +196,18 @@ def bucket_members(
                 continue
         buckets.append([member])
     return buckets
+
+
+def check_bounds(max_padding: Any, max_cells: Any) -> None:
+    """RetrofitError unless `max_padding` is a finite number >= 1 and `max_cells` an int >= 1 (one
+    line each, naming the fix)."""
+    if isinstance(max_padding, bool) or not isinstance(max_padding, Real) or not 1 <= max_padding < float("inf"):
+        raise RetrofitError(
+            f"max_padding must be a finite number >= 1 (padded work / real work; 1 = equal shapes only), got "
+            f"{max_padding!r}; use e.g. 1.5, or leave it unset for one predict per table"
+        )
+    if isinstance(max_cells, bool) or not isinstance(max_cells, Integral) or max_cells < 1:
+        raise RetrofitError(f"max_cells must be an int >= 1 (padded cells per forward), got {max_cells!r}")
 
 
 def pad_members(bucket: Sequence[MemberInput]) -> dict[str, torch.Tensor]:

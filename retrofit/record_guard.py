@@ -72,5 +72,6 @@ def check_record_outputs(paths: Iterable[Path | str], record_dir: Path = RECORD_
     if inside and not recording():
         raise RunnerError(
             f"{inside[0]} is in the committed record {record_dir}, written only by its make target "
-            f"({RECORD_ENV}=1); write elsewhere, e.g. results_dir={ELSEWHERE} or an output under outputs/"
+            f"({RECORD_ENV}=1); write elsewhere: the sweep's results_dir={ELSEWHERE}, another job's output key "
+            f"(e.g. output=outputs/{inside[0].name})"
         )

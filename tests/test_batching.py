@@ -47,6 +47,24 @@ def test_predict_many_by_default_is_each_tables_own_predict_and_shares_no_forwar
         retrofit.predict_many(pairs, max_cells=1000)
 
 
+@pytest.mark.parametrize(
+    "bounds, message",
+    [
+        ({"max_padding": 0.5}, "max_padding must be a finite number >= 1"),
+        ({"max_padding": "1.5"}, "max_padding must be a finite number >= 1"),
+        ({"max_padding": True}, "max_padding must be a finite number >= 1"),
+        ({"max_padding": float("nan")}, "max_padding must be a finite number >= 1"),
+        ({"max_padding": 1.5, "max_cells": 0}, "max_cells must be an int >= 1"),
+        ({"max_padding": 1.5, "max_cells": "x"}, "max_cells must be an int >= 1"),
+    ],
+)
+def test_predict_many_refuses_bounds_that_are_not_numbers_in_range(random_v3_path, bounds, message, monkeypatch):
+    pairs = _tables(random_v3_path, compact=False)
+    monkeypatch.setattr("retrofit.batching.member_inputs", lambda *_: pytest.fail("preprocessed before the check"))
+    with pytest.raises(RetrofitError, match=message):
+        retrofit.predict_many(pairs, **bounds)
+
+
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("max_padding", [1.5, 100.0])  # several buckets; everything in one
 def test_predict_many_equals_each_regressors_predict(random_v3_path, compact, max_padding):

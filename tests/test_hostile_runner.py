@@ -168,7 +168,7 @@ def test_only_a_whole_checked_record_sweep_under_the_record_variable_may_write_t
     before = record_state()
     monkeypatch.delenv(RECORD_ENV, raising=False)
     for value in routes:
-        with pytest.raises(RunnerError, match=r"is in the committed record .*e\.g\. results_dir=outputs/results"):
+        with pytest.raises(RunnerError, match=r"is in the committed record .*the sweep's results_dir=outputs/results"):
             results_dir(value, multirun=True, reference=True)
     monkeypatch.setenv(RECORD_ENV, "1")
     with pytest.raises(RunnerError, match=r"only by a whole sweep \(-m\): run make retrofit"):

@@ -69,6 +69,7 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
         ({"archs": ["tabpfn_v9"]}, "tabpfn_v9"),
         ({"rounds": 0}, "rounds"),
         ({"tables": [[10, 5]]}, "tables"),
+        ({"max_padding": 0.5}, "max_padding must be a finite number >= 1"),
     ],
 )
 def test_bad_scale_config_is_an_error_naming_it(node, message):

@@ -32,10 +32,12 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     import torch
 
     from benchmarks.batching import report_lines, throughput_rounds
+    from retrofit.batching import check_bounds
     from retrofit.patching import retrofit
 
     job = start(cfg, hydra_cfg, BenchBatchConfig, "configs/bench_batch.yaml")
     settings: BenchBatchConfig = job.settings
+    check_bounds(settings.max_padding, 1)  # before the cases are fitted
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     torch.set_num_threads(settings.threads)
     (output,) = job.outputs(settings.output)

@@ -40,6 +40,7 @@ class ScaleConfig:
     @classmethod
     def from_config(cls, node: Any) -> "ScaleConfig":
         """The typed config; RetrofitError naming an unknown key, a wrong type, a missing key or a bad value."""
+        from retrofit.batching import check_bounds
         from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS
 
         cfg = typed_object(cls, node, "scale_check config")
@@ -48,6 +49,7 @@ class ScaleConfig:
             raise RetrofitError(f"scale_check archs: {unknown} unknown; use some of {list(DEFAULT_SIZE_HEADS)}")
         if min(cfg.rounds, cfg.threads, cfg.n_estimators, cfg.n_null) < 1:
             raise RetrofitError("scale_check: rounds, threads, n_estimators and n_null must be >= 1")
+        check_bounds(cfg.max_padding, 1)
         if any(len(t) != 3 or min(t) < 1 for t in cfg.tables):
             raise RetrofitError(f"scale_check tables must be [n_train, n_test, n_features] >= 1, got {cfg.tables}")
         return cfg

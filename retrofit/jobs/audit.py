@@ -75,10 +75,12 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
                 "host=<name> (or host=checkpoint host.path=...) or hosts=[...], not both"
             )
         hosts = {cfg.host.name: host_path(cfg, Path(hydra_cfg.runtime.cwd))}
-    for entry in cfg.random_hosts:
-        if entry.arch not in TINY_ARCHS or entry.size not in SIZES:
+    for i, entry in enumerate(cfg.random_hosts):
+        missing = [key for key in ("arch", "seed") if OmegaConf.is_missing(entry, key)]
+        if missing or entry.arch not in TINY_ARCHS or entry.size not in SIZES:
+            given = ", ".join(f"{key}: {value}" for key, value in OmegaConf.to_container(entry).items())
             raise RunnerError(
-                f"random_hosts entry {{arch: {entry.arch}, seed: {entry.seed}, size: {entry.size}}} must be "
+                f"random_hosts[{i}] {{{given}}} must be "
                 f"{{arch: <one of {sorted(TINY_ARCHS)}>, seed: <int>, size: <one of {list(SIZES)}, default tiny>}}"
             )
         if entry.size == "tiny":

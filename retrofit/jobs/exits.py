@@ -67,7 +67,8 @@ def _said(err: BaseException, keys: Sequence[str]) -> str:
     text = " ".join(str(err).split())
     unknown = UNKNOWN_KEY.search(text)
     if unknown is None:
-        return f"{text} (fix the config or the override it names)"
+        cause = _cause_line(err)
+        return f"{text}{f': {cause}' if cause else ''} (fix the config or the override it names)"
     nested = _new_mapping_key(err)
     if nested is not None and unknown.group(1) in keys:
         key, value = unknown.group(1), text.split(f"+{unknown.group(1)}=", 1)[1]
@@ -78,6 +79,16 @@ def _said(err: BaseException, keys: Sequence[str]) -> str:
     close = difflib.get_close_matches(unknown.group(1), keys, n=1)
     hint = f"did you mean {close[0]}?" if close else "no key of this config is close; see --help"
     return f"{unknown.group(1)} is not a key of this config ({hint})"
+
+
+def _cause_line(err: BaseException) -> str:
+    """The first line of the OmegaConf error under Hydra's "Error merging override ..." (what is
+    wrong with the value, and its key), or "" when there is none."""
+    cause = err.__cause__ or err.__context__
+    if not isinstance(cause, OmegaConfBaseException):
+        return ""
+    key = getattr(cause, "full_key", None)
+    return f"{str(cause).splitlines()[0]}" + (f" (key {key})" if key else "")
 
 
 def _new_mapping_key(err: BaseException | None) -> str | None:
