@@ -44,7 +44,7 @@ from retrofit.hosts.validation import architecture_name
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.patching import retrofit
 from retrofit.removal import leave_one_out, shapley, values
-from retrofit.removal.game import explain
+from retrofit.removal.game import all_coalitions, explain
 from retrofit.variants import resolve_variant
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def feature_rows(
     cfg: ExplainScaleConfig,
 ) -> list[dict[str, Any]]:
     """The `values`, `SV`, `k-SII` and `invariance` rows."""
-    coalitions_KF = (np.arange(2**cfg.n_features)[:, None] >> np.arange(cfg.n_features)) & 1 == 1
+    coalitions_KF = all_coalitions(cfg.n_features)
     present = [keep for keep in coalitions_KF if keep.any()]
     ours = lambda: values(closed, X_explain, coalitions_KF)  # noqa: E731
     refits = lambda: [closed_fit(X[:, keep], y).predict(X_explain[:, keep]) for keep in present]  # noqa: E731

@@ -127,7 +127,7 @@ def explain(
         raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
     shared = SharedValues(value_function)
     if budget is None:  # every row needs every coalition: one batched evaluation up front
-        shared(_all_coalitions(n_features))
+        shared(all_coalitions(n_features))
     n_rows = shared(np.ones((1, n_features), dtype=bool)).shape[1]
     if empty_prediction is None:
         empties = shared(np.zeros((1, n_features), dtype=bool))[0]
@@ -146,7 +146,7 @@ def explain(
     return results
 
 
-def _all_coalitions(n_features: int) -> np.ndarray:
+def all_coalitions(n_features: int) -> np.ndarray:
     """(2^n, n) bool: every coalition of n players."""
     codes = np.arange(2**n_features)[:, None]
     return (codes >> np.arange(n_features)[None, :]) & 1 == 1
