@@ -62,7 +62,11 @@ def machine_text() -> str:
     except OSError:
         smi = "nvidia-smi not found"
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line),
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
         platform.processor(),
     )
     return "\n".join(
@@ -101,7 +105,9 @@ def agreement(out: Path, reference: Path, device: str) -> tuple[bool, str]:
     counts = table["verdict"].value_counts()
     for _, row in table[~table["verdict"].isin(["equal", "within floor"])].head(20).iterrows():
         print(f"  {row.verdict}: {row.unit} {row.columns}")
-    said = ", ".join(f"{counts.get(v, 0)} {v}" for v in ("equal", "within floor", "differs", "only new", "only reference"))
+    said = ", ".join(
+        f"{counts.get(v, 0)} {v}" for v in ("equal", "within floor", "differs", "only new", "only reference")
+    )
     ok = set(counts.index) <= {"equal", "within floor"}
     return ok, f"{len(table)} units on {device} against {reference.name}: {said}"
 
