@@ -167,3 +167,22 @@ def test_the_committed_floors_cover_every_shipped_host_and_each_float32_source_i
     assert {host for host, device in read_floors(path)} == set(available())
     float32 = pd.read_csv(path).query("source in @FLOAT32_SOURCES")
     assert float32.groupby("host")["max_rel_pct"].max().between(0, 1e-3, inclusive="right").all()  # under 1e-5 relative
+
+
+def test_one_chosen_dataset_instead_of_the_list_and_not_both(hydra_compose, tmp_path):
+    from benchmarks.jobs.noise_floor import chosen_datasets
+
+    def chosen(*overrides: str):
+        cfg = hydra_compose("noise_floor", overrides)
+        hydra_cfg = cfg.hydra
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return chosen_datasets(OmegaConf.to_object(cfg), hydra_cfg)
+
+    assert [spec.name for spec in chosen("dataset=wage")] == ["wage"]
+    assert [spec.name for spec in chosen("datasets=[wage,hitters]")] == ["wage", "hitters"]
+    (tmp_path / "houses.csv").write_text("a,b,price\n1,2,3\n4,5,6\n")
+    own = chosen("dataset=csv", f"dataset.path={tmp_path / 'houses.csv'}", "dataset.target=price")
+    assert [(spec.name, spec.target) for spec in own] == [("houses", "price")]
+    with pytest.raises(RetrofitError, match="not both"):
+        chosen("dataset=wage", "datasets=[hitters]")

@@ -65,10 +65,11 @@ def merged(new: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, int]:
     return pd.concat([kept[COLUMNS], new], ignore_index=True), len(kept)
 
 
-def floor_command(host: str, device: str, datasets: Sequence[str], shipped: bool) -> str:
+def floor_command(host: str, device: str, datasets: Sequence[str], path: Path | str | None) -> str:
     """The command that measures the noise floor of `host` on `device` (a `device` column's label)
-    on `datasets` into `OWN_FLOORS`, where the sweep reads it (`shipped`: `host` is an option of
-    `configs/host/`; else a checkpoint, whose file the user names)."""
-    chosen = f"host={host}" if shipped else f"host=checkpoint host.name={host} host.path=<{host}'s checkpoint file>"
+    on `datasets` into `OWN_FLOORS`, where the sweep reads it. `path`: None for a shipped host (an
+    option of `configs/host/`), else its checkpoint file ("": not known here, the user names it)."""
+    file = path or f"<{host}'s checkpoint file>"
+    chosen = f"host={host}" if path is None else f"host=checkpoint host.name={host} host.path={file}"
     where = "cpu" if device == "cpu" else "cuda"
     return f"python -m retrofit noise_floor {chosen} datasets=[{','.join(datasets)}] device={where}"

@@ -30,25 +30,32 @@ FLOORS = RECORD_DIR / "noise_floor.csv"
 
 def noise_floors(*paths: Path) -> dict[tuple[str, str], float]:
     """Each (host, device)'s noise floor (`retrofit.measure.floor_table.read_floors`) from `paths`
-    (none given: `results/noise_floor.csv`, written by `make noise-floor`, then `OWN_FLOORS`, where
-    `python -m retrofit noise_floor` writes a user's own; a later file's floor of a host and device
-    replaces an earlier one's); {} for a missing file (there: floor not measured)."""
+    (none given: `results/noise_floor.csv`, written by `make noise-floor`, and `OWN_FLOORS`, where
+    `python -m retrofit noise_floor` writes a user's own); where two files hold a host and device,
+    the first one's floor is taken (the record's over a user's); {} for a missing file (there: floor
+    not measured)."""
     floors: dict[tuple[str, str], float] = {}
-    for path in paths or (FLOORS, OWN_FLOORS):
+    for path in reversed(paths or (FLOORS, OWN_FLOORS)):
         floors |= read_floors(path) if Path(path).is_file() else {}
     return floors
 
 
-def floor_commands(frame: pd.DataFrame, floors: Mapping[tuple[str, str], float]) -> dict[tuple[str, str], str]:
+def floor_commands(
+    frame: pd.DataFrame, floors: Mapping[tuple[str, str], float], host_paths: Mapping[str, Path] | None = None
+) -> dict[tuple[str, str], str]:
     """(host, device) -> the command that measures its floor on the datasets of `frame` it ran on
-    (`retrofit.measure.floor_table.floor_command`), for each one of `frame` without a floor."""
-    from retrofit.hosts import available
+    (`retrofit.measure.floor_table.floor_command`), for each one of `frame` without a floor;
+    `host_paths` (host -> checkpoint, the run's cases') names a host's file, a shipped host's being
+    its own option."""
+    from retrofit.hosts import available, get_path
 
+    paths = dict(host_paths or {})
     commands = {}
     for (host, device), rows in frame.groupby(["host", "device"], sort=True):
         if (host, device) not in floors:
             datasets = sorted(rows["dataset"].unique())
-            commands[host, device] = floor_command(host, device, datasets, shipped=host in available())
+            shipped = host in available() and Path(paths.get(host, get_path(host))) == get_path(host)
+            commands[host, device] = floor_command(host, device, datasets, None if shipped else paths.get(host, ""))
     return commands
 
 
@@ -86,15 +93,18 @@ def finish(
     keep: bool = False,
     reference: Reference | None = None,
     notices: Sequence[str] = (),
+    host_paths: Mapping[str, Path] | None = None,
 ) -> pd.DataFrame:
     """Write `records` into `results_dir` (`keep`: with the rows already there, as single runs
     accumulate), print the headline table, the files written, where the per-unit detail is
     (`log_files`) and how many units were reused (`reused`); with a `reference` (read before the
-    run), check the run's own rows against it (`reproduction.txt`; RunnerError if they differ)."""
+    run), check the run's own rows against it (`reproduction.txt`; RunnerError if they differ).
+    `host_paths` (host -> checkpoint) completes the command that measures a missing noise floor."""
     frame = aggregate(results_dir, records, keep=keep)
     written = [results_dir / name for name in outputs(frame)]
     floors = noise_floors()
-    console.report(headline(frame, floors, floor_commands(frame, floors)), written, log_files, notices, reused)
+    commands = floor_commands(frame, floors, host_paths)
+    console.report(headline(frame, floors, commands), written, log_files, notices, reused)
     if reference is not None:
         verify(results_dir, reference, frame_of(records) if keep else None)
     return frame
