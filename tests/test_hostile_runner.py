@@ -754,3 +754,29 @@ def test_rows_recomputed_from_changed_inputs_are_listed_not_failed_and_machines_
     assert not check(frame.assign(rmse=frame["rmse"] * 1.01), frame).ok  # same inputs: a failure
     assert f"reference computed on {frame['machine'].iloc[0]}; this run on {frame['machine'].iloc[0]}" in outcome.line()
     assert "; BLAS " in frame["machine"].iloc[0] and "; torch " in frame["machine"].iloc[0]
+
+
+# --- make arguments are data ------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+@pytest.mark.parametrize(
+    "a",
+    ['x.csv"; touch PWNED; echo "', "q`id>&2`.csv", "$(shell touch PWNED)", "$$(touch PWNED).csv"],
+    ids=["quote-break", "backquote", "make-shell", "dollar-paren"],
+)
+def test_make_compare_hands_its_file_names_over_as_data(tmp_path, a):
+    """`make compare A=<text>` passes A's text to the program untouched: no shell and no make function
+    runs any part of it; the program names the file it could not find, character for character."""
+    out = subprocess.run(
+        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "compare", f"A={a}", f"B={tmp_path / 'b.csv'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert out.returncode != 0
+    assert not (tmp_path / "PWNED").exists() and not (ROOT / "PWNED").exists()
+    assert "uid=" not in out.stdout + out.stderr
+    assert f"error: A {a} does not exist" in out.stderr, out.stderr
