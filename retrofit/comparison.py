@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from retrofit.data import Split, frame_table, split
+from retrofit.data.prepare import check_seed
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host
 from retrofit.hosts import available, check_checkpoint, get_path
@@ -61,6 +62,9 @@ def compare(
     device = resolve_device(device)
     for variant in variants:  # a bad variant or hyper-parameter is refused before anything is fitted
         resolve_variant(variant, **hparams)
+    seeds = list(seeds)
+    for seed in seeds:
+        check_seed(seed)
     rows = []
     for seed in seeds:
         data = split(table, seed, test_size)

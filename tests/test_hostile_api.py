@@ -313,9 +313,10 @@ def test_o_closed_on_a_constant_target_predicts_the_constant_like_stock_tabpfn()
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"n_estimators": 0}, r"n_estimators must be an integer >= 1"),
-        ({"n_estimators": 2.5}, r"n_estimators must be an integer >= 1"),
-        ({"n_estimators": True}, r"n_estimators must be an integer >= 1"),
+        ({"n_estimators": 0}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": 2.5}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": True}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": 10**6}, r"n_estimators must be an integer in \[1, 10000\] .*got 1000000"),
         ({"random_state": -1}, r"random_state must be None, an integer >= 0"),
         ({"random_state": "seed"}, r"random_state must be None, an integer >= 0"),
     ],
@@ -326,6 +327,53 @@ def test_estimator_refuses_bad_parameters_before_fitting(params, message):
     with pytest.raises(RetrofitError, match=message):
         estimator.fit(*_data())
     assert not hasattr(estimator, "regressor_")
+
+
+def _sparse(X, y):
+    import scipy.sparse
+
+    return scipy.sparse.csr_matrix(X), y
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (_sparse, r"RetrofitRegressor.fit: Sparse data was passed for X, but dense data is required"),
+        (lambda X, y: (X[:1], y[:1]), r"RetrofitRegressor.fit: Found array with 1 sample\(s\) .* a minimum of 2"),
+        (lambda X, y: (np.ones_like(X), y), r"RetrofitRegressor.fit: All features are constant"),
+    ],
+    ids=["scipy-sparse", "one-row", "constant-features"],
+)
+def test_estimator_refuses_unfittable_inputs_in_one_line(inputs, message):
+    """Sparse X, a single row and all-constant features used to end in sklearn's TypeError or tabpfn's
+    TabPFNValidationError, which an entry point shows as a traceback."""
+    estimator = retrofit.RetrofitRegressor("oa_only", n_estimators=1)
+    with pytest.raises(RetrofitError, match=message):
+        estimator.fit(*inputs(*_data()))
+    assert not hasattr(estimator, "regressor_")
+
+
+def test_compare_refuses_a_table_whose_features_are_all_constant():
+    """tabpfn refuses a table it would reduce to no feature (TabPFNValidationError); the split names it first."""
+    X, y = _data()
+    with pytest.raises(DatasetError, match=r"every feature is constant on the training rows of seed 0"):
+        retrofit.compare(np.full_like(X, 3.0), y, variants=["oa_only"], n_estimators=1)
+
+
+def test_compare_bounds_its_members_as_the_sweep_does():
+    """retrofit.compare(n_estimators=10**6) used to start an unbounded fit; the sweep refuses the same
+    number (one bound, `MAX_MEMBERS`, in `make_regressor`)."""
+    X, y = _data()
+    with pytest.raises(RetrofitError, match=r"n_estimators must be an integer in \[1, 10000\]"):
+        retrofit.compare(X, y, variants=["oa_only"], n_estimators=10**6)
+
+
+@pytest.mark.parametrize("seeds", [[-1], [0, 2**32], [0.5], [True]])
+def test_compare_refuses_a_seed_numpy_cannot_take_before_fitting(seeds):
+    """seeds=[-1] used to end in sklearn's own InvalidParameterError, after the first seeds' fits."""
+    X, y = _data()
+    with pytest.raises(RetrofitError, match=rf"seed {seeds[-1]!r} must be an integer in \[0, 4294967295\]"):
+        retrofit.compare(X, y, variants=["oa_only"], seeds=seeds)
 
 
 def test_predict_many_given_a_bare_regressor_says_it_wants_pairs(fitted):

