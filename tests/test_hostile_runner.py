@@ -780,3 +780,15 @@ def test_make_compare_hands_its_file_names_over_as_data(tmp_path, a):
     assert not (tmp_path / "PWNED").exists() and not (ROOT / "PWNED").exists()
     assert "uid=" not in out.stdout + out.stderr
     assert f"error: A {a} does not exist" in out.stderr, out.stderr
+
+
+def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeypatch):
+    """Without git, reference_commit=HEAD used to read the working tree as if outside a checkout and
+    report the run reproduced even where HEAD's file differs."""
+    csv = tmp_path / "retrofit_rmse.csv"
+    csv.write_text("host,dataset,seed,variant\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no_git_here"))
+    with pytest.raises(
+        RunnerError, match=r"reference_commit=HEAD needs git, which is not on PATH; .*reference_commit=null"
+    ):
+        read_reference(csv, "HEAD")
