@@ -28,12 +28,13 @@ EXAMPLES = {"results_dir": ELSEWHERE, "cache_dir": ".cache"}
 """An example value per output directory key, for the message refusing a null one."""
 
 
-def writable_dir(path: Path | None, key: str) -> Path:
+def writable_dir(path: Path | str | None, key: str) -> Path:
     """`path` if it is a writable directory or could be created as one; RunnerError naming `key`
-    (a config key such as `results_dir`) when it is null, a file, under a file, or not writable.
-    Creates nothing."""
-    if path is None:
-        raise RunnerError(f"{key} is null; give a directory, e.g. {key}={EXAMPLES.get(key, ELSEWHERE)}")
+    (a config key such as `results_dir`) when it is null or empty (`key=`, which would otherwise
+    mean the current directory), a file, under a file, or not writable. Creates nothing."""
+    if path is None or str(path) == "":
+        said = "null" if path is None else "empty"
+        raise RunnerError(f"{key} is {said}; give a directory, e.g. {key}={EXAMPLES.get(key, ELSEWHERE)}")
     path = Path(path)
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
