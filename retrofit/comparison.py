@@ -22,7 +22,7 @@ from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host
 from retrofit.hosts import available, check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
-from retrofit.metrics import BarPredictive, DistributionScores, rmse
+from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, rmse
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
@@ -99,15 +99,14 @@ def _seed_rows(
     for variant in variants:
         patched = retrofit(fitted, variant, **hparams)
         mean, bars = _predict(patched, data.X_test) if patched.retrofit_report_.patched else baseline
-        variant_rmse = rmse(data.y_test, mean)
+        rmses = {"rmse": rmse(data.y_test, mean), "baseline_rmse": baseline_rmse}
         scores = DistributionScores.of(data.y_test, bars).matched(baseline_scores)
         rows.append(
             {
                 "seed": seed,
                 "variant": variant if isinstance(variant, str) else variant.get("name", "spec"),
-                "rmse": variant_rmse,
-                "baseline_rmse": baseline_rmse,
-                "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
+                **rmses,
+                **matched_deltas(rmses),
                 **{key: scores[key] for key in ("nll", "delta_nll", "crps", "delta_crps_pct")},
             }
         )

@@ -385,3 +385,25 @@ def test_predict_many_given_a_bare_regressor_says_it_wants_pairs(fitted):
     with pytest.raises(RetrofitError, match=r"pair 0 starts with a ndarray, not a fitted regressor"):
         retrofit.predict_many([(X_test, patched)])
     assert retrofit.predict_many([(patched, X_test)])[0].shape == (20,)
+
+
+def test_a_named_link_replaced_by_other_bytes_is_made_again(tmp_path, monkeypatch):
+    """The named-link cache used to serve whatever file sat at `<sha256>/<name>`: weights replaced
+    there (perturbed, NaN) were loaded under the original file's digest. A link that no longer holds
+    the digested bytes is made again before tabpfn reads it."""
+    from retrofit.hosts.links import tabpfn_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    blob = tmp_path / "blob"
+    blob.write_bytes(get_path("tiny_v3").read_bytes())
+    named = tmp_path / "tiny.safetensors"
+    named.symlink_to(blob)
+    link = tabpfn_path(named)
+    assert link.samefile(blob)
+    link.unlink()
+    link.write_bytes(get_path("tiny_v2").read_bytes())  # other bytes under the same digest folder
+    assert tabpfn_path(named) == link and link.read_bytes() == blob.read_bytes()
+    link.unlink()
+    link.write_bytes(blob.read_bytes())  # a copy of the right bytes is kept
+    inode = link.stat().st_ino
+    assert tabpfn_path(named) == link and link.stat().st_ino == inode

@@ -37,7 +37,7 @@ from retrofit.runner.case import UnitSpec, check_cases, run_case, stored_rows
 from retrofit.runner.config import case_from_hydra
 from retrofit.runner.hydra_callbacks import sweep_cases
 from retrofit.runner.schema import reference_of, results_dir_of
-from retrofit.runner.store import UnitStore
+from retrofit.runner.store import UnitStore, row_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -446,8 +446,28 @@ def remove(column):
     return edit
 
 
+def forge(**values):
+    """An edit that sets `values` and writes the row digest again (a plain sha256 anyone can recompute)."""
+
+    def edit(text: str) -> str:
+        row = json.loads(text)
+        del row["row_digest"]
+        row.update(values)
+        return json.dumps({**row, "row_digest": row_digest(row)})
+
+    return edit
+
+
 EDITS = {
     **{f"edited-{c}": edit_value(c) for c in ("rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "coverage_90")},
+    **{
+        f"forged-{c}": forge(**{c: -42.0})
+        for c in ("delta_rmse_pct", "delta_nll", "delta_crps_pct", "delta_coverage_90")
+    },
+    "forged-time-ratio": forge(predict_time_ratio=0.5),
+    "forged-host": forge(host="tiny_v2"),
+    "forged-dataset": forge(dataset="wage"),
+    "forged-seed": forge(seed=7),
     "removed-nll": remove("nll"),
     "removed-digest": remove("row_digest"),
     "truncated": lambda text: text[: len(text) // 2],
@@ -462,8 +482,9 @@ def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tm
     subprocess.run(["cp", "-r", str(source), str(runs)], check=True)
     path = oa_only_file(runs)
     path.write_text(EDITS[name](path.read_text()))
-    with pytest.raises(RunnerError, match=rf"unit file {path} "):
-        UnitStore(runs).read(path)
+    if not name.startswith(("forged-host", "forged-dataset", "forged-seed")):  # labels: valid, but not this unit's
+        with pytest.raises(RunnerError, match=rf"unit file {path} "):
+            UnitStore(runs).read(path)
     with caplog.at_level(logging.WARNING, logger="retrofit.runner.store"):
         again = run_case(case_on(host, runs))
     assert f"unit file {path}" in caplog.text and "recomputing that unit" in caplog.text
@@ -792,3 +813,102 @@ def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeyp
         RunnerError, match=r"reference_commit=HEAD needs git, which is not on PATH; .*reference_commit=null"
     ):
         read_reference(csv, "HEAD")
+
+
+# --- what Hydra writes is checked before it writes ----------------------------------------------
+
+
+def _tree(folder: Path) -> dict[str, int]:
+    """Every file under `folder` (relative name -> mtime), to see that nothing was added or touched."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["hydra.job_logging.handlers.file.filename={record}/noise_floor.csv"],
+            "hydra.job_logging.handlers.file.filename puts",
+        ),
+        (["hydra.run.dir={record}"], "hydra.run.dir puts Hydra's files at"),
+        (["-m", "hydra.sweep.dir={record}/x"], "hydra.sweep.dir puts Hydra's files at"),
+        (["-m", "hydra.sweep.dir={tmp}/s", "hydra.sweep.subdir=../../{up}/results"], "hydra.sweep.subdir puts"),
+        (["+experiment=../../../../{tmp_rel}/evil"], "experiment=../../../../"),
+        (["-m", "variant=oa_only,../evil"], "variant=oa_only,../evil: a config group option is a name, not a path"),
+        (["results_dir="], "results_dir is empty; give a directory, e.g. results_dir=outputs/results"),
+    ],
+    ids=[
+        "log-file",
+        "run-dir",
+        "sweep-dir",
+        "sweep-subdir",
+        "experiment-path",
+        "variant-path",
+        "empty-results-dir",
+    ],
+)
+def test_no_override_makes_hydra_write_into_the_record(tmp_path, args, message):
+    """Hydra writes its run folder, `.hydra/`, `multirun.yaml` and log files before the job checks
+    anything: these overrides used to put them (or a log line) into the committed results/, or the
+    sweep's five files into the current folder (`results_dir=`). Each is refused in one line, first
+    (an empty results_dir by the job, so only Hydra's own folder under outputs/ exists)."""
+    (tmp_path / "evil.yaml").write_text("# @package _global_\nhydra:\n  run:\n    dir: results/hx\n")
+    fields = {
+        "record": RECORD_DIR,
+        "tmp": tmp_path,
+        "up": "/".join([".."] * len(tmp_path.parts)) + str(ROOT),
+        "tmp_rel": os.path.relpath(tmp_path, "/"),
+    }
+    before, cwd_before = _tree(RECORD_DIR), _tree(tmp_path)
+    out = run(
+        str(ROOT / "experiments" / "sweep.py"), *(a.format(**fields) for a in args), cwd=tmp_path, **{RECORD_ENV: "0"}
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and message in out.stderr, out.stderr
+    assert _tree(RECORD_DIR) == before
+    assert {name: t for name, t in _tree(tmp_path).items() if not name.startswith("outputs")} == cwd_before
+
+
+def test_a_config_dir_whose_config_its_own_configs_would_hide_is_refused(tmp_path):
+    """`-cd <dir>` with a config.yaml setting n_estimators: 3 used to run with 8 (configs/config.yaml
+    comes first on Hydra's search path), silently; a config of its own name takes effect (-cn)."""
+    own = (ROOT / "configs" / "config.yaml").read_text().replace("n_estimators: 8 ", "n_estimators: 3 ")
+    (tmp_path / "config.yaml").write_text(own)
+    out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert (
+        f"--config-dir {tmp_path}: its config.yaml would not be read, {ROOT / 'configs' / 'config.yaml'} comes first"
+        in out.stderr
+    )
+    (tmp_path / "config.yaml").rename(tmp_path / "mine.yaml")
+    out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "mine", "--cfg", "job", cwd=tmp_path)
+    assert out.returncode == 0 and "\nn_estimators: 3\n" in out.stdout, out.stderr
+
+
+def test_each_command_gets_a_hydra_folder_of_its_own(hydra_compose):
+    """Two commands started in the same second used to share one run folder (its name was the time
+    alone); it now ends in the process id, the same for every job of one command."""
+    from hydra.core.utils import JobRuntime  # noqa: F401 - Hydra's resolvers (now) are registered on import
+
+    cfg = hydra_compose(overrides=["hydra.job.name=sweep"])
+    run_dir, sweep_dir = cfg.hydra.run.dir, cfg.hydra.sweep.dir
+    assert run_dir.endswith(f"_{os.getpid()}") and sweep_dir.endswith(f"_{os.getpid()}")
+    assert cfg.hydra.run.dir == run_dir  # cached: one folder per command
+
+
+@pytest.mark.parametrize("override", ["~hydra.callbacks.check_writes", "hydra.callbacks={}", "hydra.callbacks=null"])
+def test_the_check_of_what_hydra_writes_cannot_be_taken_away(tmp_path, override):
+    """The callback that checks Hydra's writes (configs/hydra/default.yaml) is not removed from the
+    command line, and a root config of one's own without it does not run."""
+    out = run(str(ROOT / "experiments" / "sweep.py"), override, f"hydra.run.dir={RECORD_DIR}", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert f"error: {override}: hydra.callbacks are not changed from the command line" in out.stderr
+    assert not (RECORD_DIR / ".hydra").exists()
+
+
+def test_a_root_config_without_the_write_check_does_not_run(tmp_path):
+    (tmp_path / "bare.yaml").write_text("defaults:\n  - config_schema\n  - paths: default\n  - _self_\n")
+    out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "bare", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert "runs without the callback retrofit.jobs.preflight.CheckWrites" in out.stderr
+    assert "list `- hydra: default` in its defaults" in out.stderr

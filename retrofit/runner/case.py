@@ -254,7 +254,7 @@ def _units(case: Case) -> list[tuple[UnitSpec, tuple[UnitKey, str]]]:
 def stored_rows(case: Case) -> dict[UnitKey, dict[str, Any] | None]:
     """Per unit of `case`, its stored row if the store holds its identity, else None."""
     store = UnitStore(case.runs_dir)
-    return {key: store.finished(identity) for key, identity in case.identities().items()}
+    return {key: store.finished(identity, key) for key, identity in case.identities().items()}
 
 
 def reusable(cases: list[Case]) -> int:
@@ -284,7 +284,7 @@ def _run_case(case: Case, costs: Any, shared_stages: bool) -> list[dict[str, Any
     units = _units(case)
     reject_duplicates(key for _, (key, _) in units)
     store = UnitStore(case.runs_dir)
-    done = {key: None if case.overwrite else store.finished(identity) for _, (key, identity) in units}
+    done = {key: None if case.overwrite else store.finished(identity, key) for _, (key, identity) in units}
     todo = [(unit, key, identity) for unit, (key, identity) in units if done[key] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
     if not todo:
