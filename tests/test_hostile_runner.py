@@ -912,3 +912,71 @@ def test_a_root_config_without_the_write_check_does_not_run(tmp_path):
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "runs without the callback retrofit.jobs.preflight.CheckWrites" in out.stderr
     assert "list `- hydra: default` in its defaults" in out.stderr
+
+
+# --- no row lost without notice -----------------------------------------------------------------
+
+
+def test_a_run_with_other_settings_never_replaces_rows_silently(tmp_path):
+    """n_estimators=1 after n_estimators=2 into one results_dir used to replace the earlier rows."""
+    first = [record("a", "baseline", 0.0, n_estimators=2), record("a", "oa_only", 1.0, n_estimators=2)]
+    agg.aggregate(tmp_path, first, keep=True)
+    before = (tmp_path / "retrofit_rmse.csv").read_bytes()
+    other = [record("a", "baseline", 0.0, n_estimators=1), record("a", "oa_only", 5.0, n_estimators=1)]
+    with pytest.raises(
+        RunnerError,
+        match=r"holds 2 rows this run would replace by rows of other settings, e\.g\. "
+        r"h/a/seed=0/baseline \(n_estimators 2 -> 1\); write to another results_dir",
+    ):
+        agg.aggregate(tmp_path, other, keep=True)
+    assert (tmp_path / "retrofit_rmse.csv").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_two_sweeps_into_one_results_dir_keep_each_others_rows(host, tmp_path):
+    """A sweep used to write exactly its own rows, so of two sweeps into one results_dir the last to
+    finish won; a sweep now adds its rows as single runs do (the record alone is written whole)."""
+    common = [*host_args(host), "variant=oa_only", f"results_dir={tmp_path / 'r'}", f"cache_dir={tmp_path / 'c'}"]
+    for seed in ("0", "1"):
+        out = run(str(ROOT / "experiments" / "sweep.py"), "-m", f"seed={seed}", *common, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+    frame = pd.read_csv(tmp_path / "r" / "retrofit_rmse.csv")
+    assert sorted(zip(frame.seed, frame.variant, strict=True)) == [
+        (0, "baseline"),
+        (0, "oa_only"),
+        (1, "baseline"),
+        (1, "oa_only"),
+    ]
+
+
+def _hold_lock(path: str, ready, release) -> None:
+    from filelock import FileLock
+
+    with FileLock(path):
+        ready.set()
+        release.wait(30)
+
+
+def test_a_writer_waiting_on_the_results_lock_says_so_after_a_second(tmp_path, capfd):
+    """A run whose results_dir another process was writing used to wait in silence for minutes."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(tmp_path / agg.LOCK), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        timer = __import__("threading").Timer(2.5, release.set)
+        timer.start()
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True, table=False)
+    finally:
+        release.set()
+        holder.join(30)
+    said = capfd.readouterr().err
+    assert f"waiting for {tmp_path / agg.LOCK}: another process is writing {tmp_path / 'retrofit_rmse.csv'}" in said
+    assert len(pd.read_csv(tmp_path / "retrofit_rmse.csv")) == 1
+
+
+def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
+    (tmp_path / agg.LOCK).mkdir()
+    with pytest.raises(RunnerError, match=rf"{re.escape(str(tmp_path / agg.LOCK))} is a folder, and .* remove it"):
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
