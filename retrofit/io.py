@@ -7,7 +7,9 @@ them, even where the writer replaces the temporary file by an owner-only one of 
 
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,3 +91,25 @@ def locked(lock_path: Path, what: str) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+@contextmanager
+def staged(folder: Path) -> Iterator[Path]:
+    """A fresh hidden folder inside `folder` for the block to write a set of files into; when the
+    block ends, each file moves onto its name in `folder` (a rename each), so `folder` never holds
+    some files of this write beside others of the last. RunnerError when writing fails for want of
+    space or another OSError: nothing in `folder` was changed, and the message says so."""
+    folder = Path(folder)
+    stage = Path(tempfile.mkdtemp(prefix=".staged-", dir=folder))
+    try:
+        try:
+            yield stage
+        except OSError as err:
+            raise RunnerError(
+                f"writing into {folder} failed ({err.strerror or err}); none of its files changed: free space "
+                "there or choose another folder"
+            ) from None
+        for path in sorted(stage.iterdir()):
+            os.replace(path, folder / path.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

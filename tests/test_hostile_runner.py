@@ -468,6 +468,9 @@ EDITS = {
     "forged-host": forge(host="tiny_v2"),
     "forged-dataset": forge(dataset="wage"),
     "forged-seed": forge(seed=7),
+    "nested-5000-deep": lambda text: "[" * 5000 + "]" * 5000,
+    "text-in-rmse": forge(rmse="0.5"),
+    "text-in-seed": forge(seed="zero"),
     "removed-nll": remove("nll"),
     "removed-digest": remove("row_digest"),
     "truncated": lambda text: text[: len(text) // 2],
@@ -980,3 +983,36 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
     (tmp_path / agg.LOCK).mkdir()
     with pytest.raises(RunnerError, match=rf"{re.escape(str(tmp_path / agg.LOCK))} is a folder, and .* remove it"):
         agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
+
+
+def test_a_unit_store_that_is_a_file_is_one_line_before_any_work(host, tmp_path):
+    """cache_dir/runs being a file used to end the run in a FileExistsError traceback."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "runs").write_text("not a folder")
+    out = run(str(ROOT / "experiments" / "sweep.py"), *host_args(host), "cache_dir=cache", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert f"error: cache_dir={tmp_path / 'cache' / 'runs'} is not a directory; choose another cache_dir" in out.stderr
+    assert not (tmp_path / "outputs" / "results").exists()
+
+
+def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkeypatch):
+    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the files of a
+    write now land together or not at all, and the failure is one line."""
+    import errno
+
+    agg.aggregate(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)], keep=True)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert {"retrofit_rmse.csv", "retrofit_deltas.png"} <= set(before)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(agg, "plot_main", full)
+    with pytest.raises(
+        RunnerError,
+        match=rf"writing into {re.escape(str(tmp_path))} failed \(No space left on device\); "
+        "none of its files changed",
+    ):
+        agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 from retrofit.errors import RunnerError
-from retrofit.io import locked, write_csv, write_text_atomic
+from retrofit.io import locked, staged, write_csv, write_text_atomic
 from retrofit.results.long_format import long_frame
 from retrofit.results.plots import dots_with_ci
 from retrofit.results.record import COLUMN_DOCS, COLUMNS, KEY, UnitRecord, frame_of, read_records
@@ -149,7 +149,8 @@ def aggregate(
     one computed with other settings or inputs than this run's row of its unit is refused
     (`check_replaced`) rather than replaced.
     Read and write happen under one lock on `results_dir` (`filelock`), so concurrent writers never
-    lose each other's rows."""
+    lose each other's rows; the files are written together (`retrofit.io.staged`): a write that
+    fails (a full disk) changes none of them."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     with locked(results_dir / LOCK, str(results_dir / CSV)):
@@ -157,18 +158,24 @@ def aggregate(
         kept = read_records(results_dir / CSV) if keep and (results_dir / CSV).is_file() else []
         check_replaced(kept, records, results_dir / CSV)
         frame = frame_of([*kept, *records])
-        write_csv(frame, results_dir / CSV)
-        write_csv(long_frame(frame), results_dir / LONG_CSV)
-        if not table:
-            return frame
-        main = frame[~frame["arm_extra"]]
-        if len(main):
-            write_text_atomic(results_dir / TABLE, table_markdown(main))
-            plot_main(main, results_dir)
-        arms = ordered_arms(frame, records)
-        if len(arms):
-            write_csv(arms, results_dir / ARMS_CSV)
-            untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
-            write_text_atomic(results_dir / ARMS_TABLE, arms_markdown(untimed))
-            plot_arms(arms, results_dir)
+        with staged(results_dir) as stage:  # all files of this write, or none (a full disk)
+            write_files(frame, records, stage, table)
         return frame
+
+
+def write_files(frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool) -> None:
+    """The files of `aggregate` for `frame` (from `records`) in `folder`."""
+    write_csv(frame, folder / CSV)
+    write_csv(long_frame(frame), folder / LONG_CSV)
+    if not table:
+        return
+    main = frame[~frame["arm_extra"]]
+    if len(main):
+        write_text_atomic(folder / TABLE, table_markdown(main))
+        plot_main(main, folder)
+    arms = ordered_arms(frame, records)
+    if len(arms):
+        write_csv(arms, folder / ARMS_CSV)
+        untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
+        write_text_atomic(folder / ARMS_TABLE, arms_markdown(untimed))
+        plot_arms(arms, folder)

@@ -26,7 +26,7 @@ from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
 from retrofit.metrics import matched_deltas
 from retrofit.results.compare import label
-from retrofit.results.record import COLUMNS, hparams_text
+from retrofit.results.record import COLUMNS, NUMERIC, hparams_text
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,8 @@ class UnitStore:
             row = json.loads(Path(path).read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise RunnerError(f"unit file {path} is not valid JSON ({err})") from None
+        except RecursionError:
+            raise RunnerError(f"unit file {path} nests too deep to be a row") from None
         if not isinstance(row, dict):
             raise RunnerError(f"unit file {path} holds a JSON {type(row).__name__}, not a row")
         stored = row.pop("row_digest", None)
@@ -171,6 +173,9 @@ class UnitStore:
         missing = [column for column in self.columns if column not in row]
         if missing:
             raise RunnerError(f"unit file {path} lacks the columns {', '.join(missing)}")
+        text = [name for name in ("seed", *NUMERIC) if not isinstance(row[name], int | float | None)]
+        if text:
+            raise RunnerError(f"unit file {path} holds {text[0]}={row[text[0]]!r}, not a number")
         check_derived(row, path)
         return row
 
@@ -185,7 +190,7 @@ class UnitStore:
             row = self.read(path)
             if key is not None and key_of(row) != key:
                 raise RunnerError(f"unit file {path} is labelled {key_of(row).label()}, not {key.label()}")
-        except (RunnerError, TypeError, ValueError) as err:
+        except RunnerError as err:
             log.warning("%s; recomputing that unit", err)
             return None
         return row if row.get("identity") == identity else None
