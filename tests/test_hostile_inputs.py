@@ -385,3 +385,18 @@ def test_leave_one_out_refuses_a_query_row_without_a_finite_target(fitted_v3, ba
     with pytest.raises(RetrofitError, match=f"y of query row 2 is {bad}") as err:
         leave_one_out(closed, X_test, y_test)
     one_line(err)
+
+
+@pytest.mark.parametrize("loader", ["load_sample_images", "load_svmlight_file", "load_files"])
+def test_an_sklearn_loader_of_files_is_refused_and_every_one_suggested_loads(loader):
+    """The refusal of an unknown loader used to suggest every `load_*` of sklearn, some of which load
+    files or images and ended in a TypeError (no `as_frame`); it suggests only loaders of tables."""
+    import sklearn.datasets
+
+    spec = DatasetSpec.from_mapping({"name": "a", "source": "sklearn", "loader": loader, "target": "target"})
+    with pytest.raises(DatasetError) as err:
+        load_table(spec, Path("."))
+    suggested = str(err.value).split("use one of ")[1]
+    assert str(err.value).startswith(f"dataset 'a': {loader!r} loads files or images, not a table; use one of [")
+    for name in yaml.safe_load(suggested):
+        assert len(getattr(sklearn.datasets, name)(as_frame=True).frame) > 0, name
