@@ -220,6 +220,6 @@ def matched_deltas(row: Mapping[str, Any]) -> dict[str, float]:
     deltas = {}
     for name, (score, base, kind) in MATCHED_DELTAS.items():
         if score in row and base in row:
-            value, reference = float(row[score]), float(row[base])
+            value, reference = (math.nan if row[c] is None else float(row[c]) for c in (score, base))
             deltas[name] = 100.0 * (value - reference) / reference if kind == "pct" else value - reference
     return deltas

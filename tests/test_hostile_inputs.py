@@ -9,6 +9,7 @@ tests/test_hostile_runner.py; more library cases in tests/test_hostile_api.py.
 
 import json
 import lzma
+import os
 import pickle
 import subprocess
 import sys
@@ -26,11 +27,14 @@ from synthetic import regression_data
 import retrofit
 from retrofit.data import DatasetError, DatasetSpec, clean, load_table, split
 from retrofit.data.prepare import TARGET_SCALE, check_target_scale
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
 from retrofit.labels import LABEL_CHARS, check_label
+from retrofit.record_guard import writable_file
 from retrofit.removal import leave_one_out
 from retrofit.variants import resolve_variant
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -400,3 +404,36 @@ def test_an_sklearn_loader_of_files_is_refused_and_every_one_suggested_loads(loa
     assert str(err.value).startswith(f"dataset 'a': {loader!r} loads files or images, not a table; use one of [")
     for name in yaml.safe_load(suggested):
         assert len(getattr(sklearn.datasets, name)(as_frame=True).frame) > 0, name
+
+
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("", "error: output is empty; give a file, e.g. output=outputs/<name>.csv"),
+        ("{tmp}", "error: output={tmp} is a folder; give a file in it, e.g. output={tmp}/<name>.csv"),
+        ("{tmp}/a_file/x.csv", "error: output={tmp}/a_file is not a directory; choose another output"),
+    ],
+    ids=["empty", "folder", "under-a-file"],
+)
+def test_sink_mass_refuses_an_output_it_cannot_write_before_any_work(tmp_path, output, message):
+    """`sink_mass output=` (empty) or a folder used to run the whole job and end in a traceback."""
+    (tmp_path / "a_file").write_text("")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "sink_mass.py"), f"output={output.format(tmp=tmp_path)}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(message.format(tmp=tmp_path)), out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_a_read_only_output_file_is_refused(tmp_path):
+    locked = tmp_path / "sink_mass.csv"
+    locked.write_text("")
+    locked.chmod(0o444)
+    with pytest.raises(RunnerError, match=rf"output={locked} cannot be written \(Permission denied\)"):
+        writable_file(locked, "output")

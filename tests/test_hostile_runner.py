@@ -1016,3 +1016,19 @@ def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkey
         agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["experiments/sweep.py", "--help"],
+        ["experiments/compare.py", "results/retrofit_rmse.csv", "results/retrofit_rmse.csv"],
+    ],
+    ids=["help", "compare"],
+)
+def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
+    """PYTHONIOENCODING=ascii used to end a command printing Δ, τ or × in a UnicodeEncodeError (after
+    its results were written); such characters print as `?`."""
+    out = run(str(ROOT / command[0]), *command[1:], cwd=ROOT, PYTHONIOENCODING="ascii")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stdout.isascii() and "?" in out.stdout

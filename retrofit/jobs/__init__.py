@@ -55,7 +55,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from retrofit.errors import exit_on_user_error
+from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
@@ -198,6 +198,7 @@ def show_help(job: str) -> None:
 def launch(job: str) -> None:
     """Run job `job` (a module of a job package) on the command line in `sys.argv`, as the module
     docstring says."""
+    printable_output()
     check_home()
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line

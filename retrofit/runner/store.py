@@ -129,13 +129,13 @@ def check_derived(row: Mapping[str, Any], path: Path) -> None:
     columns do not give: a matched delta (`retrofit.metrics.MATCHED_DELTAS`, one formula for writing
     and reading) or a median time ratio outside its rounds' range."""
     for name, value in matched_deltas(row).items():
-        if not _same(row[name], value):
+        if name in row and not _same(row[name], value):
             raise RunnerError(f"unit file {path} holds {name}={row[name]}, but its own columns give {value}")
-    ratio, low, high = (
-        float(row[name]) for name in ("predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
-    )
-    if not ((math.isnan(ratio) and math.isnan(low) and math.isnan(high)) or low <= ratio <= high):
-        raise RunnerError(f"unit file {path} holds predict_time_ratio={ratio}, outside its rounds' [{low}, {high}]")
+    ratios = ("predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
+    if all(name in row for name in ratios):
+        ratio, low, high = (float(row[name]) for name in ratios)
+        if not ((math.isnan(ratio) and math.isnan(low) and math.isnan(high)) or low <= ratio <= high):
+            raise RunnerError(f"unit file {path} holds predict_time_ratio={ratio}, outside its rounds' [{low}, {high}]")
 
 
 def _same(stored: Any, computed: float) -> bool:
@@ -173,7 +173,8 @@ class UnitStore:
         missing = [column for column in self.columns if column not in row]
         if missing:
             raise RunnerError(f"unit file {path} lacks the columns {', '.join(missing)}")
-        text = [name for name in ("seed", *NUMERIC) if not isinstance(row[name], int | float | None)]
+        numeric = [name for name in ("seed", *NUMERIC) if name in self.columns]
+        text = [name for name in numeric if not isinstance(row[name], int | float | None)]
         if text:
             raise RunnerError(f"unit file {path} holds {text[0]}={row[text[0]]!r}, not a number")
         check_derived(row, path)
