@@ -62,9 +62,14 @@ def compare(
     device = resolve_device(device)
     for variant in variants:  # a bad variant or hyper-parameter is refused before anything is fitted
         resolve_variant(variant, **hparams)
-    seeds = list(seeds)
+    seeds, variants = list(seeds), list(variants)
+    for name, values in (("seeds", seeds), ("variants", variants)):
+        if not values:
+            raise RetrofitError(f"{name} is empty, so compare would return no row; give at least one")
     for seed in seeds:
         check_seed(seed)
+    if len(set(seeds)) < len(seeds):
+        raise RetrofitError(f"seeds {seeds} repeat a seed (the same split and fit twice); list each once")
     rows = []
     for seed in seeds:
         data = split(table, seed, test_size)
@@ -79,6 +84,8 @@ def _frame(X: Any, y: Any) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):
             raise RetrofitError(f"y={y!r} names a column, so X must be a DataFrame holding it, got {type(X).__name__}")
         return X
+    if not isinstance(X, pd.DataFrame) and np.ndim(X) != 2:
+        raise RetrofitError(f"X must be a table (rows × features), got {np.ndim(X)} dimensions")
     features = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).add_prefix("x")
     if TARGET in features.columns:
         raise RetrofitError(f"X has a column {TARGET!r}; pass the frame with y={TARGET!r} if it is the target")

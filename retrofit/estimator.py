@@ -106,7 +106,11 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
 
 
 def _numbers(y: Any) -> np.ndarray:
-    """`y` as float64; RetrofitError if it is not numbers (a regression target)."""
+    """`y` as float64; RetrofitError if it is not numbers (a regression target; text is refused even
+    where it reads as numbers, which tabpfn would not take)."""
+    values = np.asarray(y)
+    if values.dtype.kind in "US" or (values.dtype.kind == "O" and any(isinstance(v, str | bytes) for v in values.flat)):
+        raise RetrofitError("RetrofitRegressor.fit: y must be numbers (a regression target), got text")
     try:
         return np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):

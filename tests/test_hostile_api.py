@@ -360,6 +360,31 @@ def test_compare_refuses_a_table_whose_features_are_all_constant():
         retrofit.compare(np.full_like(X, 3.0), y, variants=["oa_only"], n_estimators=1)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"variants": []}, r"variants is empty, so compare would return no row"),
+        ({"seeds": []}, r"seeds is empty, so compare would return no row"),
+        ({"seeds": [0, 1, 0]}, r"seeds \[0, 1, 0\] repeat a seed"),
+    ],
+    ids=["no-variant", "no-seed", "repeated-seed"],
+)
+def test_compare_refuses_lists_that_would_drop_or_repeat_rows(arguments, message):
+    """An empty list returned an empty frame in silence; a repeated seed fitted the same split twice."""
+    with pytest.raises(RetrofitError, match=message):
+        retrofit.compare(*_data(), **{"variants": ["oa_only"], "n_estimators": 1, **arguments})
+
+
+def test_compare_and_the_estimator_refuse_inputs_that_are_no_table_or_no_numbers():
+    X, y = _data()
+    with pytest.raises(RetrofitError, match=r"X must be a table \(rows × features\), got 3 dimensions"):
+        retrofit.compare(X[:, :, None], y, variants=["oa_only"], n_estimators=1)
+    with pytest.raises(
+        RetrofitError, match=r"RetrofitRegressor.fit: y must be numbers \(a regression target\), got text"
+    ):
+        retrofit.RetrofitRegressor("oa_only", n_estimators=1).fit(X, y.astype(str))
+
+
 def test_compare_bounds_its_members_as_the_sweep_does():
     """retrofit.compare(n_estimators=10**6) used to start an unbounded fit; the sweep refuses the same
     number (one bound, `MAX_MEMBERS`, in `make_regressor`)."""

@@ -839,6 +839,8 @@ def _tree(folder: Path) -> dict[str, int]:
         (["+experiment=../../../../{tmp_rel}/evil"], "experiment=../../../../"),
         (["-m", "variant=oa_only,../evil"], "variant=oa_only,../evil: a config group option is a name, not a path"),
         (["results_dir="], "results_dir is empty; give a directory, e.g. results_dir=outputs/results"),
+        (["hydra.run.dir="], "hydra.run.dir is empty; leave it at its default (under outputs/)"),
+        (["-m", "hydra.sweep.dir="], "hydra.sweep.dir is empty; leave it at its default (under outputs/)"),
     ],
     ids=[
         "log-file",
@@ -848,6 +850,8 @@ def _tree(folder: Path) -> dict[str, int]:
         "experiment-path",
         "variant-path",
         "empty-results-dir",
+        "empty-run-dir",
+        "empty-sweep-dir",
     ],
 )
 def test_no_override_makes_hydra_write_into_the_record(tmp_path, args, message):

@@ -114,15 +114,18 @@ def hydra_writes(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
         if mode == RunMode.MULTIRUN:
             writes = {
                 "hydra.sweep.dir": hydra.sweep.dir,
-                "hydra.sweep.subdir": f"{hydra.sweep.dir}/{hydra.sweep.subdir}",
+                "hydra.sweep.subdir": Path(hydra.sweep.dir) / hydra.sweep.subdir,
             }
         else:
             writes = {"hydra.run.dir": hydra.run.dir}
-        output = list(writes.values())[-1]
+        empty = next((key for key, path in writes.items() if str(path) in ("", ".")), None)
+        if empty is not None:
+            raise RunnerError(f"{empty} is empty; leave it at its default (under outputs/) or name a folder")
+        output = str(list(writes.values())[-1])
         hydra.runtime.output_dir = str(Path(output).absolute())
         HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in a file name (run_job sets it again)
         if hydra.output_subdir is not None:
-            writes["hydra.output_subdir"] = f"{output}/{hydra.output_subdir}"
+            writes["hydra.output_subdir"] = Path(output) / hydra.output_subdir
         for logging in ("job_logging", "hydra_logging"):
             handlers = OmegaConf.select(hydra, f"{logging}.handlers") or {}
             for name, handler in handlers.items():
