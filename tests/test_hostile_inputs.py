@@ -437,3 +437,10 @@ def test_a_read_only_output_file_is_refused(tmp_path):
     locked.chmod(0o444)
     with pytest.raises(RunnerError, match=rf"output={locked} cannot be written \(Permission denied\)"):
         writable_file(locked, "output")
+
+
+def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
+    (tmp_path / "houses.csv").mkdir()
+    spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
+    with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix `path`"):
+        load_table(spec, tmp_path)

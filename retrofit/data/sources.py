@@ -105,7 +105,8 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         raise DatasetError(
-            f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` (in its YAML, or dataset.path=)"
+            f"dataset {spec.name!r}: CSV file {path} {'is a folder' if path.is_dir() else 'does not exist'}; "
+            "fix `path` (in its YAML, or dataset.path=)"
         )
     try:
         frame = pd.read_csv(path)
