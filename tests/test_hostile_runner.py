@@ -1036,3 +1036,10 @@ def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
     out = run(str(ROOT / command[0]), *command[1:], cwd=ROOT, PYTHONIOENCODING="ascii")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stdout.isascii() and "?" in out.stdout
+
+
+def test_a_variant_listed_twice_is_refused_not_dropped(hydra_compose):
+    """`variant=[oa_only,oa_only]` used to run oa_only once, the repeat dropped in silence."""
+    cfg = hydra_compose("config", ["variant=[oa_only,full_o,oa_only]"])
+    with pytest.raises(RunnerError, match=r"variant=\[\.\.\.\] lists oa_only more than once; list each variant once"):
+        case_from_hydra(cfg, cfg.hydra)

@@ -156,6 +156,9 @@ def variant_nodes(cfg: DictConfig, hydra_cfg: DictConfig) -> dict[str, DictConfi
         unknown = [name for name in listed if name not in options]
         if unknown:
             raise RunnerError(f"variant={unknown[0]} is not a variant option; choose from {', '.join(options)}")
+        repeated = sorted({name for name in listed if listed.count(name) > 1})
+        if repeated:
+            raise RunnerError(f"variant=[...] lists {', '.join(repeated)} more than once; list each variant once")
         nodes |= {name: group_option(hydra_cfg, "variant", name) for name in listed if name != BASELINE}
     elif choice is None:
         nodes |= {name: group_option(hydra_cfg, "variant", name) for name in options if name != BASELINE}
