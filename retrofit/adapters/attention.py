@@ -59,8 +59,9 @@ def in_context_qkv(
     N = single_eval_pos
     D = attention.head_dim
     q_BRHD = attention.q_projection(h_BRE).view(B, R, -1, D)
-    k_BNGD = attention.k_projection(h_BRE[:, :N]).view(B, N, -1, D)
-    v_BNGD = attention.v_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    context_BNE = h_BRE[:, :N]
+    k_BNGD = attention.k_projection(context_BNE).view(B, N, -1, D)
+    v_BNGD = attention.v_projection(context_BNE).view(B, N, -1, D)
     if qk_norm:
         q_BRHD, k_BNGD = attention.q_norm(q_BRHD), attention.k_norm(k_BNGD)
     if scale_queries is not None:

@@ -43,7 +43,8 @@ def o_distribution_embedder(
     `attention`: the OAttention settings (`AttentionSettings`); `qk_norm`: the host normalises
     queries and keys per head (see the module docstring); `save_peak_memory_factor`: each layer
     runs in that many chunks of the B * C columns, as tabpfn's memory saving runs it
-    (`retrofit.adapters.chunks`; a column's result depends on that column alone).
+    (`retrofit.adapters.chunks`; a column's result depends on that column alone), writing each
+    chunk back in place: then `x_BRCE` may be overwritten (pass one nobody reads again).
     """
     B, R, C, E = x_BRCE.shape
     x_bRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
