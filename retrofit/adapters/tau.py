@@ -95,7 +95,7 @@ _TAKEN: ContextVar[list[torch.Tensor] | None] = ContextVar("taus_taken", default
 
 @contextmanager
 def taus_taken() -> Iterator[list[torch.Tensor]]:
-    """Collect every tau `TauRule.tau` computes inside the block (one (B,) tensor per call: per
+    """Collect every tau `TauRule.tau` computes inside the block (one (B,) or (B, 1) tensor per call: per
     carrier whose presence a block computes, per forward pass), e.g. to report the tau a prediction
     used."""
     taken: list[torch.Tensor] = []
