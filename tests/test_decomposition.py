@@ -171,12 +171,12 @@ def test_identity_arm_matches_the_baseline_and_tiny_c_saturates_presence(host, t
     smallest: list[float] = []
 
     def recorded(sq, tau):
-        p = presence_of_squared(sq, tau)
+        p = presence_ratio(sq, tau)
         smallest.append(float(p[sq > 0].min()))
         return p
 
-    presence_of_squared = block.presence_of_squared
-    monkeypatch.setattr(block, "presence_of_squared", recorded)
+    presence_ratio = block.presence_ratio
+    monkeypatch.setattr(block, "presence_ratio", recorded)
     fitted = fit_case(case)
     regressor, data = fitted.regressor, fitted.data
     for variant in ("oa_only", "full_o"):

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from benchmarks.scale.config import ScaleConfig
@@ -42,13 +43,24 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
             "audit_n_train": 40,
             "audit_n_test": 10,
             "tables": [[40, 10, 4], [60, 5, 3]],
+            "memory_saving_table": [60, 20, 4],
         }
     )
     table = scale_table(cfg, tmp_path).set_index(["arch", "variant"])
     assert list(table.reset_index().columns) == list(COLUMNS)
     v3 = table.loc["tabpfn_v3"]
-    assert (v3.status == "measured").all() and list(v3.index) == ["baseline", "o_closed", "predict_many"]
+    labels = ["baseline", "o_closed", "predict_many", "o_closed_memory_saving"]
+    assert (v3.status == "measured").all() and list(v3.index) == labels and (table.device == "cpu").all()
     assert v3.loc["baseline", "time_ratio"] == 1.0 and v3.loc["baseline", "memory_ratio"] == 1.0
+    # The closed model dispatches more operations than the stock one, counted exactly.
+    assert v3.loc["baseline", "ops_ratio"] == 1.0 and v3.loc["o_closed", "ops_ratio"] > 1.0
+    assert (
+        v3.loc["o_closed", "ops_per_predict"] == v3.loc["o_closed", "ops_ratio"] * v3.loc["baseline", "ops_per_predict"]
+    )
+    # Under forced memory saving o_closed runs chunked and predicts what it predicts unchunked (up
+    # to the rounding of smaller matrix products on this tiny random host).
+    saving = v3.loc["o_closed_memory_saving"]
+    assert saving.max_rel_diff <= 1e-5 and np.isfinite(saving.memory_ratio) and saving.n_train == 60
     # Absent rows / columns move the stock host's predictions and leave the o_closed one's at rounding.
     assert min(v3.loc["baseline", ["audit_rows_rel", "audit_columns_rel"]]) > 1e-3
     assert max(v3.loc["o_closed", ["audit_rows_rel", "audit_columns_rel"]]) <= 1e-5
@@ -56,7 +68,7 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
     assert np.isfinite(v3.loc["o_closed", ["time_ratio", "memory_ratio", "clone_memory_ratio"]].astype(float)).all()
     v2 = table.loc["tabpfn_v2"]
     assert v2.loc["baseline", "status"] == "measured"
-    assert (v2.loc[["o_closed", "predict_many"], "status"] == "refused").all()
+    assert (v2.loc[["o_closed", "predict_many", "o_closed_memory_saving"], "status"] == "refused").all()
     assert "cannot be O-closed" in v2.loc["o_closed", "reason"]
     assert np.isnan(v2.loc["o_closed", "time_ratio"])  # no number for what did not run
     assert any("o_closed" in line for line in goal_lines(table.reset_index()))
@@ -70,11 +82,26 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
         ({"rounds": 0}, "rounds"),
         ({"tables": [[10, 5]]}, "tables"),
         ({"max_padding": 0.5}, "max_padding must be a finite number >= 1"),
+        ({"memory_saving_table": [5000, 0, 50]}, "memory_saving_table"),
+        ({"device": "tpu"}, "device must be one of"),
     ],
 )
 def test_bad_scale_config_is_an_error_naming_it(node, message):
     with pytest.raises(RetrofitError, match=message):
         _config(node)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="refusing CUDA needs a machine without it")
+def test_cuda_without_cuda_is_refused_in_one_line_before_any_work():
+    with pytest.raises(RetrofitError, match=r"device=.cuda. but torch .* sees no CUDA device"):
+        _config({"device": "cuda"})
+
+
+def test_the_cpu_measures_its_one_table_and_cuda_its_sizes():
+    cfg = _config({"n_train": 80, "n_test": 20, "n_features": 4})
+    assert cfg.device == "cpu" and cfg.sizes == [(80, 20, 4)]
+    cfg.device = "cuda"
+    assert cfg.sizes[:1] == [(1000, 300, 10)] and (20000, 2000, 100) in cfg.sizes
 
 
 def test_the_scale_settings_are_the_config_files_alone():

@@ -19,6 +19,14 @@ retrofits of tables of different shapes vs one `predict` after another (`time_ra
 predict_many / sequential), with `max_rel_diff` its largest difference from `predict` relative
 to the prediction scale, and `batched_tables` how many of the tables it runs in padded shared
 forwards (`retrofit.batching.shared_buckets`, a function of the shapes and the model).
+`ops_per_predict`, `ops_ratio`: the torch operations one predict dispatches and their ratio to
+the stock model's (`ops`, counted by `benchmarks.tools.op_count`; the same on every device, so a
+CPU run holds what bounds a GPU's kernel launches); one `variant=o_closed_memory_saving` row
+(`memory_saving`): o_closed's peak predict memory over the stock model's with tabpfn's memory
+saving forced on, on `memory_saving_table`, and its largest difference from the unchunked o_closed
+prediction. `device` (`configs/scale_check.yaml`: cpu, cuda or auto) says where it all runs: on
+CUDA every call is synchronised, memory is the allocator's peak and the timed tables are
+`cuda_sizes`; every row names its device and table (`n_train`, `n_test`, `n_features`).
 `load_start`, `load_end`: the machine's 1-minute load average when the architecture's
 measurements began and ended (other jobs share the cores; ratios are paired per round, but a
 loaded machine widens their spread). `table` runs it all; `verdicts` states each ratio against

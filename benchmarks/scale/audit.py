@@ -11,7 +11,9 @@ from retrofit.audit import Insertion, audit_host
 def audit_changes(arch: str, path: Path, cfg: ScaleConfig, variants: list[str]) -> dict[tuple[str, str], float]:
     """(variant, rows|columns) -> the largest |prediction change| / max |prediction| under `n_null`
     absent train rows or feature columns at the input (`retrofit.audit.audit_host`), on the audit table."""
-    regressor, X_test = fitted(path, cfg.audit_n_train, cfg.audit_n_test, cfg.n_features, cfg.n_estimators, cfg.seed)
+    regressor, X_test = fitted(
+        path, cfg.audit_n_train, cfg.audit_n_test, cfg.n_features, cfg.n_estimators, cfg.seed, device=cfg.device
+    )
     insertions = (Insertion("input", "rows"), Insertion("input", "columns"))
     table = pd.DataFrame(
         audit_host(arch, regressor, X_test, {v: {"variant": v} for v in variants}, [cfg.n_null], cfg.seed, insertions)

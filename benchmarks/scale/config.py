@@ -18,7 +18,8 @@ class ScaleConfig:
     """The schema of `configs/scale_check.yaml` (each key's role is written there). Tables are
     synthetic (`synthetic_table`); `tables`: the predict_many tables, each `[n_train, n_test,
     n_features]`; `arch_overrides`: architecture -> config keys that replace tabpfn's defaults
-    (empty: real size)."""
+    (empty: real size). `device` is resolved by `from_config` to "cpu" or "cuda"; the timed and
+    memory-probed tables are `sizes`."""
 
     archs: list[str] = MISSING
     variants: list[str] = MISSING
@@ -33,6 +34,9 @@ class ScaleConfig:
     n_null: int = MISSING
     tables: list[list[int]] = MISSING
     max_padding: float = MISSING
+    device: str = MISSING
+    cuda_sizes: list[list[int]] = MISSING
+    memory_saving_table: list[int] = MISSING
     arch_overrides: dict[str, dict[str, Any]] = MISSING
     seed: int = MISSING
     output: str = MISSING
@@ -42,17 +46,32 @@ class ScaleConfig:
         """The typed config; RetrofitError naming an unknown key, a wrong type, a missing key or a bad value."""
         from retrofit.batching import check_bounds
         from retrofit.hosts.random_host import DEFAULT_SIZE_HEADS
+        from retrofit.hosts.regressor import resolve_device
 
         cfg = typed_object(cls, node, "scale_check config")
+        cfg.device = resolve_device(cfg.device)
         unknown = [a for a in [*cfg.archs, *cfg.arch_overrides] if a not in DEFAULT_SIZE_HEADS]
         if unknown:
             raise RetrofitError(f"scale_check archs: {unknown} unknown; use some of {list(DEFAULT_SIZE_HEADS)}")
         if min(cfg.rounds, cfg.threads, cfg.n_estimators, cfg.n_null) < 1:
             raise RetrofitError("scale_check: rounds, threads, n_estimators and n_null must be >= 1")
         check_bounds(cfg.max_padding, 1)
-        if any(len(t) != 3 or min(t) < 1 for t in cfg.tables):
-            raise RetrofitError(f"scale_check tables must be [n_train, n_test, n_features] >= 1, got {cfg.tables}")
+        tables = {"tables": cfg.tables, "cuda_sizes": cfg.cuda_sizes, "memory_saving_table": [cfg.memory_saving_table]}
+        for key, value in tables.items():
+            if any(len(t) != 3 or min(t) < 1 for t in value):
+                raise RetrofitError(
+                    f"scale_check {key}: each table must be [n_train, n_test, n_features] >= 1, got {value}"
+                )
         return cfg
+
+    @property
+    def sizes(self) -> list[tuple[int, int, int]]:
+        """The timed and memory-probed tables (n_train, n_test, n_features): the one of `n_train`,
+        `n_test`, `n_features` on the CPU, `cuda_sizes` on CUDA (whose first is where the
+        operations are counted)."""
+        if self.device == "cuda":
+            return [(n_train, n_test, n_features) for n_train, n_test, n_features in self.cuda_sizes]
+        return [(self.n_train, self.n_test, self.n_features)]
 
 
 def synthetic_table(n_train: int, n_test: int, n_features: int, seed: int):
@@ -63,9 +82,11 @@ def synthetic_table(n_train: int, n_test: int, n_features: int, seed: int):
     return X[:n_train], y[:n_train], X[n_train:]
 
 
-def fitted(path: Path, n_train: int, n_test: int, n_features: int, n_estimators: int, seed: int):
-    """(a regressor on `path` fitted on a synthetic table, its test rows)."""
+def fitted(path: Path, n_train: int, n_test: int, n_features: int, n_estimators: int, seed: int, **overrides: Any):
+    """(a regressor on `path` fitted on a synthetic table, its test rows); `overrides` go to
+    `retrofit.hosts.make_regressor` (e.g. `device`, `memory_saving_mode`)."""
     from retrofit.hosts import make_regressor
 
     X_train, y_train, X_test = synthetic_table(n_train, n_test, n_features, seed)
-    return make_regressor(path, n_estimators=n_estimators, random_state=seed).fit(X_train, y_train), X_test
+    regressor = make_regressor(path, n_estimators=n_estimators, random_state=seed, **overrides)
+    return regressor.fit(X_train, y_train), X_test

@@ -19,7 +19,7 @@ def predict_many_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]:
     largest difference from each table's own predict relative to that prediction's scale."""
     pairs = []
     for i, (n_train, n_test, n_features) in enumerate(cfg.tables):
-        regressor, X_test = fitted(path, n_train, n_test, n_features, cfg.n_estimators, cfg.seed + i)
+        regressor, X_test = fitted(path, n_train, n_test, n_features, cfg.n_estimators, cfg.seed + i, device=cfg.device)
         pairs.append((retrofit(regressor, "o_closed"), X_test))
     fns = {
         "sequential": lambda: [regressor.predict(X) for regressor, X in pairs],

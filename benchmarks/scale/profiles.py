@@ -24,12 +24,12 @@ def miss_profiles(table: pd.DataFrame, cfg: ScaleConfig, folder: Path) -> list[s
 
 def op_profile(path: Path, variant: str, cfg: ScaleConfig, top: int = 8) -> list[str]:
     """Where a variant's extra predict time goes: one profiled predict of the stock model and one
-    of `variant` (after a warm-up each) on the timed table; the `top` ops whose self CPU time grew
-    most, with both times, and the totals."""
+    of `variant` (after a warm-up each) on the first timed table, on `cfg.device`; the `top` ops
+    whose self CPU time grew most, with both times, and the totals."""
     from torch.profiler import ProfilerActivity, profile
 
     with torch_threads(cfg.threads):
-        regressor, X_test = fitted(path, cfg.n_train, cfg.n_test, cfg.n_features, cfg.n_estimators, cfg.seed)
+        regressor, X_test = fitted(path, *cfg.sizes[0], cfg.n_estimators, cfg.seed, device=cfg.device)
         seconds = {}
         for name, model in ((BASELINE, regressor), (variant, retrofit(regressor, variant))):
             model.predict(X_test)

@@ -6,18 +6,33 @@ import numpy as np
 
 COLUMN_DOCS = {
     "arch": ("label", "tabpfn architecture at its default size (see `benchmarks.scale`)"),
-    "variant": ("label", "retrofit variant, `baseline` (the stock model) or `predict_many`"),
+    "variant": (
+        "label",
+        "retrofit variant, `baseline` (the stock model), `predict_many` or `o_closed_memory_saving` "
+        "(o_closed against the stock model, both under tabpfn's forced memory saving)",
+    ),
     "status": ("label", "`measured` or `refused`"),
+    "device": ("label", "where the row was measured: `cpu` or the CUDA device's name (`torch.cuda.get_device_name`)"),
+    "n_train": ("count", "train rows of the row's table"),
+    "n_test": ("count", "test rows of the row's table"),
+    "n_features": ("count", "feature columns of the row's table"),
     "time_ratio": ("ratio", "median per-round patched / stock predict seconds (predict_many: / sequential)"),
     "time_ratio_min": ("ratio", "smallest per-round time ratio"),
     "time_ratio_max": ("ratio", "largest per-round time ratio"),
-    "memory_ratio": ("ratio", "peak resident-memory growth of one patched predict / of one stock predict"),
+    "ops_per_predict": ("count", "torch (aten) operations one predict dispatches (`benchmarks.tools.op_count`)"),
+    "ops_ratio": ("ratio", "operations per predict, patched / stock (a device-independent proxy for kernel launches)"),
+    "memory_ratio": (
+        "ratio",
+        "peak memory of one patched predict / of one stock predict: resident-memory growth on the CPU, "
+        "`torch.cuda.max_memory_allocated` growth on CUDA (memory-saving row: both with memory saving forced on)",
+    ),
     "clone_memory_ratio": ("ratio", "resident memory one more retrofit adds / the model's weight bytes"),
     "audit_rows_rel": ("relative change", "largest relative prediction change when absent train rows are inserted"),
     "audit_columns_rel": ("relative change", "the same when absent feature columns are inserted"),
     "max_rel_diff": (
         "relative change",
-        "predict_many row: largest difference from `predict`, relative to the prediction scale",
+        "predict_many row: largest difference from `predict`; memory-saving row: from the unchunked o_closed "
+        "predict; relative to the prediction scale",
     ),
     "rounds": ("count", "interleaved timing rounds"),
     "stock_seconds": ("s", "the stock model's median predict seconds (predict_many row: sequential's)"),
@@ -30,8 +45,9 @@ COLUMN_DOCS = {
 """Column -> (unit, meaning) of `results/scale.csv` (one row per architecture x variant), in order."""
 COLUMNS = tuple(COLUMN_DOCS)
 
-BASELINE, PREDICT_MANY = "baseline", "predict_many"
-"""The `variant` of the stock model's row and of the predict_many row."""
+BASELINE, PREDICT_MANY, MEMORY_SAVING = "baseline", "predict_many", "o_closed_memory_saving"
+"""The `variant` of the stock model's row, of the predict_many row and of the row of o_closed under
+tabpfn's forced memory saving (`benchmarks.scale.memory_saving`)."""
 
 
 def row(arch: str, variant: str, **values: Any) -> dict[str, Any]:

@@ -59,8 +59,9 @@ def in_context_qkv(
     N = single_eval_pos
     D = attention.head_dim
     q_BRHD = attention.q_projection(h_BRE).view(B, R, -1, D)
-    k_BNGD = attention.k_projection(h_BRE[:, :N]).view(B, N, -1, D)
-    v_BNGD = attention.v_projection(h_BRE[:, :N]).view(B, N, -1, D)
+    context_BNE = h_BRE[:, :N]
+    k_BNGD = attention.k_projection(context_BNE).view(B, N, -1, D)
+    v_BNGD = attention.v_projection(context_BNE).view(B, N, -1, D)
     if qk_norm:
         q_BRHD, k_BNGD = attention.q_norm(q_BRHD), attention.k_norm(k_BNGD)
     if scale_queries is not None:
@@ -93,22 +94,17 @@ def o_in_context_attention(
     N = single_eval_pos
     q_BRHD, k_BNGD, v_BNGD = in_context_qkv(attention, h_BRE, N, scale_queries, qk_norm)
 
+    p_BN = p_BR[:, :N]
+    k_BGND, v_BGND = k_BNGD.transpose(1, 2), v_BNGD.transpose(1, 2)
+
     def attend(q_BSHD: torch.Tensor, kv_heads: int, p_BS: torch.Tensor) -> torch.Tensor:
-        out_BHSD = o_attention(
-            q_BSHD.transpose(1, 2),
-            k_BNGD[:, :, :kv_heads].transpose(1, 2),
-            v_BNGD[:, :, :kv_heads].transpose(1, 2),
-            p_BS,
-            p_BR[:, :N],
-            **settings.kwargs(),
-        )
+        k_BgND, v_BgND = (k_BGND, v_BGND) if kv_heads == G else (k_BGND[:, :kv_heads], v_BGND[:, :kv_heads])
+        out_BHSD = o_attention(q_BSHD.transpose(1, 2), k_BgND, v_BgND, p_BS, p_BN, **settings.kwargs())
         return out_BHSD.transpose(1, 2)
 
     G = k_BNGD.shape[2]
     if test_kv_heads is None or N == R:
         out_BRHD = attend(q_BRHD, G, p_BR)
     else:
-        out_BRHD = torch.cat(
-            [attend(q_BRHD[:, :N], G, p_BR[:, :N]), attend(q_BRHD[:, N:], test_kv_heads, p_BR[:, N:])], dim=1
-        )
+        out_BRHD = torch.cat([attend(q_BRHD[:, :N], G, p_BN), attend(q_BRHD[:, N:], test_kv_heads, p_BR[:, N:])], dim=1)
     return attention.out_projection(out_BRHD.reshape(B, R, -1))

@@ -12,7 +12,7 @@ from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
 from retrofit.errors import RetrofitError
 from retrofit.ops import o_norm
-from retrofit.ops.presence import presence_of_squared, squared_norm
+from retrofit.ops.presence import presence_ratio, squared_norm
 
 KV_CACHE_REFUSAL = (
     "a retrofitted block cannot build or read tabpfn's KV cache: the cache keeps keys and values "
@@ -65,9 +65,10 @@ class OBlock(nn.Module):
     submodules compute everything the O parts leave alone, in the block's own order.
     Call signature: tabpfn's, `(x, single_eval_pos, save_peak_memory_factor=None, *,
     cached_kv=None, return_kv=False) -> (x, None)`; `x` may come in tabpfn v2's one-element list.
-    The KV-cache paths are refused. Memory-saving chunking splits the batch axis only, so every
-    chunk holds whole batch elements (all rows): presence and tau, which are per batch element,
-    are the same as unchunked.
+    The KV-cache paths are refused. Memory-saving chunking splits the batch axis for the block
+    (every chunk holds whole batch elements, all rows: presence and tau, which are per batch
+    element, are the same as unchunked) and the tokens for its per-token FFN branch, whose
+    presences are computed on the whole carrier first.
 
     Hooks for subclasses: `_forward_batch([x], single_eval_pos)`, the block on whole batch
     elements; `probe_attention(record)`, the sink diagnostics' view of the block. `required`
@@ -173,15 +174,20 @@ class OBlock(nn.Module):
                 f"{type(self).__name__}: single_eval_pos={single_eval_pos} must count 1..{R} "
                 "context rows; OAttention needs the train rows in the same call as the test rows."
             )
-        if save_peak_memory_factor is None:
-            return self._forward_batch(container, single_eval_pos), None
+        factor = save_peak_memory_factor
+        if factor is None:
+            return self._forward_batch(container, single_eval_pos, None), None
         x = container.pop()
-        chunk = -(-x.shape[0] // save_peak_memory_factor)
-        return torch.cat([self._forward_batch([x_b], single_eval_pos) for x_b in x.split(chunk)]), None
+        chunk = -(-x.shape[0] // factor)
+        return torch.cat([self._forward_batch([x_b], single_eval_pos, factor) for x_b in x.split(chunk)]), None
 
-    def _forward_batch(self, x_container: list[torch.Tensor], single_eval_pos: int) -> torch.Tensor:
+    def _forward_batch(
+        self, x_container: list[torch.Tensor], single_eval_pos: int, save_peak_memory_factor: int | None
+    ) -> torch.Tensor:
         """The block on whole batch elements: the carriers come as the one element of
-        `x_container`, which this pops (so that they can be freed once used)."""
+        `x_container`, which this pops (so that they can be freed once used). With
+        `save_peak_memory_factor`, per-token work (the FFN branch) runs in that many chunks of the
+        tokens, as tabpfn runs its MLPs (`retrofit.adapters.chunks`)."""
         raise NotImplementedError
 
     def probe_attention(self, record: AttentionRecord) -> list[RemovableHandle]:
@@ -194,11 +200,15 @@ class OBlock(nn.Module):
     def _presence(self, h_BRxE: torch.Tensor, single_eval_pos: int, rows_dim: int = 1) -> torch.Tensor:
         """Presence (B, R, ...) of hidden carriers (B, R, ..., E), tau from the context rows (one
         squared norm per carrier serves both). `rows_dim`: the axis of the rows (e.g. 2 for
-        carriers laid out (B, C, R, E)); tau is a median, which no layout changes."""
-        B = h_BRxE.shape[0]
+        carriers laid out (B, C, R, E)); tau is a median, which no layout changes. The tau rule's
+        value is finite and > 0 by construction, so no check (and no synchronisation) runs here."""
         sq_BRx = squared_norm(h_BRxE)
-        tau_B = self.tau.tau_of_squared(sq_BRx.narrow(rows_dim, 0, single_eval_pos).reshape(B, -1))
-        return presence_of_squared(sq_BRx, tau_B.view(B, *(1,) * (sq_BRx.dim() - 1)))
+        context_BX = sq_BRx.narrow(rows_dim, 0, single_eval_pos)
+        if sq_BRx.dim() == 2:
+            return presence_ratio(sq_BRx, self.tau.tau_of_squared(context_BX, keepdim=True))
+        B = h_BRxE.shape[0]
+        tau_B = self.tau.tau_of_squared(context_BX.reshape(B, -1))
+        return presence_ratio(sq_BRx, tau_B.view(B, *(1,) * (sq_BRx.dim() - 1)))
 
     def _norm(
         self,

@@ -7,6 +7,7 @@ test rows through the first key/value head only). Hidden carrier: each cell's `x
 residual branch or norm (post-norm: the branch reads the carrier itself).
 """
 
+from functools import partial
 from typing import ClassVar
 
 import torch
@@ -15,6 +16,7 @@ from torch.utils.hooks import RemovableHandle
 
 from retrofit.adapters.attention import in_context_qkv, o_in_context_attention
 from retrofit.adapters.block import AttentionRecord, OBlock
+from retrofit.adapters.chunks import per_token_in_chunks
 from retrofit.errors import RetrofitError
 from retrofit.ops import o_ffn
 
@@ -47,9 +49,12 @@ class OTabPFNBlockV2(OBlock):
         "norm": ("layernorm_mha1", "layernorm_mha2", "layernorm_mlp"),
     }
 
-    def _forward_batch(self, x_container: list[torch.Tensor], single_eval_pos: int) -> torch.Tensor:
+    def _forward_batch(
+        self, x_container: list[torch.Tensor], single_eval_pos: int, save_peak_memory_factor: int | None
+    ) -> torch.Tensor:
         """In stock's layouts: the between-cells branch and its norm run column-major (B, C, R, E),
-        contiguous, and the row-major carriers are released while they do (as stock does)."""
+        contiguous, and the row-major carriers are released while they do (as stock does); the
+        FFN in tabpfn's memory-saving chunks of the cells when `save_peak_memory_factor` is set."""
         x_BRCE = x_container.pop()
         base = self.base_layer
         N = single_eval_pos
@@ -62,9 +67,10 @@ class OTabPFNBlockV2(OBlock):
         x_BRCE = x_BCRE.transpose(1, 2).contiguous()
         del x_BCRE
         if "ffn" in self.parts:
-            x_BRCE = o_ffn(x_BRCE, self._presence(x_BRCE, N), base.mlp)
+            ffn = partial(o_ffn, ffn=base.mlp)
+            x_BRCE = per_token_in_chunks(ffn, save_peak_memory_factor, x_BRCE, self._presence(x_BRCE, N))
         else:
-            x_BRCE = x_BRCE + base.mlp(x_BRCE)
+            x_BRCE = per_token_in_chunks(lambda x_tE: x_tE + base.mlp(x_tE), save_peak_memory_factor, x_BRCE)
         return self._norm(base.layernorm_mlp, x_BRCE, N)
 
     def _cell_attention(self, x_BCRE: torch.Tensor, single_eval_pos: int) -> torch.Tensor:

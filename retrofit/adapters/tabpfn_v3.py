@@ -14,7 +14,9 @@ from torch.utils.hooks import RemovableHandle
 
 from retrofit.adapters.attention import in_context_qkv, o_in_context_attention
 from retrofit.adapters.block import AttentionRecord, OBlock
+from retrofit.adapters.chunks import per_token_in_chunks
 from retrofit.ops import o_ffn
+from retrofit.ops.presence import as_dtype
 
 
 def scale_queries(layer: torch.nn.Module, q_BRHD: torch.Tensor, n_B: torch.Tensor) -> torch.Tensor:
@@ -26,11 +28,16 @@ def scale_queries(layer: torch.nn.Module, q_BRHD: torch.Tensor, n_B: torch.Tenso
     mass is summed in float64, where adding zeros cannot change the rounding of the sum.
     `base_mlp` runs once per distinct mass on that one value, as tabpfn runs it on its one
     length: CPU matmul kernels round differently for different row counts, so a batch element's
-    scale must not depend on how many others share its batch.
+    scale must not depend on how many others share its batch (one batch element: no search for
+    the distinct masses, the same bits).
     """
-    logn_U, index_B = n_B.to(torch.float32).clamp(min=1).log().to(q_BRHD.dtype).unique(return_inverse=True)
-    base_UF = torch.cat([layer.base_mlp(logn.view(1, 1)) for logn in logn_U])
-    base_B1HD = base_UF[index_B].view(-1, 1, layer.num_heads, layer.head_dim)
+    logn_B = as_dtype(as_dtype(n_B, torch.float32).clamp(min=1).log(), q_BRHD.dtype)
+    if len(logn_B) == 1:
+        base_BF = layer.base_mlp(logn_B.view(1, 1))
+    else:
+        logn_U, index_B = logn_B.unique(return_inverse=True)
+        base_BF = torch.cat([layer.base_mlp(logn.view(1, 1)) for logn in logn_U])[index_B]
+    base_B1HD = base_BF.view(-1, 1, layer.num_heads, layer.head_dim)
     return q_BRHD * (base_B1HD * (1 + torch.tanh(layer.query_mlp(q_BRHD))))
 
 
@@ -62,9 +69,12 @@ class OICLBlockV3(OBlock):
         "norm": ("layernorm", "layernorm_mlp"),
     }
 
-    def _forward_batch(self, x_container: list[torch.Tensor], single_eval_pos: int) -> torch.Tensor:
+    def _forward_batch(
+        self, x_container: list[torch.Tensor], single_eval_pos: int, save_peak_memory_factor: int | None
+    ) -> torch.Tensor:
         """Pre-norm: each residual branch's norm and O part read the same carrier, whose presence
-        is computed once per branch (only if a patched part reads it)."""
+        is computed once per branch (only if a patched part reads it); the FFN branch in tabpfn's
+        memory-saving chunks of the tokens when `save_peak_memory_factor` is set."""
         x_BRE = x_container.pop()
         base = self.base_layer
         N = single_eval_pos
@@ -74,11 +84,18 @@ class OICLBlockV3(OBlock):
             x_BRE = x_BRE + self._o_attention(h_BRE, p_BR, N)
         else:
             x_BRE = x_BRE + base.icl_attention(h_BRE, single_eval_pos=N)[0]
+        del h_BRE
         p_BR = self._presence(x_BRE, N) if self.parts & {"ffn", "norm"} else None
-        norm = partial(self._norm, base.layernorm_mlp, single_eval_pos=N, p_BRx=p_BR)
+        return per_token_in_chunks(partial(self._ffn_branch, single_eval_pos=N), save_peak_memory_factor, x_BRE, p_BR)
+
+    def _ffn_branch(self, x_tE: torch.Tensor, p_t: torch.Tensor | None = None, *, single_eval_pos: int) -> torch.Tensor:
+        """`x + ffn(layernorm_mlp(x))` of tokens `x_tE` (any leading axes) with their presences
+        `p_t` (None when neither the FFN nor the norm part is patched), each part O where patched."""
+        base = self.base_layer
+        norm = partial(self._norm, base.layernorm_mlp, single_eval_pos=single_eval_pos, p_BRx=p_t)
         if "ffn" in self.parts:
-            return o_ffn(x_BRE, p_BR, base.mlp, norm)
-        return x_BRE + base.mlp(norm(x_BRE))
+            return o_ffn(x_tE, p_t, base.mlp, norm)
+        return x_tE + base.mlp(norm(x_tE))
 
     @property
     def qk_norm(self) -> bool:

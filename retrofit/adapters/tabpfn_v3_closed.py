@@ -22,8 +22,10 @@ Stages, each on the host's own submodules:
   readout     `output_norm` (RMSNorm, 0 -> 0) and `output_projection` per test row, gated by
               the row's presence: an absent test row reads out exactly 0 logits (with `compact`,
               the projection runs per batch element on its present test rows alone).
-The forward is unchunked (tabpfn's row chunking and KV cache are refused or not used), so one
-call holds the whole batch. Regression hosts only.
+With tabpfn's memory saving on (forced or automatic: `performance_options.save_peak_memory_factor`)
+the distribution embedder, the column aggregator and the in-context blocks run in the chunks
+tabpfn runs the stock model in (`retrofit.adapters.chunks`); tabpfn's row chunking of the stages
+before the blocks (`inference_chunk_cells`) and its KV cache are not used. Regression hosts only.
 """
 
 from typing import Any, ClassVar
@@ -144,7 +146,8 @@ class OClosedTabPFNV3(OClosedModel):
         p_BR = _structural(row_presence, (B, R), "row_presence", x_RBC)
         p_BC = _structural(column_presence, (B, C), "column_presence", x_RBC)
         y_BN = o_targets(y, p_BR[:, :N])
-        x_BRCE = self.column_tokens(x_RBC, y_BN, p_BR, p_BC)
+        factor = getattr(performance_options, "save_peak_memory_factor", None)
+        x_BRCE = self.column_tokens(x_RBC, y_BN, p_BR, p_BC, save_peak_memory_factor=factor)
         return self.forward_tokens(x_BRCE, y_BN, p_BR, p_BC, performance_options, only_return_standard_out)
 
     def column_tokens(
@@ -154,6 +157,8 @@ class OClosedTabPFNV3(OClosedModel):
         p_BR: torch.Tensor,
         p_BC: torch.Tensor,
         groups_BUG: torch.Tensor | None = None,
+        *,
+        save_peak_memory_factor: int | None = None,
     ) -> torch.Tensor:
         """The per-column stage, O-closed: tokens (B, R, U, E) before the column aggregator.
 
@@ -164,7 +169,8 @@ class OClosedTabPFNV3(OClosedModel):
         rows only. So a token depends on nothing but its group's columns' cells, the row presence
         and `y_BN` (the train targets, `o_targets`): given its group it is the same for every
         column presence. Explicit `groups_BUG` (all of whose columns must be present) give
-        tokens that are all present; by default an absent column's token is 0."""
+        tokens that are all present; by default an absent column's token is 0.
+        `save_peak_memory_factor`: the distribution embedder in tabpfn's memory-saving chunks."""
         base = self.base_layer
         N = y_BN.shape[1]
         p_BRC = present_cells(p_BR, p_BC)
@@ -178,7 +184,9 @@ class OClosedTabPFNV3(OClosedModel):
         label_BN1E = embed_col_y(base, y_BN, **self.task)[:, :, None, :]
         x_BRUE = torch.cat([x_BRUE[:, :N] + o_inject(label_BN1E, p_BRU[:, :N]), x_BRUE[:, N:]], dim=1)
         embedder = base.feature_distribution_embedder
-        return o_distribution_embedder(embedder, x_BRUE, p_BRU, N, self.attention, self.qk_norm)
+        return o_distribution_embedder(
+            embedder, x_BRUE, p_BRU, N, self.attention, self.qk_norm, save_peak_memory_factor
+        )
 
     def cell_channels(
         self, x_BRC: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, num_train: int
@@ -209,10 +217,12 @@ class OClosedTabPFNV3(OClosedModel):
         base = self.base_layer
         N = y_BN.shape[1]
         aggregator = base.column_aggregator
-        x_BRD = o_column_aggregator(aggregator, x_BRCE, p_BR, p_BC, self.attention, self.qk_norm).flatten(-2)
+        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
+        x_BRD = o_column_aggregator(
+            aggregator, x_BRCE, p_BR, p_BC, self.attention, self.qk_norm, save_peak_memory_factor
+        ).flatten(-2)
         label_BND = o_inject(embed_icl_y(base, y_BN, **self.task), p_BR[:, :N])
         x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
-        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
         for block in base.icl_blocks:
             x_BRD, _ = block(x_BRD, N, save_peak_memory_factor)
         return self._readout(base.output_norm(x_BRD), p_BR, N, only_return_standard_out)

@@ -17,12 +17,14 @@ Shapes: B batch, R rows, N train rows, C columns, T = CLS tokens + C, I inducing
 E embedding, H heads, D head dim; `b` a folded batch (B*C columns or B*R rows).
 """
 
+from collections.abc import Callable
 from functools import partial
 
 import torch
 from torch import nn
 
 from retrofit.adapters.attention import AttentionSettings
+from retrofit.adapters.chunks import chunk_slices, per_token_in_chunks, replace_in_chunks
 from retrofit.adapters.tabpfn_v3 import scale_queries
 from retrofit.ops import o_attention, o_ffn, o_inject
 
@@ -34,23 +36,42 @@ def o_distribution_embedder(
     num_train: int,
     attention: AttentionSettings,
     qk_norm: bool = False,
+    save_peak_memory_factor: int | None = None,
 ) -> torch.Tensor:
     """`FeatureDistributionEmbedder` on cells (B, R, C, E) with presence (B, R, C); same shape.
 
     `attention`: the OAttention settings (`AttentionSettings`); `qk_norm`: the host normalises
-    queries and keys per head (see the module docstring).
+    queries and keys per head (see the module docstring); `save_peak_memory_factor`: each layer
+    runs in that many chunks of the B * C columns, as tabpfn's memory saving runs it
+    (`retrofit.adapters.chunks`; a column's result depends on that column alone), writing each
+    chunk back in place: then `x_BRCE` may be overwritten (pass one nobody reads again).
     """
     B, R, C, E = x_BRCE.shape
     x_bRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
     p_bR = p_BRC.transpose(1, 2).reshape(B * C, R)
     for layer in embedder.layers:
-        inducing_bIE = layer.inducing_vectors.expand(B * C, -1, -1)
-        p_bI = p_bR.new_ones(inducing_bIE.shape[:2])
-        hidden_bIE = _o_cross_block(
-            layer.cross_attn_block1, inducing_bIE, x_bRE[:, :num_train], p_bI, p_bR[:, :num_train], attention, qk_norm
-        )
-        x_bRE = _o_cross_block(layer.cross_attn_block2, x_bRE, hidden_bIE, p_bR, p_bI, attention, qk_norm)
+        induced = partial(_o_induced_block, layer, num_train=num_train, attention=attention, qk_norm=qk_norm)
+        x_bRE = replace_in_chunks(induced, save_peak_memory_factor, x_bRE, p_bR)
     return x_bRE.view(B, C, R, E).transpose(1, 2)
+
+
+def _o_induced_block(
+    layer: nn.Module,
+    x_bRE: torch.Tensor,
+    p_bR: torch.Tensor,
+    *,
+    num_train: int,
+    attention: AttentionSettings,
+    qk_norm: bool,
+) -> torch.Tensor:
+    """tabpfn_v3 `InducedSelfAttentionBlock` on columns (b, R, E): the inducing points attend to
+    the column's train cells, then every cell attends to the inducing points."""
+    inducing_bIE = layer.inducing_vectors.expand(x_bRE.shape[0], -1, -1)
+    p_bI = p_bR.new_ones(inducing_bIE.shape[:2])
+    hidden_bIE = _o_cross_block(
+        layer.cross_attn_block1, inducing_bIE, x_bRE[:, :num_train], p_bI, p_bR[:, :num_train], attention, qk_norm
+    )
+    return _o_cross_block(layer.cross_attn_block2, x_bRE, hidden_bIE, p_bR, p_bI, attention, qk_norm)
 
 
 def o_column_aggregator(
@@ -60,9 +81,14 @@ def o_column_aggregator(
     p_BC: torch.Tensor,
     attention: AttentionSettings,
     qk_norm: bool = False,
+    save_peak_memory_factor: int | None = None,
 ) -> torch.Tensor:
-    """`ColumnAggregator` on cells (B, R, C, E): the CLS readout (B, R, CLS, E), 0 for absent rows."""
+    """`ColumnAggregator` on cells (B, R, C, E): the CLS readout (B, R, CLS, E), 0 for absent rows.
+    `save_peak_memory_factor`: every block but the last (the CLS readout, unchunked as in tabpfn)
+    runs its attention in that many chunks of the rows and its FFN in that many chunks of the
+    tokens, as tabpfn's memory saving runs them."""
     B, R, _, E = x_BRCE.shape
+    factor = save_peak_memory_factor
     n_cls = aggregator.num_cls_tokens
     cls_BRLE = o_inject(aggregator.cls_tokens.expand(B, R, n_cls, E), p_BR[:, :, None].expand(B, R, n_cls))
     x_bTE = torch.cat([cls_BRLE, x_BRCE], dim=2).flatten(0, 1)
@@ -71,14 +97,38 @@ def o_column_aggregator(
     rope = _RankRope(aggregator.rope, ((p_BT > 0).cumsum(1) - 1).clamp(min=0))
     self_attention = partial(_o_self_attention, rope=rope, attention=attention, qk_norm=qk_norm)
     for block in aggregator.blocks[:-1]:
-        h_bTE = block.layernorm(x_bTE)
-        x_bTE = x_bTE + self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT)
-        x_bTE = o_ffn(x_bTE, p_bT, block.mlp, block.layernorm_mlp)
+
+        def attended(x_bTE: torch.Tensor, p_bT: torch.Tensor, block: nn.Module = block) -> torch.Tensor:
+            h_bTE = block.layernorm(x_bTE)
+            return x_bTE + self_attention(block.attention, h_bTE, h_bTE, p_bT, p_bT)
+
+        x_bTE = _in_row_chunks(attended, factor, B, x_bTE, p_bT)
+        x_bTE = per_token_in_chunks(partial(o_ffn, ffn=block.mlp, norm=block.layernorm_mlp), factor, x_bTE, p_bT)
     last = aggregator.blocks[-1]
     cls_bLE, p_bL = x_bTE[:, :n_cls], p_bT[:, :n_cls]
     attended_bLE = self_attention(last.attention, last.layernorm(cls_bLE), last.layernorm(x_bTE), p_bL, p_bT)
     cls_bLE = o_ffn(cls_bLE + attended_bLE, p_bL, last.mlp, last.layernorm_mlp)
     return aggregator.out_ln(cls_bLE).view(B, R, n_cls, E)
+
+
+def _in_row_chunks(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    factor: int | None,
+    B: int,
+    x_bTE: torch.Tensor,
+    p_bT: torch.Tensor,
+) -> torch.Tensor:
+    """`fn(x, p)` of the folded rows b = B * R (a row's result depends on that row alone), in
+    `factor` chunks of each table's R rows, every chunk holding the same rows of all B tables (the
+    rank RoPE's positions are per table), written into `x_bTE` (contiguous, the caller's own);
+    `fn(x, p)` itself without `factor`."""
+    if factor is None:
+        return fn(x_bTE, p_bT)
+    x_BRTE, p_BRT = x_bTE.view(B, -1, *x_bTE.shape[1:]), p_bT.view(B, -1, p_bT.shape[1])
+    for rows in chunk_slices(x_BRTE.shape[1], factor):
+        out_bTE = fn(x_BRTE[:, rows].flatten(0, 1), p_BRT[:, rows].flatten(0, 1))
+        x_BRTE[:, rows] = out_bTE.view(B, -1, *x_bTE.shape[1:])
+    return x_bTE
 
 
 def _o_cross_block(

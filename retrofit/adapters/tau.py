@@ -68,16 +68,18 @@ class TauRule:
         """
         return self.tau_of_squared(squared_norm(context_BXE))
 
-    def tau_of_squared(self, sq_BX: torch.Tensor) -> torch.Tensor:
+    def tau_of_squared(self, sq_BX: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
         """`tau` from the context carriers' squared norms `sq_BX = squared_norm(context_BXE)` (B, X),
         in their dtype (`retrofit.ops.presence.squared_norm`: float32 or wider); what a block that
-        also needs the carriers' presence calls, so the norms are computed once."""
+        also needs the carriers' presence calls, so the norms are computed once. (B,), or (B, 1)
+        with `keepdim`. Always finite and > 0 (clamped to the dtype's normal range), so it feeds
+        `retrofit.ops.presence.presence_ratio` without a check: an empty context gives `c`."""
         if self.mode == "absolute":
-            tau_B = torch.full(sq_BX.shape[:1], self.value, dtype=sq_BX.dtype, device=sq_BX.device)
-        else:
-            median_B = torch.nanmedian(sq_BX.masked_fill(sq_BX == 0, torch.nan), dim=1).values
-            tau_B = self.c * torch.nan_to_num(median_B, nan=1.0)
-        return self._taken(tau_B)
+            shape = (sq_BX.shape[0], 1) if keepdim else sq_BX.shape[:1]
+            return self._taken(torch.full(shape, self.value, dtype=sq_BX.dtype, device=sq_BX.device))
+        median_BX = torch.nanmedian(sq_BX.masked_fill(sq_BX == 0, torch.nan), dim=1, keepdim=keepdim).values
+        finfo = torch.finfo(sq_BX.dtype)
+        return self._taken((self.c * median_BX).clamp(finfo.tiny, finfo.max).nan_to_num(self.c))
 
     @staticmethod
     def _taken(tau_B: torch.Tensor) -> torch.Tensor:
@@ -93,7 +95,7 @@ _TAKEN: ContextVar[list[torch.Tensor] | None] = ContextVar("taus_taken", default
 
 @contextmanager
 def taus_taken() -> Iterator[list[torch.Tensor]]:
-    """Collect every tau `TauRule.tau` computes inside the block (one (B,) tensor per call: per
+    """Collect every tau `TauRule.tau` computes inside the block (one (B,) or (B, 1) tensor per call: per
     carrier whose presence a block computes, per forward pass), e.g. to report the tau a prediction
     used."""
     taken: list[torch.Tensor] = []

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from retrofit.errors import RetrofitError
+from retrofit.ops.presence import accumulation_dtype, as_dtype
 
 EPS_MODES = ("absolute", "relative")
 """OAttention's sink semantics: the sink logit is `log eps_den` or `log eps_den + log W_i`."""
@@ -104,21 +105,21 @@ def o_attention_materialised(
 def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
     """SDPA with the log-presence bias, then receiver gating.
 
-    absolute: one extra sink key (logit log eps_den, value 0) in the same kernel call.
+    absolute: one extra sink key (logit log eps_den, value 0) in the same kernel call, appended
+    by padding keys, values and bias (one operation each).
     relative: the keys alone; rows with no visible present key get a zero bias (so the kernel
     never meets an all -inf row) and a zero gate; the others the gate p_q / (1 + eps_den).
+    Dtype casts that would not change the dtype are skipped (nothing dispatched for them).
     """
-    B, G, _, D = k_BGKD.shape
-    acc_dtype = torch.promote_types(q_BHQD.dtype, torch.float32)
-    bias_bhQK = _log_presence(p_BK.to(acc_dtype))[:, None, None, :]
+    B, G, K, _ = k_BGKD.shape
+    acc_dtype = accumulation_dtype(q_BHQD.dtype)
+    bias_bhQK = _log_presence(as_dtype(p_BK, acc_dtype)).view(B, 1, 1, K)
     if mask is not None:
         bias_bhQK = torch.where(mask, bias_bhQK, -math.inf)
-    gate_bhQ1 = p_BQ.to(acc_dtype)[:, None, :, None]
+    gate_bhQ1 = as_dtype(p_BQ, acc_dtype).view(B, 1, p_BQ.shape[1], 1)
     if eps_mode == "absolute":
-        sink_bhQ1 = bias_bhQK.new_full((*bias_bhQK.shape[:-1], 1), math.log(eps_den))
-        k_BGKD = torch.cat([k_BGKD, k_BGKD.new_zeros(B, G, 1, D)], dim=2)
-        v_BGKD = torch.cat([v_BGKD, v_BGKD.new_zeros(B, G, 1, v_BGKD.shape[-1])], dim=2)
-        bias_bhQK = torch.cat([bias_bhQK, sink_bhQ1], dim=-1)
+        k_BGKD, v_BGKD = F.pad(k_BGKD, (0, 0, 0, 1)), F.pad(v_BGKD, (0, 0, 0, 1))
+        bias_bhQK = F.pad(bias_bhQK, (0, 1), value=math.log(eps_den))
     else:
         empty_bhQ1 = (bias_bhQK == -math.inf).all(-1, keepdim=True)
         bias_bhQK = bias_bhQK.masked_fill(empty_bhQ1, 0.0)
@@ -134,7 +135,7 @@ def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
     )
     if out_BHQD.dtype == acc_dtype and not out_BHQD.requires_grad:
         return out_BHQD.mul_(gate_bhQ1)  # in place: saves one output-sized buffer
-    return (out_BHQD.to(acc_dtype) * gate_bhQ1).to(q_BHQD.dtype)
+    return as_dtype(as_dtype(out_BHQD, acc_dtype) * gate_bhQ1, q_BHQD.dtype)
 
 
 def _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
@@ -214,9 +215,10 @@ def _gather_mask(mask: torch.Tensor, iq_BN: torch.Tensor | None, ik_BM: torch.Te
 
 
 def _log_presence(p: torch.Tensor) -> torch.Tensor:
-    """log p with log(0) = -inf and a zero (not NaN) gradient at null entries."""
-    present = p > 0
-    return torch.where(present, torch.log(torch.where(present, p, 1.0)), -math.inf)
+    """log p with log(0) = -inf for every entry <= 0 (or NaN) and a zero (not NaN) gradient at
+    those entries: the logarithm of `where(p > 0, p, 0)`, whose backward gives p nothing where it
+    picked the constant."""
+    return torch.where(p > 0, p, 0.0).log()
 
 
 def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, dtype):

@@ -8,19 +8,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from retrofit.ops.presence import presence
+from retrofit.ops.presence import as_dtype, presence
 
 
 def _gate(p_x: torch.Tensor, u_xE: torch.Tensor) -> torch.Tensor:
     """p[..., None] * u in u's dtype: exactly 0 where p == 0 (u finite), exactly u where p == 1."""
-    return p_x.to(u_xE.dtype)[..., None] * u_xE
+    return as_dtype(p_x, u_xE.dtype).unsqueeze(-1) * u_xE
 
 
 def _plus_gated(h_xE: torch.Tensor, gated_xE: torch.Tensor) -> torch.Tensor:
     """`h + gated` for a `gated` fresh from `_gate` (no one else holds it): summed into `gated`'s
     own buffer where that is the sum's shape and dtype (the same bits: addition commutes; the
-    product's backward does not read its output), a new tensor otherwise."""
-    if gated_xE.shape == h_xE.shape and gated_xE.dtype == torch.result_type(h_xE, gated_xE):
+    product's backward does not read its output), a new tensor otherwise. Decided on shapes and
+    dtypes in Python: no operation is dispatched for the decision."""
+    if gated_xE.shape == h_xE.shape and gated_xE.dtype == h_xE.dtype:
         return gated_xE.add_(h_xE)
     return h_xE + gated_xE
 

@@ -3,25 +3,44 @@
 import torch
 
 
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """`promote_types(dtype, float32)` for a floating `dtype`, decided in Python (no dispatched op):
+    float64 stays float64, every narrower float accumulates in float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def as_dtype(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`t.to(dtype)`, dispatching nothing when `t` already has that dtype (the same tensor back)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 def squared_norm(h_xE: torch.Tensor) -> torch.Tensor:
-    """`||h||^2 (...)` of the carriers `h (..., E)`, accumulated in `promote_types(h.dtype, float32)`.
+    """`||h||^2 (...)` of the carriers `h (..., E)`, accumulated in `accumulation_dtype(h.dtype)`.
 
     Each row's sum is the same whatever other rows the tensor holds, so the squared norms of a
     slice of rows equal that slice of the squared norms (bitwise): compute them once per carrier
     and share them between `presence_of_squared` and a tau calibrated on the same carriers.
     """
-    return h_xE.to(torch.promote_types(h_xE.dtype, torch.float32)).square().sum(-1)
+    return as_dtype(h_xE, accumulation_dtype(h_xE.dtype)).square().sum(-1)
+
+
+def presence_ratio(sq_x: torch.Tensor, tau: float | torch.Tensor) -> torch.Tensor:
+    """`sq / (tau + sq)` with no check of `tau`: the caller guarantees it finite and > 0 (a value
+    `retrofit.adapters.TauRule` produced, or one `presence_of_squared` checked). Two operations,
+    no synchronisation; exactly 0 where `sq` is 0."""
+    return sq_x / (tau + sq_x)
 
 
 def presence_of_squared(sq_x: torch.Tensor, tau: float | torch.Tensor) -> torch.Tensor:
-    """`presence(h, tau)` from the carriers' squared norms `sq_x = squared_norm(h)`."""
+    """`presence(h, tau)` from the carriers' squared norms `sq_x = squared_norm(h)`; ValueError
+    unless `tau` is finite and > 0."""
     tau_t = torch.as_tensor(tau)
     if not bool(((tau_t > 0) & torch.isfinite(tau_t)).all()):
         raise ValueError(
             f"presence: tau must be finite and > 0 (got {tau!r}); tau is the squared norm at "
             "which p = 1/2, so pass a positive scale, e.g. calibrated from active-token norms."
         )
-    return sq_x / (tau + sq_x)
+    return presence_ratio(sq_x, tau)
 
 
 def presence(h_xE: torch.Tensor, tau: float | torch.Tensor) -> torch.Tensor:

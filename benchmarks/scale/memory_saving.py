@@ -1,0 +1,34 @@
+"""The scale check's memory-saving row: o_closed against the stock model, both under tabpfn's
+forced memory saving, on the (large) `memory_saving_table`."""
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.scale.config import ScaleConfig
+from benchmarks.scale.memory import memory_probe
+from benchmarks.scale.rows import BASELINE, MEMORY_SAVING, row
+
+
+def memory_saving_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]:
+    """Peak predict memory of o_closed / of the stock model, each in a fresh process with
+    `memory_saving_mode=True` (tabpfn chunks the stock model; o_closed runs in the same chunks,
+    `retrofit.adapters.chunks`), and the largest difference of that o_closed prediction from an
+    unchunked one (a third fresh process), relative to its scale."""
+    size = tuple(cfg.memory_saving_table)
+    stock = memory_probe(path, BASELINE, cfg, size, memory_saving=True)
+    chunked = memory_probe(path, "o_closed", cfg, size, memory_saving=True)
+    unchunked = memory_probe(path, "o_closed", cfg, size, memory_saving=False)
+    diff = float(np.max(np.abs(chunked["y"] - unchunked["y"])) / np.max(np.abs(unchunked["y"])))
+    n_train, n_test, n_features = size
+    return row(
+        arch,
+        MEMORY_SAVING,
+        n_train=n_train,
+        n_test=n_test,
+        n_features=n_features,
+        memory_ratio=chunked["predict_peak_mib"] / stock["predict_peak_mib"],
+        max_rel_diff=diff,
+        weight_mib=stock["weight_mib"],
+    )
