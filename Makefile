@@ -65,11 +65,17 @@ quick-time: $(STAMP) ## make quick, its wall and CPU time recorded in results/co
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
 		hydra.launcher.n_jobs=2 results_dir=results reference=results/retrofit_rmse.csv \
-		reference_commit=HEAD$(if $(GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
 
+# A and B are file names, handed over as data: kept unexpanded (`$(value ...)`, so a `$(shell ...)` in them is
+# text) and exported, so the recipe reads them from the environment ("$$A") and no shell parses their text.
+override A := $(value A)
+override B := $(value B)
+compare: export A := $(A)
+compare: export B := $(B)
 compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per column, mean ΔRMSE per variant (A=<csv> B=<csv>)
-	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<csv> B=<csv>" >&2; exit 2; }
-	$(TIMED) $(PY) experiments/compare.py "$(A)" "$(B)"
+	@test -n "$$A" -a -n "$$B" || { echo "usage: make compare A=<csv> B=<csv>" >&2; exit 2; }
+	$(TIMED) $(PY) experiments/compare.py "$$A" "$$B"
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (every shipped host) -> results/sink_mass.csv
 	$(RECORD) $(PY) experiments/sink_mass.py

@@ -13,9 +13,11 @@ once as the harness runs it and once under a change that leaves the problem the 
   `retrofit.fitting`), against float32;
 - `device`: the host refitted on the other device of CPU and CUDA (measured only where CUDA
   exists; elsewhere the source is absent and `measure` says so in one line);
-- `draw`: for a host whose predictions depend on a random draw at inference (`draws_at_inference`:
-  tabpfn v2 draws its per-column embeddings from its config's `seed` at every forward), the same
-  fitted host with that seed changed to each of `DRAW_SEEDS`; absent for a host that draws nothing.
+- `draw`: for a host whose predictions depend on a random draw at inference (a v2-family model
+  without stored column embeddings draws them on its device at every forward:
+  `retrofit.hosts.column_embeddings.draws_on_device`), the same fitted host fed the CPU draws of
+  each of `OTHER_DRAWS` instead (what another device's generator amounts to); absent for a host
+  that draws nothing, such as every shipped host.
 
 Every case runs on the job's `device`, and every row says which (`device`, its model name on CUDA).
 A movement is `100 * |RMSE(changed) - RMSE(reference)| / RMSE(reference)`, in % of the RMSE. A
@@ -35,6 +37,7 @@ import torch
 
 from retrofit.data import DatasetSpec, Split
 from retrofit.fitting import fit_host, load_split
+from retrofit.hosts.column_embeddings import LAYER, ColumnEmbeddings, StoredColumnEmbedding, draws_on_device
 from retrofit.hosts.device import device_label, is_cuda
 from retrofit.measure.floor_table import COLUMNS
 from retrofit.metrics import rmse
@@ -48,7 +51,7 @@ CHUNKS = 4
 training context again, so more chunks cost more forwards, not more coverage)."""
 THREADS = (1, 2)
 """The torch thread counts the `threads` source compares."""
-DRAW_SEEDS = (1, 2, 3)
+OTHER_DRAWS = (1, 2, 3)
 """The seeds the `draw` source re-draws a drawing host's column embeddings with."""
 
 
@@ -121,29 +124,23 @@ def device(fit: Fit, data: Split, reference: float, fitted) -> list[float]:
     return [relative_pct(reference, rmse(data.y_test, fit(data, device=other).predict(data.X_test)))]
 
 
-def draws_at_inference(model: torch.nn.Module) -> bool:
-    """Whether `model`'s forward draws at random: a tabpfn v2 model draws its per-column embeddings
-    from `torch.Generator(device).manual_seed(model.seed)` at every forward."""
-    return type(model).__module__ == "tabpfn.architectures.tabpfn_v2"
-
-
 def draw(fit: Fit, data: Split, reference: float, fitted) -> list[float]:
-    """Movements of the RMSE when a drawing host (`draws_at_inference`) draws with each of
-    `DRAW_SEEDS` instead of its own seed (set on every loaded model, then restored); [] for a host
-    that draws nothing."""
-    models = [model for model in fitted.models_ if draws_at_inference(model)]
+    """Movements of the RMSE when each model that draws on its device (`draws_on_device`) is fed the
+    CPU draws of each of `OTHER_DRAWS` instead (its own layer restored after); [] for a host that
+    draws nothing."""
+    models = [model for model in fitted.models_ if draws_on_device(model)]
     if not models:
         return []
-    own = [model.seed for model in models]
+    layers = [getattr(model, LAYER) for model in models]
     moved = []
     try:
-        for seed in DRAW_SEEDS:
-            for model in models:
-                model.seed = seed
+        for seed in OTHER_DRAWS:
+            for model, layer in zip(models, layers, strict=True):
+                setattr(model, LAYER, StoredColumnEmbedding(layer, ColumnEmbeddings.drawn(seed, layer.in_features, 1)))
             moved.append(relative_pct(reference, rmse(data.y_test, fitted.predict(data.X_test))))
     finally:
-        for model, seed in zip(models, own, strict=True):
-            model.seed = seed
+        for model, layer in zip(models, layers, strict=True):
+            setattr(model, LAYER, layer)
     return moved
 
 

@@ -8,11 +8,12 @@ variant the mean ΔRMSE % in A and in B (`retrofit.results.compare`).
 
 import argparse
 
-from retrofit.errors import exit_on_user_error
+from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.results.compare import compare
 
 
 def main() -> None:
+    printable_output()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", help="a retrofit_rmse.csv (A)")
     parser.add_argument("b", help="another retrofit_rmse.csv (B), e.g. the committed results/retrofit_rmse.csv")

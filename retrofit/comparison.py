@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from retrofit.data import Split, frame_table, split
+from retrofit.data.prepare import check_seed
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host
 from retrofit.hosts import available, check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
-from retrofit.metrics import BarPredictive, DistributionScores, rmse
+from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, rmse
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
@@ -61,6 +62,14 @@ def compare(
     device = resolve_device(device)
     for variant in variants:  # a bad variant or hyper-parameter is refused before anything is fitted
         resolve_variant(variant, **hparams)
+    seeds, variants = list(seeds), list(variants)
+    for name, values in (("seeds", seeds), ("variants", variants)):
+        if not values:
+            raise RetrofitError(f"{name} is empty, so compare would return no row; give at least one")
+    for seed in seeds:
+        check_seed(seed)
+    if len(set(seeds)) < len(seeds):
+        raise RetrofitError(f"seeds {seeds} repeat a seed (the same split and fit twice); list each once")
     rows = []
     for seed in seeds:
         data = split(table, seed, test_size)
@@ -75,6 +84,8 @@ def _frame(X: Any, y: Any) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):
             raise RetrofitError(f"y={y!r} names a column, so X must be a DataFrame holding it, got {type(X).__name__}")
         return X
+    if not isinstance(X, pd.DataFrame) and np.ndim(X) != 2:
+        raise RetrofitError(f"X must be a table (rows × features), got {np.ndim(X)} dimensions")
     features = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).add_prefix("x")
     if TARGET in features.columns:
         raise RetrofitError(f"X has a column {TARGET!r}; pass the frame with y={TARGET!r} if it is the target")
@@ -95,15 +106,14 @@ def _seed_rows(
     for variant in variants:
         patched = retrofit(fitted, variant, **hparams)
         mean, bars = _predict(patched, data.X_test) if patched.retrofit_report_.patched else baseline
-        variant_rmse = rmse(data.y_test, mean)
+        rmses = {"rmse": rmse(data.y_test, mean), "baseline_rmse": baseline_rmse}
         scores = DistributionScores.of(data.y_test, bars).matched(baseline_scores)
         rows.append(
             {
                 "seed": seed,
                 "variant": variant if isinstance(variant, str) else variant.get("name", "spec"),
-                "rmse": variant_rmse,
-                "baseline_rmse": baseline_rmse,
-                "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
+                **rmses,
+                **matched_deltas(rmses),
                 **{key: scores[key] for key in ("nll", "delta_nll", "crps", "delta_crps_pct")},
             }
         )

@@ -7,6 +7,7 @@ exit status 1, no traceback; any other exception is a bug and keeps its tracebac
 `main`, `retrofit.jobs.exits` says a config that does not compose and Ctrl-C in one line).
 """
 
+import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,15 @@ class DatasetError(RetrofitError):
 
 class RunnerError(RetrofitError):
     """A sweep or case cannot run as configured (config or override to change)."""
+
+
+def printable_output() -> None:
+    """Let stdout and stderr print what their encoding can hold: a character it cannot (Δ, τ, ×
+    under `PYTHONIOENCODING=ascii` or a C locale) prints as `?` instead of ending the command in a
+    UnicodeEncodeError after its results were written. Every entry point calls it first."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
 
 
 @contextmanager

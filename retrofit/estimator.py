@@ -11,6 +11,7 @@ from typing import Any, Literal, Self
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
+from tabpfn.errors import TabPFNValidationError
 
 from retrofit.data.prepare import check_target_scale
 from retrofit.errors import RetrofitError
@@ -80,9 +81,16 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         path = get_path(self.host) if self.model_path is None else self.model_path
         # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
-        _, y_checked = validate_data(self, X, y, **_AS_TABPFN_TAKES_IT)
+        try:  # sparse X, one row, unequal lengths: refused in sklearn's words before the fit
+            _, y_checked = validate_data(self, X, y, ensure_min_samples=2, **_AS_TABPFN_TAKES_IT)
+        except (TypeError, ValueError) as err:
+            raise RetrofitError(f"RetrofitRegressor.fit: {err}") from None
         check_target_scale(_numbers(y_checked), "RetrofitRegressor.fit: y")
-        self.regressor_ = retrofit(stock.fit(X, y), self.variant, **hparams)
+        try:
+            fitted = stock.fit(X, y)
+        except TabPFNValidationError as err:  # e.g. every feature constant
+            raise RetrofitError(f"RetrofitRegressor.fit: {err}") from None
+        self.regressor_ = retrofit(fitted, self.variant, **hparams)
         return self
 
     def predict(self, X: Any) -> Any:
@@ -98,7 +106,11 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
 
 
 def _numbers(y: Any) -> np.ndarray:
-    """`y` as float64; RetrofitError if it is not numbers (a regression target)."""
+    """`y` as float64; RetrofitError if it is not numbers (a regression target; text is refused even
+    where it reads as numbers, which tabpfn would not take)."""
+    values = np.asarray(y)
+    if values.dtype.kind in "US" or (values.dtype.kind == "O" and any(isinstance(v, str | bytes) for v in values.flat)):
+        raise RetrofitError("RetrofitRegressor.fit: y must be numbers (a regression target), got text")
     try:
         return np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):

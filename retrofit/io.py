@@ -7,9 +7,17 @@ them, even where the writer replaces the temporary file by an owner-only one of 
 
 import os
 import secrets
-from collections.abc import Callable
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from filelock import FileLock, Timeout
+
+from retrofit.errors import RunnerError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -58,3 +66,50 @@ def write_csv(frame: "pd.DataFrame", path: Path) -> Path:
 def write_png(fig, path: Path) -> Path:
     """Save a matplotlib figure as PNG (120 dpi) atomically."""
     return write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+
+
+PATIENCE = 1.0
+"""Seconds a writer waits on a lock in silence; then it says what it waits for (`locked`)."""
+
+
+@contextmanager
+def locked(lock_path: Path, what: str) -> Iterator[None]:
+    """Hold the file lock `lock_path` (`filelock`) around the block, which writes `what`; after
+    `PATIENCE` seconds of waiting, say on stderr which lock it waits for and why, then wait on.
+    RunnerError when the lock path is a folder (no lock can be taken there)."""
+    lock_path = Path(lock_path)
+    if lock_path.is_dir():
+        raise RunnerError(f"{lock_path} is a folder, and {what} is written under a lock of that name; remove it")
+    lock = FileLock(lock_path)
+    try:
+        lock.acquire(timeout=PATIENCE)
+    except Timeout:
+        sys.stderr.write(f"waiting for {lock_path}: another process is writing {what}\n")
+        sys.stderr.flush()
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextmanager
+def staged(folder: Path) -> Iterator[Path]:
+    """A fresh hidden folder inside `folder` for the block to write a set of files into; when the
+    block ends, each file moves onto its name in `folder` (a rename each), so `folder` never holds
+    some files of this write beside others of the last. RunnerError when writing fails for want of
+    space or another OSError: nothing in `folder` was changed, and the message says so."""
+    folder = Path(folder)
+    stage = Path(tempfile.mkdtemp(prefix=".staged-", dir=folder))
+    try:
+        try:
+            yield stage
+        except OSError as err:
+            raise RunnerError(
+                f"writing into {folder} failed ({err.strerror or err}); none of its files changed: free space "
+                "there or choose another folder"
+            ) from None
+        for path in sorted(stage.iterdir()):
+            os.replace(path, folder / path.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -194,14 +194,32 @@ class DistributionScores:
         """The results columns of these scores against the same case's `baseline`: each score, its
         baseline value and the matched delta (NLL: difference, nats; CRPS: % of the baseline's;
         coverage: difference of shares)."""
-        return {
+        scores = {
             "nll": self.nll,
             "baseline_nll": baseline.nll,
-            "delta_nll": self.nll - baseline.nll,
             "crps": self.crps,
             "baseline_crps": baseline.crps,
-            "delta_crps_pct": 100.0 * (self.crps - baseline.crps) / baseline.crps,
             "coverage_90": self.coverage_90,
             "baseline_coverage_90": baseline.coverage_90,
-            "delta_coverage_90": self.coverage_90 - baseline.coverage_90,
         }
+        return scores | matched_deltas(scores)
+
+
+MATCHED_DELTAS = {
+    "delta_rmse_pct": ("rmse", "baseline_rmse", "pct"),
+    "delta_nll": ("nll", "baseline_nll", "difference"),
+    "delta_crps_pct": ("crps", "baseline_crps", "pct"),
+    "delta_coverage_90": ("coverage_90", "baseline_coverage_90", "difference"),
+}
+"""Each matched delta column -> (its score column, the baseline's, how it is taken): `pct`, in % of
+the baseline's; `difference`, score − baseline. The one formula of every delta a results row holds."""
+
+
+def matched_deltas(row: Mapping[str, Any]) -> dict[str, float]:
+    """The `MATCHED_DELTAS` that `row` holds both scores of, computed from them."""
+    deltas = {}
+    for name, (score, base, kind) in MATCHED_DELTAS.items():
+        if score in row and base in row:
+            value, reference = (math.nan if row[c] is None else float(row[c]) for c in (score, base))
+            deltas[name] = 100.0 * (value - reference) / reference if kind == "pct" else value - reference
+    return deltas

@@ -28,12 +28,13 @@ EXAMPLES = {"results_dir": ELSEWHERE, "cache_dir": ".cache"}
 """An example value per output directory key, for the message refusing a null one."""
 
 
-def writable_dir(path: Path | None, key: str) -> Path:
+def writable_dir(path: Path | str | None, key: str) -> Path:
     """`path` if it is a writable directory or could be created as one; RunnerError naming `key`
-    (a config key such as `results_dir`) when it is null, a file, under a file, or not writable.
-    Creates nothing."""
-    if path is None:
-        raise RunnerError(f"{key} is null; give a directory, e.g. {key}={EXAMPLES.get(key, ELSEWHERE)}")
+    (a config key such as `results_dir`) when it is null or empty (`key=`, which would otherwise
+    mean the current directory), a file, under a file, or not writable. Creates nothing."""
+    if path is None or str(path) == "":
+        said = "null" if path is None else "empty"
+        raise RunnerError(f"{key} is {said}; give a directory, e.g. {key}={EXAMPLES.get(key, ELSEWHERE)}")
     path = Path(path)
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
@@ -75,3 +76,23 @@ def check_record_outputs(paths: Iterable[Path | str], record_dir: Path = RECORD_
             f"({RECORD_ENV}=1); write elsewhere: the sweep's results_dir={ELSEWHERE}, another job's output key "
             f"(e.g. output=outputs/{inside[0].name})"
         )
+
+
+def writable_file(path: Path | str, key: str) -> Path:
+    """`path` if a file may be written there: RunnerError naming `key` when it is empty, a folder,
+    an existing file that cannot be opened for writing, or in a folder `writable_dir` refuses.
+    Changes nothing."""
+    if str(path) == "":
+        raise RunnerError(f"{key} is empty; give a file, e.g. {key}=outputs/<name>.csv")
+    path = Path(path)
+    if path.is_dir():
+        raise RunnerError(f"{key}={path} is a folder; give a file in it, e.g. {key}={path}/<name>.csv")
+    if path.exists():
+        try:
+            with open(path, "r+b"):
+                pass
+        except OSError as err:
+            raise RunnerError(f"{key}={path} cannot be written ({err.strerror}); choose another {key}") from None
+        return path
+    writable_dir(path.parent, key)
+    return path

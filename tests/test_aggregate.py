@@ -8,6 +8,7 @@ from dataclasses import asdict
 import pandas as pd
 from processes import run_python
 
+from retrofit.metrics import matched_deltas
 from retrofit.results.aggregate import aggregate, headline, outputs
 from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
 from retrofit.results.record import COLUMNS, UnitRecord, hparams_text, read_records
@@ -115,9 +116,9 @@ print(len(rows), sorted(name for name in ("torch", "tabpfn") if name in sys.modu
 
 def test_aggregating_a_finished_unit_store_imports_neither_torch_nor_tabpfn(tmp_path):
     store = UnitStore(tmp_path / "runs")
-    for i, (variant, delta) in enumerate([("baseline", 0.0), ("oa_only", 1.0)]):
-        row = asdict(record("a", variant, delta))
-        store.write(f"unit{i}", row)
+    for i, (variant, rmse) in enumerate([("baseline", 1.0), ("oa_only", 1.25)]):
+        made_up = record("a", variant, 0.0, rmse=rmse, coverage_90=0.5, baseline_coverage_90=0.4)
+        store.write(f"unit{i}", asdict(made_up) | matched_deltas(asdict(made_up)))  # deltas as a run computes them
     out = run_python("-c", AGGREGATE_A_STORE, str(tmp_path / "runs"), str(tmp_path / "results"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "[]"] and (tmp_path / "results" / "retrofit_rmse.csv").is_file()

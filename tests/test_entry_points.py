@@ -84,8 +84,11 @@ print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.
 @pytest.mark.parametrize(
     "script, imported",
     [
-        ("exactness.py", ["benchmarks.jobs.exactness", "retrofit.jobs.exits", "retrofit.jobs.start"]),
-        ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.exits", "retrofit.jobs.start"]),
+        (
+            "exactness.py",
+            ["benchmarks.jobs.exactness", "retrofit.jobs.exits", "retrofit.jobs.preflight", "retrofit.jobs.start"],
+        ),
+        ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.exits", "retrofit.jobs.preflight", "retrofit.jobs.start"]),
     ],
 )
 def test_an_entry_point_imports_its_own_job_and_no_other(script, imported):

@@ -313,9 +313,10 @@ def test_o_closed_on_a_constant_target_predicts_the_constant_like_stock_tabpfn()
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"n_estimators": 0}, r"n_estimators must be an integer >= 1"),
-        ({"n_estimators": 2.5}, r"n_estimators must be an integer >= 1"),
-        ({"n_estimators": True}, r"n_estimators must be an integer >= 1"),
+        ({"n_estimators": 0}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": 2.5}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": True}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": 10**6}, r"n_estimators must be an integer in \[1, 10000\] .*got 1000000"),
         ({"random_state": -1}, r"random_state must be None, an integer >= 0"),
         ({"random_state": "seed"}, r"random_state must be None, an integer >= 0"),
     ],
@@ -328,6 +329,78 @@ def test_estimator_refuses_bad_parameters_before_fitting(params, message):
     assert not hasattr(estimator, "regressor_")
 
 
+def _sparse(X, y):
+    import scipy.sparse
+
+    return scipy.sparse.csr_matrix(X), y
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (_sparse, r"RetrofitRegressor.fit: Sparse data was passed for X, but dense data is required"),
+        (lambda X, y: (X[:1], y[:1]), r"RetrofitRegressor.fit: Found array with 1 sample\(s\) .* a minimum of 2"),
+        (lambda X, y: (np.ones_like(X), y), r"RetrofitRegressor.fit: All features are constant"),
+    ],
+    ids=["scipy-sparse", "one-row", "constant-features"],
+)
+def test_estimator_refuses_unfittable_inputs_in_one_line(inputs, message):
+    """Sparse X, a single row and all-constant features used to end in sklearn's TypeError or tabpfn's
+    TabPFNValidationError, which an entry point shows as a traceback."""
+    estimator = retrofit.RetrofitRegressor("oa_only", n_estimators=1)
+    with pytest.raises(RetrofitError, match=message):
+        estimator.fit(*inputs(*_data()))
+    assert not hasattr(estimator, "regressor_")
+
+
+def test_compare_refuses_a_table_whose_features_are_all_constant():
+    """tabpfn refuses a table it would reduce to no feature (TabPFNValidationError); the split names it first."""
+    X, y = _data()
+    with pytest.raises(DatasetError, match=r"every feature is constant on the training rows of seed 0"):
+        retrofit.compare(np.full_like(X, 3.0), y, variants=["oa_only"], n_estimators=1)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"variants": []}, r"variants is empty, so compare would return no row"),
+        ({"seeds": []}, r"seeds is empty, so compare would return no row"),
+        ({"seeds": [0, 1, 0]}, r"seeds \[0, 1, 0\] repeat a seed"),
+    ],
+    ids=["no-variant", "no-seed", "repeated-seed"],
+)
+def test_compare_refuses_lists_that_would_drop_or_repeat_rows(arguments, message):
+    """An empty list returned an empty frame in silence; a repeated seed fitted the same split twice."""
+    with pytest.raises(RetrofitError, match=message):
+        retrofit.compare(*_data(), **{"variants": ["oa_only"], "n_estimators": 1, **arguments})
+
+
+def test_compare_and_the_estimator_refuse_inputs_that_are_no_table_or_no_numbers():
+    X, y = _data()
+    with pytest.raises(RetrofitError, match=r"X must be a table \(rows × features\), got 3 dimensions"):
+        retrofit.compare(X[:, :, None], y, variants=["oa_only"], n_estimators=1)
+    with pytest.raises(
+        RetrofitError, match=r"RetrofitRegressor.fit: y must be numbers \(a regression target\), got text"
+    ):
+        retrofit.RetrofitRegressor("oa_only", n_estimators=1).fit(X, y.astype(str))
+
+
+def test_compare_bounds_its_members_as_the_sweep_does():
+    """retrofit.compare(n_estimators=10**6) used to start an unbounded fit; the sweep refuses the same
+    number (one bound, `MAX_MEMBERS`, in `make_regressor`)."""
+    X, y = _data()
+    with pytest.raises(RetrofitError, match=r"n_estimators must be an integer in \[1, 10000\]"):
+        retrofit.compare(X, y, variants=["oa_only"], n_estimators=10**6)
+
+
+@pytest.mark.parametrize("seeds", [[-1], [0, 2**32], [0.5], [True]])
+def test_compare_refuses_a_seed_numpy_cannot_take_before_fitting(seeds):
+    """seeds=[-1] used to end in sklearn's own InvalidParameterError, after the first seeds' fits."""
+    X, y = _data()
+    with pytest.raises(RetrofitError, match=rf"seed {seeds[-1]!r} must be an integer in \[0, 4294967295\]"):
+        retrofit.compare(X, y, variants=["oa_only"], seeds=seeds)
+
+
 def test_predict_many_given_a_bare_regressor_says_it_wants_pairs(fitted):
     patched, X_test = retrofit.retrofit(fitted[0], "o_closed"), fitted[1]
     with pytest.raises(RetrofitError, match=r"item 0 is a PatchedTabPFNRegressor, not a \(regressor, X_test\) pair"):
@@ -337,3 +410,25 @@ def test_predict_many_given_a_bare_regressor_says_it_wants_pairs(fitted):
     with pytest.raises(RetrofitError, match=r"pair 0 starts with a ndarray, not a fitted regressor"):
         retrofit.predict_many([(X_test, patched)])
     assert retrofit.predict_many([(patched, X_test)])[0].shape == (20,)
+
+
+def test_a_named_link_replaced_by_other_bytes_is_made_again(tmp_path, monkeypatch):
+    """The named-link cache used to serve whatever file sat at `<sha256>/<name>`: weights replaced
+    there (perturbed, NaN) were loaded under the original file's digest. A link that no longer holds
+    the digested bytes is made again before tabpfn reads it."""
+    from retrofit.hosts.links import tabpfn_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    blob = tmp_path / "blob"
+    blob.write_bytes(get_path("tiny_v3").read_bytes())
+    named = tmp_path / "tiny.safetensors"
+    named.symlink_to(blob)
+    link = tabpfn_path(named)
+    assert link.samefile(blob)
+    link.unlink()
+    link.write_bytes(get_path("tiny_v2").read_bytes())  # other bytes under the same digest folder
+    assert tabpfn_path(named) == link and link.read_bytes() == blob.read_bytes()
+    link.unlink()
+    link.write_bytes(blob.read_bytes())  # a copy of the right bytes is kept
+    inode = link.stat().st_ino
+    assert tabpfn_path(named) == link and link.stat().st_ino == inode

@@ -9,6 +9,7 @@ tests/test_hostile_runner.py; more library cases in tests/test_hostile_api.py.
 
 import json
 import lzma
+import os
 import pickle
 import subprocess
 import sys
@@ -26,11 +27,14 @@ from synthetic import regression_data
 import retrofit
 from retrofit.data import DatasetError, DatasetSpec, clean, load_table, split
 from retrofit.data.prepare import TARGET_SCALE, check_target_scale
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
 from retrofit.labels import LABEL_CHARS, check_label
+from retrofit.record_guard import writable_file
 from retrofit.removal import leave_one_out
 from retrofit.variants import resolve_variant
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -385,3 +389,58 @@ def test_leave_one_out_refuses_a_query_row_without_a_finite_target(fitted_v3, ba
     with pytest.raises(RetrofitError, match=f"y of query row 2 is {bad}") as err:
         leave_one_out(closed, X_test, y_test)
     one_line(err)
+
+
+@pytest.mark.parametrize("loader", ["load_sample_images", "load_svmlight_file", "load_files"])
+def test_an_sklearn_loader_of_files_is_refused_and_every_one_suggested_loads(loader):
+    """The refusal of an unknown loader used to suggest every `load_*` of sklearn, some of which load
+    files or images and ended in a TypeError (no `as_frame`); it suggests only loaders of tables."""
+    import sklearn.datasets
+
+    spec = DatasetSpec.from_mapping({"name": "a", "source": "sklearn", "loader": loader, "target": "target"})
+    with pytest.raises(DatasetError) as err:
+        load_table(spec, Path("."))
+    suggested = str(err.value).split("use one of ")[1]
+    assert str(err.value).startswith(f"dataset 'a': {loader!r} loads files or images, not a table; use one of [")
+    for name in yaml.safe_load(suggested):
+        assert len(getattr(sklearn.datasets, name)(as_frame=True).frame) > 0, name
+
+
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("", "error: output is empty; give a file, e.g. output=outputs/<name>.csv"),
+        ("{tmp}", "error: output={tmp} is a folder; give a file in it, e.g. output={tmp}/<name>.csv"),
+        ("{tmp}/a_file/x.csv", "error: output={tmp}/a_file is not a directory; choose another output"),
+    ],
+    ids=["empty", "folder", "under-a-file"],
+)
+def test_sink_mass_refuses_an_output_it_cannot_write_before_any_work(tmp_path, output, message):
+    """`sink_mass output=` (empty) or a folder used to run the whole job and end in a traceback."""
+    (tmp_path / "a_file").write_text("")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "sink_mass.py"), f"output={output.format(tmp=tmp_path)}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(message.format(tmp=tmp_path)), out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_a_read_only_output_file_is_refused(tmp_path):
+    locked = tmp_path / "sink_mass.csv"
+    locked.write_text("")
+    locked.chmod(0o444)
+    with pytest.raises(RunnerError, match=rf"output={locked} cannot be written \(Permission denied\)"):
+        writable_file(locked, "output")
+
+
+def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
+    (tmp_path / "houses.csv").mkdir()
+    spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
+    with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix `path`"):
+        load_table(spec, tmp_path)

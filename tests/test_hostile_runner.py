@@ -37,7 +37,7 @@ from retrofit.runner.case import UnitSpec, check_cases, run_case, stored_rows
 from retrofit.runner.config import case_from_hydra
 from retrofit.runner.hydra_callbacks import sweep_cases
 from retrofit.runner.schema import reference_of, results_dir_of
-from retrofit.runner.store import UnitStore
+from retrofit.runner.store import UnitStore, row_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -446,8 +446,31 @@ def remove(column):
     return edit
 
 
+def forge(**values):
+    """An edit that sets `values` and writes the row digest again (a plain sha256 anyone can recompute)."""
+
+    def edit(text: str) -> str:
+        row = json.loads(text)
+        del row["row_digest"]
+        row.update(values)
+        return json.dumps({**row, "row_digest": row_digest(row)})
+
+    return edit
+
+
 EDITS = {
     **{f"edited-{c}": edit_value(c) for c in ("rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "coverage_90")},
+    **{
+        f"forged-{c}": forge(**{c: -42.0})
+        for c in ("delta_rmse_pct", "delta_nll", "delta_crps_pct", "delta_coverage_90")
+    },
+    "forged-time-ratio": forge(predict_time_ratio=0.5),
+    "forged-host": forge(host="tiny_v2"),
+    "forged-dataset": forge(dataset="wage"),
+    "forged-seed": forge(seed=7),
+    "nested-5000-deep": lambda text: "[" * 5000 + "]" * 5000,
+    "text-in-rmse": forge(rmse="0.5"),
+    "text-in-seed": forge(seed="zero"),
     "removed-nll": remove("nll"),
     "removed-digest": remove("row_digest"),
     "truncated": lambda text: text[: len(text) // 2],
@@ -462,8 +485,9 @@ def test_a_tampered_unit_is_named_and_recomputed_never_served(finished, host, tm
     subprocess.run(["cp", "-r", str(source), str(runs)], check=True)
     path = oa_only_file(runs)
     path.write_text(EDITS[name](path.read_text()))
-    with pytest.raises(RunnerError, match=rf"unit file {path} "):
-        UnitStore(runs).read(path)
+    if not name.startswith(("forged-host", "forged-dataset", "forged-seed")):  # labels: valid, but not this unit's
+        with pytest.raises(RunnerError, match=rf"unit file {path} "):
+            UnitStore(runs).read(path)
     with caplog.at_level(logging.WARNING, logger="retrofit.runner.store"):
         again = run_case(case_on(host, runs))
     assert f"unit file {path}" in caplog.text and "recomputing that unit" in caplog.text
@@ -754,3 +778,268 @@ def test_rows_recomputed_from_changed_inputs_are_listed_not_failed_and_machines_
     assert not check(frame.assign(rmse=frame["rmse"] * 1.01), frame).ok  # same inputs: a failure
     assert f"reference computed on {frame['machine'].iloc[0]}; this run on {frame['machine'].iloc[0]}" in outcome.line()
     assert "; BLAS " in frame["machine"].iloc[0] and "; torch " in frame["machine"].iloc[0]
+
+
+# --- make arguments are data ------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+@pytest.mark.parametrize(
+    "a",
+    ['x.csv"; touch PWNED; echo "', "q`id>&2`.csv", "$(shell touch PWNED)", "$$(touch PWNED).csv"],
+    ids=["quote-break", "backquote", "make-shell", "dollar-paren"],
+)
+def test_make_compare_hands_its_file_names_over_as_data(tmp_path, a):
+    """`make compare A=<text>` passes A's text to the program untouched: no shell and no make function
+    runs any part of it; the program names the file it could not find, character for character."""
+    out = subprocess.run(
+        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "compare", f"A={a}", f"B={tmp_path / 'b.csv'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert out.returncode != 0
+    assert not (tmp_path / "PWNED").exists() and not (ROOT / "PWNED").exists()
+    assert "uid=" not in out.stdout + out.stderr
+    assert f"error: A {a} does not exist" in out.stderr, out.stderr
+
+
+def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeypatch):
+    """Without git, reference_commit=HEAD used to read the working tree as if outside a checkout and
+    report the run reproduced even where HEAD's file differs."""
+    csv = tmp_path / "retrofit_rmse.csv"
+    csv.write_text("host,dataset,seed,variant\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no_git_here"))
+    with pytest.raises(
+        RunnerError, match=r"reference_commit=HEAD needs git, which is not on PATH; .*reference_commit=null"
+    ):
+        read_reference(csv, "HEAD")
+
+
+# --- what Hydra writes is checked before it writes ----------------------------------------------
+
+
+def _tree(folder: Path) -> dict[str, int]:
+    """Every file under `folder` (relative name -> mtime), to see that nothing was added or touched."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["hydra.job_logging.handlers.file.filename={record}/noise_floor.csv"],
+            "hydra.job_logging.handlers.file.filename puts",
+        ),
+        (["hydra.run.dir={record}"], "hydra.run.dir puts Hydra's files at"),
+        (["-m", "hydra.sweep.dir={record}/x"], "hydra.sweep.dir puts Hydra's files at"),
+        (["-m", "hydra.sweep.dir={tmp}/s", "hydra.sweep.subdir=../../{up}/results"], "hydra.sweep.subdir puts"),
+        (["+experiment=../../../../{tmp_rel}/evil"], "experiment=../../../../"),
+        (["-m", "variant=oa_only,../evil"], "variant=oa_only,../evil: a config group option is a name, not a path"),
+        (["results_dir="], "results_dir is empty; give a directory, e.g. results_dir=outputs/results"),
+        (["hydra.run.dir="], "hydra.run.dir is empty; leave it at its default (under outputs/)"),
+        (["-m", "hydra.sweep.dir="], "hydra.sweep.dir is empty; leave it at its default (under outputs/)"),
+    ],
+    ids=[
+        "log-file",
+        "run-dir",
+        "sweep-dir",
+        "sweep-subdir",
+        "experiment-path",
+        "variant-path",
+        "empty-results-dir",
+        "empty-run-dir",
+        "empty-sweep-dir",
+    ],
+)
+def test_no_override_makes_hydra_write_into_the_record(tmp_path, args, message):
+    """Hydra writes its run folder, `.hydra/`, `multirun.yaml` and log files before the job checks
+    anything: these overrides used to put them (or a log line) into the committed results/, or the
+    sweep's five files into the current folder (`results_dir=`). Each is refused in one line, first
+    (an empty results_dir by the job, so only Hydra's own folder under outputs/ exists)."""
+    (tmp_path / "evil.yaml").write_text("# @package _global_\nhydra:\n  run:\n    dir: results/hx\n")
+    fields = {
+        "record": RECORD_DIR,
+        "tmp": tmp_path,
+        "up": "/".join([".."] * len(tmp_path.parts)) + str(ROOT),
+        "tmp_rel": os.path.relpath(tmp_path, "/"),
+    }
+    before, cwd_before = _tree(RECORD_DIR), _tree(tmp_path)
+    out = run(
+        str(ROOT / "experiments" / "sweep.py"), *(a.format(**fields) for a in args), cwd=tmp_path, **{RECORD_ENV: "0"}
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and message in out.stderr, out.stderr
+    assert _tree(RECORD_DIR) == before
+    assert {name: t for name, t in _tree(tmp_path).items() if not name.startswith("outputs")} == cwd_before
+
+
+def test_a_config_dir_whose_config_its_own_configs_would_hide_is_refused(tmp_path):
+    """`-cd <dir>` with a config.yaml setting n_estimators: 3 used to run with 8 (configs/config.yaml
+    comes first on Hydra's search path), silently; a config of its own name takes effect (-cn)."""
+    own = (ROOT / "configs" / "config.yaml").read_text().replace("n_estimators: 8 ", "n_estimators: 3 ")
+    (tmp_path / "config.yaml").write_text(own)
+    out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert (
+        f"--config-dir {tmp_path}: its config.yaml would not be read, {ROOT / 'configs' / 'config.yaml'} comes first"
+        in out.stderr
+    )
+    (tmp_path / "config.yaml").rename(tmp_path / "mine.yaml")
+    out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "mine", "--cfg", "job", cwd=tmp_path)
+    assert out.returncode == 0 and "\nn_estimators: 3\n" in out.stdout, out.stderr
+
+
+def test_each_command_gets_a_hydra_folder_of_its_own(hydra_compose):
+    """Two commands started in the same second used to share one run folder (its name was the time
+    alone); it now ends in the process id, the same for every job of one command."""
+    from hydra.core.utils import JobRuntime  # noqa: F401 - Hydra's resolvers (now) are registered on import
+
+    cfg = hydra_compose(overrides=["hydra.job.name=sweep"])
+    run_dir, sweep_dir = cfg.hydra.run.dir, cfg.hydra.sweep.dir
+    assert run_dir.endswith(f"_{os.getpid()}") and sweep_dir.endswith(f"_{os.getpid()}")
+    assert cfg.hydra.run.dir == run_dir  # cached: one folder per command
+
+
+@pytest.mark.parametrize("override", ["~hydra.callbacks.check_writes", "hydra.callbacks={}", "hydra.callbacks=null"])
+def test_the_check_of_what_hydra_writes_cannot_be_taken_away(tmp_path, override):
+    """The callback that checks Hydra's writes (configs/hydra/default.yaml) is not removed from the
+    command line, and a root config of one's own without it does not run."""
+    out = run(str(ROOT / "experiments" / "sweep.py"), override, f"hydra.run.dir={RECORD_DIR}", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert f"error: {override}: hydra.callbacks are not changed from the command line" in out.stderr
+    assert not (RECORD_DIR / ".hydra").exists()
+
+
+def test_a_root_config_without_the_write_check_does_not_run(tmp_path):
+    (tmp_path / "bare.yaml").write_text("defaults:\n  - config_schema\n  - paths: default\n  - _self_\n")
+    out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "bare", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert "runs without the callback retrofit.jobs.preflight.CheckWrites" in out.stderr
+    assert "list `- hydra: default` in its defaults" in out.stderr
+
+
+# --- no row lost without notice -----------------------------------------------------------------
+
+
+def test_a_run_with_other_settings_never_replaces_rows_silently(tmp_path):
+    """n_estimators=1 after n_estimators=2 into one results_dir used to replace the earlier rows."""
+    first = [record("a", "baseline", 0.0, n_estimators=2), record("a", "oa_only", 1.0, n_estimators=2)]
+    agg.aggregate(tmp_path, first, keep=True)
+    before = (tmp_path / "retrofit_rmse.csv").read_bytes()
+    other = [record("a", "baseline", 0.0, n_estimators=1), record("a", "oa_only", 5.0, n_estimators=1)]
+    with pytest.raises(
+        RunnerError,
+        match=r"holds 2 rows this run would replace by rows of other settings, e\.g\. "
+        r"h/a/seed=0/baseline \(n_estimators 2 -> 1\); write to another results_dir",
+    ):
+        agg.aggregate(tmp_path, other, keep=True)
+    assert (tmp_path / "retrofit_rmse.csv").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_two_sweeps_into_one_results_dir_keep_each_others_rows(host, tmp_path):
+    """A sweep used to write exactly its own rows, so of two sweeps into one results_dir the last to
+    finish won; a sweep now adds its rows as single runs do (the record alone is written whole)."""
+    common = [*host_args(host), "variant=oa_only", f"results_dir={tmp_path / 'r'}", f"cache_dir={tmp_path / 'c'}"]
+    for seed in ("0", "1"):
+        out = run(str(ROOT / "experiments" / "sweep.py"), "-m", f"seed={seed}", *common, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+    frame = pd.read_csv(tmp_path / "r" / "retrofit_rmse.csv")
+    assert sorted(zip(frame.seed, frame.variant, strict=True)) == [
+        (0, "baseline"),
+        (0, "oa_only"),
+        (1, "baseline"),
+        (1, "oa_only"),
+    ]
+
+
+def _hold_lock(path: str, ready, release) -> None:
+    from filelock import FileLock
+
+    with FileLock(path):
+        ready.set()
+        release.wait(30)
+
+
+def test_a_writer_waiting_on_the_results_lock_says_so_after_a_second(tmp_path, capfd):
+    """A run whose results_dir another process was writing used to wait in silence for minutes."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(tmp_path / agg.LOCK), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        timer = __import__("threading").Timer(2.5, release.set)
+        timer.start()
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True, table=False)
+    finally:
+        release.set()
+        holder.join(30)
+    said = capfd.readouterr().err
+    assert f"waiting for {tmp_path / agg.LOCK}: another process is writing {tmp_path / 'retrofit_rmse.csv'}" in said
+    assert len(pd.read_csv(tmp_path / "retrofit_rmse.csv")) == 1
+
+
+def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
+    (tmp_path / agg.LOCK).mkdir()
+    with pytest.raises(RunnerError, match=rf"{re.escape(str(tmp_path / agg.LOCK))} is a folder, and .* remove it"):
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
+
+
+def test_a_unit_store_that_is_a_file_is_one_line_before_any_work(host, tmp_path):
+    """cache_dir/runs being a file used to end the run in a FileExistsError traceback."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "runs").write_text("not a folder")
+    out = run(str(ROOT / "experiments" / "sweep.py"), *host_args(host), "cache_dir=cache", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert f"error: cache_dir={tmp_path / 'cache' / 'runs'} is not a directory; choose another cache_dir" in out.stderr
+    assert not (tmp_path / "outputs" / "results").exists()
+
+
+def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkeypatch):
+    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the files of a
+    write now land together or not at all, and the failure is one line."""
+    import errno
+
+    agg.aggregate(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)], keep=True)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert {"retrofit_rmse.csv", "retrofit_deltas.png"} <= set(before)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(agg, "plot_main", full)
+    with pytest.raises(
+        RunnerError,
+        match=rf"writing into {re.escape(str(tmp_path))} failed \(No space left on device\); "
+        "none of its files changed",
+    ):
+        agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["experiments/sweep.py", "--help"],
+        ["experiments/compare.py", "results/retrofit_rmse.csv", "results/retrofit_rmse.csv"],
+    ],
+    ids=["help", "compare"],
+)
+def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
+    """PYTHONIOENCODING=ascii used to end a command printing Δ, τ or × in a UnicodeEncodeError (after
+    its results were written); such characters print as `?`."""
+    out = run(str(ROOT / command[0]), *command[1:], cwd=ROOT, PYTHONIOENCODING="ascii")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stdout.isascii() and "?" in out.stdout
+
+
+def test_a_variant_listed_twice_is_refused_not_dropped(hydra_compose):
+    """`variant=[oa_only,oa_only]` used to run oa_only once, the repeat dropped in silence."""
+    cfg = hydra_compose("config", ["variant=[oa_only,full_o,oa_only]"])
+    with pytest.raises(RunnerError, match=r"variant=\[\.\.\.\] lists oa_only more than once; list each variant once"):
+        case_from_hydra(cfg, cfg.hydra)

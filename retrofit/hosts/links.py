@@ -2,12 +2,14 @@
 
 tabpfn reads a checkpoint's version off the name it is given, but its format (`.safetensors` or a
 torch file; `tabpfn.checkpoint.Checkpoint`) off the name symlinks resolve to: its loader resolves
-the path first. A HuggingFace cache keeps every file as a hash-named blob behind a symlink that
-carries the name, so tabpfn would read a `.safetensors` blob as a torch file. `tabpfn_path` gives
-tabpfn, for such a file, a name that is no symlink: a hard link to the same bytes (a copy where
-the two folders are on different file systems) at `<LINKS>/<sha256 of the bytes>/<given name>`,
-made once per content and name. `LINKS` is `$XDG_CACHE_HOME/retrofit/checkpoints` (default
-`~/.cache/retrofit/checkpoints`); removing it costs only the next load's link.
+the path first. A HuggingFace cache keeps every file as a hash-named blob behind a symlink that carries the
+name, so tabpfn would read a `.safetensors` blob as a torch file. `tabpfn_path` gives tabpfn, for
+such a file, a name that is no symlink: a hard link to the same bytes (a copy where the two folders
+are on different file systems) at `<LINKS>/<sha256 of the bytes>/<given name>`, made once per
+content and name, and made again whenever it no longer holds those bytes (a cache file replaced by
+other bytes is never loaded under the digest of the ones it replaced). `LINKS` is
+`$XDG_CACHE_HOME/retrofit/checkpoints` (default `~/.cache/retrofit/checkpoints`); removing it costs
+only the next load's link.
 """
 
 import hashlib
@@ -36,7 +38,7 @@ def tabpfn_path(checkpoint: Path) -> Path:
     with open(target, "rb") as fh:
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
     link = links_dir() / digest / checkpoint.name
-    if not link.is_file():
+    if not _holds(link, target, digest):
         try:
             _link_or_copy(target, link)
         except OSError as exc:
@@ -46,6 +48,17 @@ def tabpfn_path(checkpoint: Path) -> Path:
                 f"{checkpoint.name}"
             ) from None
     return link
+
+
+def _holds(link: Path, target: Path, digest: str) -> bool:
+    """Whether `link` is a file holding the bytes whose sha256 is `digest` (those of `target`): the
+    same file as `target` (a hard link), or bytes of that digest (a copy)."""
+    if not link.is_file():
+        return False
+    if os.path.samefile(link, target):
+        return True
+    with open(link, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest() == digest
 
 
 def _link_or_copy(target: Path, link: Path) -> None:

@@ -9,12 +9,16 @@ import torch
 from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
+from retrofit.hosts import column_embeddings  # noqa: F401  (tabpfn's loader pins stored column embeddings)
 from retrofit.hosts.links import tabpfn_path
 from retrofit.hosts.validation import check_checkpoint
 
 INFERENCE_PRECISION = torch.float32
 """The one precision the harness predicts in (see `make_regressor`)."""
 
+MAX_MEMBERS = 10_000
+"""The most ensemble members a regressor may have (`make_regressor`, and so the sweep's cases, the
+estimator and `retrofit.compare`): beyond, the members' arrays alone outgrow any machine's memory."""
 DEVICES = ("auto", "cpu", "cuda")
 """What `make_regressor(device=...)` accepts; "auto" is "cuda" where CUDA is available, else "cpu"."""
 
@@ -62,13 +66,16 @@ def make_regressor(
     CPU otherwise, and the default datasets (Wage, College) exceed that. The checkpoint is
     validated first, so a bad path fails at once instead of attempting a hub download.
 
-    RetrofitError, before anything is built: `n_estimators` not an integer >= 1 (tabpfn would fit
-    with 0 and fail at predict); `random_state` not None, an integer >= 0, a numpy RandomState or
-    Generator; `model_path` among `overrides` (it would replace the checked `path` unchecked);
+    RetrofitError, before anything is built: `n_estimators` not an integer in [1, `MAX_MEMBERS`]
+    (tabpfn would fit with 0 and fail at predict, and run unbounded past the bound); `random_state`
+    not None, an integer >= 0, a numpy RandomState or Generator; `model_path` among `overrides`
+    (it would replace the checked `path` unchecked);
     a device `resolve_device` refuses; a checkpoint `check_checkpoint` refuses.
     """
-    if not isinstance(n_estimators, Integral) or isinstance(n_estimators, bool) or n_estimators < 1:
-        raise RetrofitError(f"n_estimators must be an integer >= 1 (ensemble members), got {n_estimators!r}")
+    if not isinstance(n_estimators, Integral) or isinstance(n_estimators, bool) or not 1 <= n_estimators <= MAX_MEMBERS:
+        raise RetrofitError(
+            f"n_estimators must be an integer in [1, {MAX_MEMBERS}] (ensemble members), got {n_estimators!r}"
+        )
     seeded = isinstance(random_state, Integral) and not isinstance(random_state, bool) and random_state >= 0
     if not (random_state is None or seeded or isinstance(random_state, np.random.RandomState | np.random.Generator)):
         raise RetrofitError(

@@ -21,7 +21,9 @@ and, under `configs/hydra/default.yaml`, its run folder. Every error a user can 
 line `error: <what> (<fix>)` and a non-zero exit, never a traceback: a config that does not compose
 (an unknown option or key, a bad value, a `!!python` tag) and Ctrl-C (`interrupted`, exit 130)
 through `retrofit.jobs.exits.entry_errors`, a refused input through
-`retrofit.errors.exit_on_user_error`. `+key=value` adds a key Hydra leaves unchecked; each `run`
+`retrofit.errors.exit_on_user_error`. Before Hydra writes anything, what it would write is checked
+(`retrofit.jobs.preflight`, a callback of every root config): nothing lands in the committed record
+unless a record target runs it. `+key=value` adds a key Hydra leaves unchecked; each `run`
 (`retrofit.jobs.start`) refuses it before any work.
 
 A job module imports at its top only what its `SCHEMA` needs (dataclasses, omegaconf, the
@@ -53,7 +55,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from retrofit.errors import exit_on_user_error
+from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
@@ -78,6 +80,10 @@ def group_options(group: str, *, _root_: DictConfig) -> str:
 
 
 OmegaConf.register_new_resolver("group_options", group_options, replace=True)
+OmegaConf.register_new_resolver("pid", os.getpid, replace=True, use_cache=True)
+"""`${pid:}`: this process's id, which `configs/hydra/default.yaml` adds to the run and sweep folders
+so that two commands started in the same second get a folder each (cached per config, as `${now:}`
+is, so a sweep's jobs share their command's folder)."""
 
 
 def check_home() -> None:
@@ -192,6 +198,7 @@ def show_help(job: str) -> None:
 def launch(job: str) -> None:
     """Run job `job` (a module of a job package) on the command line in `sys.argv`, as the module
     docstring says."""
+    printable_output()
     check_home()
     sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
@@ -204,10 +211,15 @@ def launch(job: str) -> None:
         module = job_module(job)
         register(module.CONFIG)
         keys += schema_keys(module.SCHEMA)
+        from retrofit.jobs.preflight import check_command_line, require_checked
+
+        with exit_on_user_error():  # what would take away the check of what Hydra writes
+            check_command_line(sys.argv[1:], CONFIGS_DIR)
 
         @functools.wraps(module.run)  # Hydra names the job after the module of the function it runs
         def task(cfg) -> None:
             with exit_on_user_error():
+                require_checked(HydraConfig.get())
                 module.run(cfg, HydraConfig.get())
 
         hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=module.CONFIG)(task)()

@@ -5,8 +5,8 @@ and host file's digests read, nothing fitted) and names its units by their ident
 written.
 
 `run` aggregates the one case of a single run into its `results_dir`, with the rows already there;
-`AggregateSweep`, a multirun's callback, writes exactly the sweep's units after Hydra has launched
-its (empty) jobs.
+`AggregateSweep`, a multirun's callback, writes the sweep's units (with the rows already there, as
+the sweep does) after Hydra has launched its (empty) jobs.
 """
 
 from pathlib import Path

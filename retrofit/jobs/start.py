@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.errors import RetrofitError, RunnerError
-from retrofit.record_guard import check_record_outputs
+from retrofit.record_guard import check_record_outputs, writable_file
 from retrofit.runner.schema import job_config, resolve
 
 
@@ -34,10 +34,20 @@ class JobStart:
 
     def outputs(self, *paths: str | Path) -> list[Path]:
         """`paths` resolved against `base_dir`; RunnerError (`retrofit.record_guard`) if any lies in
-        the committed results/ and this is not its make target's run."""
+        the committed results/ and this is not its make target's run, or cannot be written as a file
+        (empty, a folder, read-only: `writable_file`, naming the settings key that gave it)."""
+        for path in paths:
+            writable_file(path and resolve(self.base_dir, path), self._key_of(path))
         resolved = [resolve(self.base_dir, path) for path in paths]
         check_record_outputs(resolved)
         return resolved
+
+    def _key_of(self, path: str | Path) -> str:
+        """The settings key whose value is `path` (`output` if none is)."""
+        values = self.settings.items() if isinstance(self.settings, DictConfig) else vars(self.settings).items()
+        return next(
+            (key for key, value in values if isinstance(value, str | Path) and str(value) == str(path)), "output"
+        )
 
 
 def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, as_object: bool = True) -> JobStart:

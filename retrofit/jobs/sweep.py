@@ -5,11 +5,12 @@
     python -m retrofit sweep -m +experiment=paper_table                   # the default grid (make retrofit)
     python -m retrofit sweep -v ...                                       # per-unit detail on the console too
 
-A single run adds its case's rows to <results_dir>/retrofit_rmse.csv (rows of other units already
-there are kept; its own replace theirs); a sweep (-m) writes exactly its jobs' rows there at its end
-(`retrofit.runner.hydra_callbacks`). With reference=<csv>, either checks that its rows reproduce
-that file. Each job shows a progress bar over its units; both end with the headline table and the
-files written.
+A single run adds its case's rows to <results_dir>/retrofit_rmse.csv, a sweep (-m) its jobs' rows at
+its end (`retrofit.runner.hydra_callbacks`): rows of other units already there are kept, its own
+replace theirs, and a row of one of its units computed with other settings is refused by name,
+never replaced; the committed record alone holds exactly the rows of the sweep that makes it. With
+reference=<csv>, either checks that its rows reproduce that file. Each job shows a progress bar
+over its units; both end with the headline table and the files written.
 """
 
 from pathlib import Path

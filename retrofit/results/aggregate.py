@@ -7,16 +7,16 @@ statistics and Markdown: `retrofit.results.tables`), `decomposition.{csv,md,png}
 with an `arm`), and `retrofit_long.csv`, every row in long format (`retrofit.results.long_format`).
 """
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from filelock import FileLock
-
-from retrofit.io import write_csv, write_text_atomic
+from retrofit.errors import RunnerError
+from retrofit.io import locked, staged, write_csv, write_text_atomic
 from retrofit.results.long_format import long_frame
 from retrofit.results.plots import dots_with_ci
-from retrofit.results.record import COLUMN_DOCS, COLUMNS, UnitRecord, frame_of, read_records
+from retrofit.results.record import COLUMN_DOCS, COLUMNS, KEY, UnitRecord, frame_of, read_records
 from retrofit.results.tables import (
     DISTRIBUTION_DELTAS,
     arms_markdown,
@@ -57,10 +57,13 @@ CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION = (
     "retrofit_distribution_deltas.png",
 )
 ARMS_CSV, ARMS_TABLE, ARMS_PLOT = "decomposition.csv", "decomposition.md", "decomposition.png"
-FILES = (CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt")
-"""Every file a run may write under its `results_dir` (checked before any work: none may be a directory)."""
 LOCK = f".{CSV}.lock"
 """The lock file under `results_dir` that serialises its writers (ignored by git)."""
+FILES = (CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt", LOCK)
+"""Every file a run may write under its `results_dir` (checked before any work: none may be a directory)."""
+KEPT_APART = ["n_estimators", "device", "test_size", "precision", "threads", "host_digest", "data_digest"]
+"""The columns (settings and input bytes) of a row that a row of the same unit key computed with
+other values never replaces silently (`aggregate` with `keep`)."""
 
 
 def outputs(frame: pd.DataFrame) -> list[str]:
@@ -108,33 +111,71 @@ def plot_arms(arms: pd.DataFrame, results_dir: Path) -> None:
     dots_with_ci(settings_apart(arms), ["arm"], rmse_panel, title, path, facets=("host", "variant"))
 
 
+def check_replaced(kept: Sequence[UnitRecord], records: Sequence[UnitRecord], csv: Path) -> None:
+    """RunnerError naming the rows of `kept` (in `csv`) that a record of `records` with the same unit
+    key would replace although it differs in a `KEPT_APART` column, and how."""
+    new = {_key(r): r for r in records}
+    replaced = [(old, new[_key(old)]) for old in kept if _key(old) in new and _apart(old) != _apart(new[_key(old)])]
+    if replaced:
+        old, row = replaced[0]
+        changes = ", ".join(
+            f"{name} {getattr(old, name)} -> {getattr(row, name)}"
+            for name, before, after in zip(KEPT_APART, _apart(old), _apart(row), strict=True)
+            if before != after
+        )
+        raise RunnerError(
+            f"{csv} holds {len(replaced)} rows this run would replace by rows of other settings, e.g. "
+            f"{old.host}/{old.dataset}/seed={old.seed}/{old.variant} ({changes}); write to another results_dir "
+            "(the units are stored: a rerun reuses them) or remove those rows"
+        )
+
+
+def _key(record: UnitRecord) -> tuple:
+    return tuple(getattr(record, name) for name in KEY)
+
+
+def _apart(record: UnitRecord) -> tuple:
+    values = (getattr(record, name) for name in KEPT_APART)
+    return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in values)
+
+
 def aggregate(
     results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True, keep: bool = False
 ) -> pd.DataFrame:
     """Write `retrofit_rmse.csv` of `records` (rows are accepted as `UnitRecord.from_row` reads them)
     and its long format `retrofit_long.csv` and, with `table`, the main table and plots and the
     decomposition files (`outputs`) under `results_dir`; return the frame. With `keep`, the rows
-    already in the CSV stay (a unit in both counts once, as in `records`: single runs accumulate).
+    already in the CSV stay (a unit in both counts once, as in `records`: runs accumulate), and
+    one computed with other settings or inputs than this run's row of its unit is refused
+    (`check_replaced`) rather than replaced.
     Read and write happen under one lock on `results_dir` (`filelock`), so concurrent writers never
-    lose each other's rows."""
+    lose each other's rows; the files are written together (`retrofit.io.staged`): a write that
+    fails (a full disk) changes none of them."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(results_dir / LOCK):
+    with locked(results_dir / LOCK, str(results_dir / CSV)):
         records = [r if isinstance(r, UnitRecord) else UnitRecord.from_row(r) for r in records]
         kept = read_records(results_dir / CSV) if keep and (results_dir / CSV).is_file() else []
+        check_replaced(kept, records, results_dir / CSV)
         frame = frame_of([*kept, *records])
-        write_csv(frame, results_dir / CSV)
-        write_csv(long_frame(frame), results_dir / LONG_CSV)
-        if not table:
-            return frame
-        main = frame[~frame["arm_extra"]]
-        if len(main):
-            write_text_atomic(results_dir / TABLE, table_markdown(main))
-            plot_main(main, results_dir)
-        arms = ordered_arms(frame, records)
-        if len(arms):
-            write_csv(arms, results_dir / ARMS_CSV)
-            untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
-            write_text_atomic(results_dir / ARMS_TABLE, arms_markdown(untimed))
-            plot_arms(arms, results_dir)
+        with staged(results_dir) as stage:  # all files of this write, or none (a full disk)
+            write_files(frame, records, stage, table)
         return frame
+
+
+def write_files(frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool) -> None:
+    """The files of `aggregate` for `frame` (from `records`) in `folder`."""
+    write_csv(frame, folder / CSV)
+    write_csv(long_frame(frame), folder / LONG_CSV)
+    if not table:
+        return
+    main = frame[~frame["arm_extra"]]
+    if len(main):
+        write_text_atomic(folder / TABLE, table_markdown(main))
+        plot_main(main, folder)
+    arms = ordered_arms(frame, records)
+    if len(arms):
+        write_csv(arms, folder / ARMS_CSV)
+        untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
+        write_text_atomic(folder / ARMS_TABLE, arms_markdown(untimed))
+        plot_arms(arms, folder)

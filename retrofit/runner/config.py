@@ -35,7 +35,7 @@ from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.labels import check_label
-from retrofit.record_guard import outside_record
+from retrofit.record_guard import outside_record, writable_dir
 from retrofit.runner.case import BASELINE, Case, UnitSpec
 from retrofit.runner.decomposition import with_arms
 from retrofit.runner.schema import (
@@ -156,6 +156,9 @@ def variant_nodes(cfg: DictConfig, hydra_cfg: DictConfig) -> dict[str, DictConfi
         unknown = [name for name in listed if name not in options]
         if unknown:
             raise RunnerError(f"variant={unknown[0]} is not a variant option; choose from {', '.join(options)}")
+        repeated = sorted({name for name in listed if listed.count(name) > 1})
+        if repeated:
+            raise RunnerError(f"variant=[...] lists {', '.join(repeated)} more than once; list each variant once")
         nodes |= {name: group_option(hydra_cfg, "variant", name) for name in listed if name != BASELINE}
     elif choice is None:
         nodes |= {name: group_option(hydra_cfg, "variant", name) for name in options if name != BASELINE}
@@ -184,9 +187,10 @@ def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
     """The `Case` fields every case of a typed `RunConfig` node shares (the host, its checked file,
     the start directory, the regressor, device and split settings, `overwrite`, the timing
     regressor's members; `Case` checks their ranges). `device=cuda` without CUDA fails here, as do a
-    `cache_dir` or `results_dir` that is null, a file or not writable, a `cache_dir` inside the
-    committed `results/`, and a `host.name` that is not a plain label."""
+    `cache_dir` (or its unit store `runs/`) or `results_dir` that is null, a file or not writable, a
+    `cache_dir` inside the committed `results/`, and a `host.name` that is not a plain label."""
     outside_record(output_dir(cfg, base_dir, "cache_dir"), "cache_dir")
+    writable_dir(runs_dir(cfg, base_dir), "cache_dir")  # the unit store, cache_dir/runs, must be a folder too
     output_dir(cfg, base_dir, "results_dir")
     try:
         device = resolve_device(cfg.device)

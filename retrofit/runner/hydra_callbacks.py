@@ -4,7 +4,7 @@ Before the first job it composes every job as Hydra's configured sweeper expands
 (`retrofit.runner.config.sweep_job_configs`), builds and checks their cases together
 (`retrofit.runner.case.check_cases`: each job's data loads and splits; no unit that two jobs would
 run differently) and its seed lists, says each notice once, and reads the reference. After the last
-job it writes the sweep's results from exactly its cases' units (`retrofit.runner.finish`) and,
+job it writes the sweep's results from its cases' units with the rows already there (`retrofit.runner.finish`) and,
 with `reference=<csv>`, checks them against that file as read before the sweep began.
 """
 
@@ -15,6 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.record_guard import in_record
 from retrofit.results.compare import Reference, require_covered
 from retrofit.runner import console
 from retrofit.runner.case import Case, check_cases, reusable
@@ -65,13 +66,15 @@ def checked_sweep(config: DictConfig) -> tuple[list[Case], Reference | None]:
 
 
 def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None, reused: str) -> None:
-    """The sweep's results from its cases' stored units (`retrofit.runner.finish`)."""
+    """The sweep's results from its cases' stored units (`retrofit.runner.finish`), with the rows
+    already in its results_dir kept (two sweeps into one folder keep each other's rows), except in
+    the committed record, which holds exactly the rows of the sweep that makes it."""
     sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
     logs = console.job_logs(sweep_dir, config.hydra.job.name)
+    results_dir = results_dir_of(config, config.hydra)
+    record = in_record(results_dir)  # the record holds exactly its sweep's rows; elsewhere runs accumulate
     paths = {case.host: case.host_path for case in cases}
-    finish(
-        results_dir_of(config, config.hydra), sweep_records(cases), logs, reused, reference=reference, host_paths=paths
-    )
+    finish(results_dir, sweep_records(cases), logs, reused, keep=not record, reference=reference, host_paths=paths)
 
 
 class CheckSweep(Callback):

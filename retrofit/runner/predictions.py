@@ -34,7 +34,7 @@ from retrofit.errors import RunnerError
 from retrofit.fitting import FittedCase
 from retrofit.hosts.device import device_clock
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
-from retrofit.metrics import BarPredictive, DistributionScores, rmse
+from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, rmse
 from retrofit.results.record import stamp
 from retrofit.runner.store import BASELINE, UnitKey
 
@@ -176,13 +176,12 @@ def unit_row(
     and the timing settings they ran under), the settings `patched` used (`effective_hparams`), the
     tau it took and `stamp()`."""
     variant_rmse = rmse(y_test, prediction.mean)
-    baseline_rmse = common["baseline_rmse"]
     return {
         **common,
         **labels,
         "hparams": key.hparams,
         "rmse": variant_rmse,
-        "delta_rmse_pct": 100.0 * (variant_rmse - baseline_rmse) / baseline_rmse,
+        **matched_deltas({"rmse": variant_rmse, "baseline_rmse": common["baseline_rmse"]}),
         **DistributionScores.of(y_test, prediction.distribution).matched(baseline_scores),
         **timing,
         **effective_hparams(patched),

@@ -120,7 +120,7 @@ def output_dir(cfg: DictConfig, base_dir: Path, key: str) -> Path:
     """The directory config key `key` names, resolved (`resolve`) and checked writable
     (`retrofit.record_guard.writable_dir`) before any work."""
     value = cfg.get(key)
-    return writable_dir(None if value is None else resolve(base_dir, value), key)
+    return writable_dir(value and resolve(base_dir, value), key)
 
 
 def runs_dir(cfg: DictConfig, base_dir: Path) -> Path:
@@ -141,7 +141,7 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> "Reference | None":
     from retrofit.results.compare import read_reference
 
     path, commit, grid_changed = resolve(base_dir, cfg.reference), cfg.get("reference_commit"), cfg.get("grid_changed")
-    record = cfg.results_dir is not None and in_record(resolve(base_dir, cfg.results_dir))
+    record = bool(cfg.results_dir) and in_record(resolve(base_dir, cfg.results_dir))
     return read_reference(path, commit, require_all=record, grid_changed=bool(grid_changed))
 
 
@@ -152,8 +152,7 @@ def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
     a whole sweep (`-m`) checked against a reference (`make retrofit`). RunnerError otherwise."""
     from retrofit.results.aggregate import FILES
 
-    path = None if cfg.results_dir is None else resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir)
-    path = writable_dir(path, "results_dir")
+    path = writable_dir(cfg.results_dir and resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir), "results_dir")
     blocked = [name for name in FILES if (path / name).exists() and not (path / name).is_file()]
     if blocked:
         raise RunnerError(

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from importlib.metadata import version
 from pathlib import Path
@@ -23,8 +24,9 @@ from typing import Any, NamedTuple
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
+from retrofit.metrics import matched_deltas
 from retrofit.results.compare import label
-from retrofit.results.record import COLUMNS
+from retrofit.results.record import COLUMNS, NUMERIC, hparams_text
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,33 @@ def row_digest(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def key_of(row: Mapping[str, Any]) -> UnitKey:
+    """The `UnitKey` a row's own key columns name."""
+    return UnitKey(
+        str(row["host"]), str(row["dataset"]), int(row["seed"]), str(row["variant"]), hparams_text(row["hparams"])
+    )
+
+
+def check_derived(row: Mapping[str, Any], path: Path) -> None:
+    """RunnerError naming the first derived column of `row` (the unit file `path`) that its own raw
+    columns do not give: a matched delta (`retrofit.metrics.MATCHED_DELTAS`, one formula for writing
+    and reading) or a median time ratio outside its rounds' range."""
+    for name, value in matched_deltas(row).items():
+        if name in row and not _same(row[name], value):
+            raise RunnerError(f"unit file {path} holds {name}={row[name]}, but its own columns give {value}")
+    ratios = ("predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max")
+    if all(name in row for name in ratios):
+        ratio, low, high = (float(row[name]) for name in ratios)
+        if not ((math.isnan(ratio) and math.isnan(low) and math.isnan(high)) or low <= ratio <= high):
+            raise RunnerError(f"unit file {path} holds predict_time_ratio={ratio}, outside its rounds' [{low}, {high}]")
+
+
+def _same(stored: Any, computed: float) -> bool:
+    """Whether a stored number is the computed one (both NaN counts as the same)."""
+    stored = float(stored)
+    return stored == computed or (math.isnan(stored) and math.isnan(computed))
+
+
 class UnitStore:
     """The unit files under `runs_dir`: a finished unit read back (verified), a unit written
     atomically. `columns`: the result columns every row must hold (those of `retrofit_rmse.csv`)."""
@@ -133,6 +162,8 @@ class UnitStore:
             row = json.loads(Path(path).read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise RunnerError(f"unit file {path} is not valid JSON ({err})") from None
+        except RecursionError:
+            raise RunnerError(f"unit file {path} nests too deep to be a row") from None
         if not isinstance(row, dict):
             raise RunnerError(f"unit file {path} holds a JSON {type(row).__name__}, not a row")
         stored = row.pop("row_digest", None)
@@ -142,16 +173,24 @@ class UnitStore:
         missing = [column for column in self.columns if column not in row]
         if missing:
             raise RunnerError(f"unit file {path} lacks the columns {', '.join(missing)}")
+        numeric = [name for name in ("seed", *NUMERIC) if name in self.columns]
+        text = [name for name in numeric if not isinstance(row[name], int | float | None)]
+        if text:
+            raise RunnerError(f"unit file {path} holds {text[0]}={row[text[0]]!r}, not a number")
+        check_derived(row, path)
         return row
 
-    def finished(self, identity: str) -> dict[str, Any] | None:
-        """The stored row of the unit `identity` if its file is valid (`read`) and carries that
-        identity, else None; an invalid file is named in a warning (the unit is then recomputed)."""
+    def finished(self, identity: str, key: UnitKey | None = None) -> dict[str, Any] | None:
+        """The stored row of the unit `identity` (named `key`) if its file is valid (`read`), carries
+        that identity and is labelled as `key` (its host, dataset, seed, variant and hparams), else
+        None; an invalid or mislabelled file is named in a warning (the unit is then recomputed)."""
         path = self.path(identity)
         if not path.is_file():
             return None
         try:
             row = self.read(path)
+            if key is not None and key_of(row) != key:
+                raise RunnerError(f"unit file {path} is labelled {key_of(row).label()}, not {key.label()}")
         except RunnerError as err:
             log.warning("%s; recomputing that unit", err)
             return None

@@ -1,0 +1,183 @@
+"""What a command would write, checked before Hydra writes anything, and the refusals that follow.
+
+Hydra writes before a job's own checks run: the run folder with its `.hydra/` (or the sweep folder
+with `multirun.yaml`) and the log files its logging config names. The callback `CheckWrites`
+(every root config has it through `configs/hydra/default.yaml`) runs when Hydra has composed the
+command's config and before it writes: it resolves every path Hydra would write
+(`hydra_writes`: run or sweep folder, the first job's folder, `.hydra/`, every logging handler's
+`filename`) and refuses, in one line, a path in the committed record (`retrofit.record_guard`)
+unless this is a record target's command, and a config group option given as a path (`../x`,
+`/x`: a file outside the config folders). `retrofit.jobs.launch` refuses what would take the
+callback away (`check_command_line`: an override of `hydra.callbacks`; `--config-dir` holding a
+config its own folders would hide, which would silently not be read), and each job refuses to run
+under a config without it (`require_checked`).
+"""
+
+import copy
+import itertools
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
+
+BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+"""The package's own config folder (`pkg://retrofit.configs`: the built-in variants)."""
+CALLBACK = "retrofit.jobs.preflight.CheckWrites"
+"""The `_target_` of the callback in `configs/hydra/default.yaml`."""
+
+
+class CheckWrites(Callback):
+    """Refuse, before Hydra writes anything, a command that would write into the committed record
+    or read a config group option from a path (the module docstring)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        with exit_on_any_error():
+            check_config(config, RunMode.RUN)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        with exit_on_any_error():
+            check_config(config, RunMode.MULTIRUN)
+
+
+def check_config(cfg: DictConfig, mode: RunMode) -> None:
+    """RunnerError for the composed command config `cfg` (with its `hydra` node) run in `mode`: a
+    config group option given as a path, or a file Hydra would write in the committed record."""
+    check_group_options(cfg, [*cfg.hydra.overrides.task, *cfg.hydra.overrides.hydra])
+    check_hydra_writes(hydra_writes(copy.deepcopy(cfg), mode))
+
+
+CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
+
+
+def check_command_line(argv: list[str], configs_dir: Path) -> None:
+    """RunnerError for a command line (`argv`, after the program) that would take `CheckWrites`
+    away: an override of `hydra.callbacks`, or a `-cd`/`--config-dir` folder holding a config that
+    the command's own config folders hide (Hydra reads those first, so it would not be read)."""
+    changed = next((arg for arg in argv if CALLBACKS_OVERRIDE.match(arg)), None)
+    if changed is not None:
+        raise RunnerError(
+            f"{changed}: hydra.callbacks are not changed from the command line (they check what a run "
+            "writes before it writes); drop the override"
+        )
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("-cd", "--config-dir"):
+            check_config_dir(Path(value), (configs_dir, BUILTIN_CONFIGS))
+    for arg in argv:
+        if arg.startswith("--config-dir="):
+            check_config_dir(Path(arg.split("=", 1)[1]), (configs_dir, BUILTIN_CONFIGS))
+
+
+def require_checked(hydra_cfg: DictConfig) -> None:
+    """RunnerError unless the running config has `CheckWrites` among its callbacks (a root config of
+    one's own that leaves out `- hydra: default` would run unchecked)."""
+    targets = [OmegaConf.select(node, "_target_") for node in (hydra_cfg.get("callbacks") or {}).values()]
+    if CALLBACK not in targets:
+        raise RunnerError(
+            f"config {hydra_cfg.job.config_name!r} runs without the callback {CALLBACK} that checks what "
+            "a run writes; list `- hydra: default` in its defaults (as configs/config.yaml does)"
+        )
+
+
+def check_config_dir(config_dir: Path, own: tuple[Path, ...]) -> None:
+    """RunnerError naming the first YAML file under `config_dir` that a file of the same place in
+    one of the `own` config folders hides (Hydra reads those first)."""
+    if not config_dir.is_dir():
+        return  # Hydra names a missing folder itself
+    for path in sorted(config_dir.rglob("*.yaml")):
+        relative = path.relative_to(config_dir)
+        hiding = next((folder / relative for folder in own if (folder / relative).is_file()), None)
+        if hiding is not None and not hiding.samefile(path):
+            raise RunnerError(
+                f"--config-dir {config_dir}: its {relative} would not be read, {hiding} comes first; "
+                f"rename it (e.g. mine.yaml) and select it (-cn mine, or {relative.parent.as_posix()}=mine)"
+            )
+
+
+def hydra_writes(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
+    """Every path Hydra writes for the composed `cfg` in `mode` before its job runs, by the key that
+    names it: the run folder (a sweep: the sweep folder and its first job's folder), its
+    `hydra.output_subdir` and the `filename` of every handler of its job and Hydra logging,
+    resolved as Hydra resolves them, absolute."""
+    hydra = cfg.hydra
+    with read_write(hydra), open_dict(hydra):
+        hydra.job.num = 0
+        hydra.job.id = hydra.job.get("id") or "0"
+        if mode == RunMode.MULTIRUN:
+            writes = {
+                "hydra.sweep.dir": hydra.sweep.dir,
+                "hydra.sweep.subdir": Path(hydra.sweep.dir) / hydra.sweep.subdir,
+            }
+        else:
+            writes = {"hydra.run.dir": hydra.run.dir}
+        empty = next((key for key, path in writes.items() if str(path) in ("", ".")), None)
+        if empty is not None:
+            raise RunnerError(f"{empty} is empty; leave it at its default (under outputs/) or name a folder")
+        output = str(list(writes.values())[-1])
+        hydra.runtime.output_dir = str(Path(output).absolute())
+        HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in a file name (run_job sets it again)
+        if hydra.output_subdir is not None:
+            writes["hydra.output_subdir"] = Path(output) / hydra.output_subdir
+        for logging in ("job_logging", "hydra_logging"):
+            handlers = OmegaConf.select(hydra, f"{logging}.handlers") or {}
+            for name, handler in handlers.items():
+                if "filename" in handler:
+                    writes[f"hydra.{logging}.handlers.{name}.filename"] = handler.filename
+    return {key: Path(str(path)).absolute() for key, path in writes.items()}
+
+
+def check_hydra_writes(writes: dict[str, Path]) -> None:
+    """RunnerError naming the first of `writes` (key -> path) in the committed record, unless this
+    is a record target's command (`retrofit.record_guard.recording`)."""
+    inside = [(key, path) for key, path in writes.items() if in_record(path)]
+    if inside and not recording():
+        key, path = inside[0]
+        raise RunnerError(
+            f"{key} puts Hydra's files at {path}, in the committed record {RECORD_DIR}, written only by its make "
+            f"target ({RECORD_ENV}=1); leave {key} at its default (under outputs/) or name a folder elsewhere"
+        )
+
+
+def _option_values(override: Override) -> list[str]:
+    """The option names an override of a config group selects (every one of a sweep's)."""
+    if override.is_sweep_override():
+        return [str(value) for value in override.sweep_string_iterator()]
+    value = override.value()
+    return [str(item) for item in value] if isinstance(value, list) else [str(value)]
+
+
+def check_group_options(cfg: DictConfig, overrides: list[str]) -> None:
+    """RunnerError naming the first config group option selected by a path (an absolute one or one
+    with a `..` part, which Hydra would read from outside the config folders): on the command line
+    (every option of a sweep's list) or in a defaults list (the composed choices)."""
+    choices = cfg.hydra.runtime.choices
+    selected = [(f"{group}={option}", group, [option]) for group, option in choices.items() if option]
+    for override in OverridesParser.create().parse_overrides(overrides):
+        key = override.key_or_group
+        if override.is_delete() or "." in key:
+            continue
+        if key in choices or OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:  # a group, not a key
+            selected.append((override.input_line, key, _option_values(override)))
+    for said, group, options in selected:
+        if any(_is_path(option) for option in options):
+            raise RunnerError(
+                f"{said}: a config group option is a name, not a path; put the file in a config folder "
+                f"(--config-dir <folder> holding {group}/<name>.yaml) and select it by name ({group}=<name>)"
+            )
+
+
+_ABSENT = object()
+
+
+def _is_path(option: str) -> bool:
+    """Whether a config group option names a file by a path that may leave the config folders."""
+    parts = PurePosixPath(option.replace("\\", "/")).parts
+    return option.startswith(("/", "\\", "~")) or ".." in parts or "://" in option
