@@ -8,7 +8,9 @@ Refused in one line, before anything runs, where torch sees no CUDA device. Othe
 
 - `machine.txt`: the GPU (`torch.cuda.get_device_name`), torch, its CUDA, the driver, the CPU;
 - the sweep's files (`retrofit_rmse.csv`, ...): `experiments/sweep.py -m +experiment=paper_table
-  device=cuda` through `--jobs` joblib workers sharing the GPU, its unit store in `<out>/.cache`;
+  device=cuda` through `--jobs` joblib workers sharing the GPU, run in `--work` (`outputs/gpu/`:
+  its unit store and results, outside the committed results/, whose sweep must reproduce the CPU
+  rows to 1e-5) and copied into `--out`;
 - `scale.csv`: `experiments/scale_check.py device=cuda` (unless `--no-scale`);
 - `command_times.csv`: each command's wall and CPU time (`retrofit.runtimes`);
 - `cpu_agreement.csv`: every unit of the GPU grid against the CPU record (`--reference`,
@@ -23,13 +25,19 @@ many units are equal, within the floor, and differ.
 import argparse
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from retrofit.errors import exit_on_user_error
+from retrofit.record_guard import check_record_outputs
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "retrofit_rmse.csv"
+WORK = ROOT / "outputs" / "gpu"
+"""Where the GPU grid runs (its unit store `.cache` and results `sweep/`) before its files are copied."""
 """The CPU record the GPU grid is checked against."""
 NO_CUDA = 2
 """The exit status where torch sees no CUDA device."""
@@ -117,17 +125,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the folder the record goes to (make: results/gpu)")
     parser.add_argument("--jobs", type=int, default=4, help="joblib workers of the sweep sharing the GPU (default 4)")
     parser.add_argument("--reference", type=Path, default=REFERENCE, help="the CPU record to check against")
+    parser.add_argument("--work", type=Path, default=WORK, help="where the sweep runs (default outputs/gpu)")
     parser.add_argument("--no-scale", action="store_true", help="leave out the scale check")
     args = parser.parse_args(argv)
     device = cuda_or_exit()
-    out = args.out.resolve()
+    out, work = args.out.resolve(), args.work.resolve()
+    check_record_outputs([out])  # results/ only from make gpu-record
     out.mkdir(parents=True, exist_ok=True)
     (out / "machine.txt").write_text(machine_text() + "\n")
     times = out / "command_times.csv"
     python = sys.executable
-    sweep = [python, "experiments/sweep.py", "-m", "+experiment=paper_table", "device=cuda", f"results_dir={out}"]
-    sweep += [f"cache_dir={out / '.cache'}", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"]
+    sweep = [python, "experiments/sweep.py", "-m", "+experiment=paper_table", "device=cuda"]
+    sweep += [f"results_dir={work / 'sweep'}", f"cache_dir={work / '.cache'}"]
+    sweep += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"]
     failed = [name for name, command in [("gpu-sweep", sweep)] if timed(name, command, times) != 0]
+    for file in (work / "sweep").glob("*") if not failed else ():
+        if file.is_file():
+            shutil.copy2(file, out / file.name)
     if not args.no_scale:
         scale = [python, "experiments/scale_check.py", "device=cuda", f"output={out / 'scale.csv'}"]
         failed += ["gpu-scale-check"] if timed("gpu-scale-check", scale, times) != 0 else []
@@ -139,4 +153,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with exit_on_user_error():  # a refused output folder: one line
+        sys.exit(main())

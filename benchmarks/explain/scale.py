@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 
 COLUMN_DOCS = {
     "arch": ("label", "tabpfn architecture at its default size, random weights"),
-    "device": DEVICE_DOC,
     "quantity": ("label", "`values`, `SV`, `k-SII`, `invariance` or `LOO` (see `benchmarks.explain.scale`)"),
+    "device": DEVICE_DOC,
     "status": ("label", "`measured` or `refused`"),
     "n_train": ("count", "training rows of the fitted context"),
     "n_features": ("count", "features (the players)"),
