@@ -107,6 +107,7 @@ def test_the_table_has_one_row_per_host_and_source_and_read_floors_takes_each_ho
                 ("a", "input_ulp", 0, 1e-6),
                 ("a", "input_ulp", 1, 3e-6),
                 ("a", "threads", 0, 2e-5),
+                ("a", "precision", 0, 0.5),
                 ("b", "input_ulp", 0, 0.25),
                 ("b", "chunked", 0, 0.0),
             ]
@@ -126,7 +127,9 @@ def test_the_table_has_one_row_per_host_and_source_and_read_floors_takes_each_ho
     )
     path = tmp_path / "floors.csv"
     table.to_csv(path, index=False, float_format="%.3g")
+    # a float32 run's floor leaves out tabpfn's autocast; a run in that precision ("auto") counts it
     assert read_floors(path) == {("a", "cpu"): 2e-5, ("b", "cpu"): 0.25}
+    assert read_floors(path, "auto") == {("a", "cpu"): 0.5, ("b", "cpu"): 0.25}
     gpu = table.assign(device="NVIDIA H200", max_rel_pct=table["max_rel_pct"] * 10)
     both, kept = merged(gpu, path)  # another device's rows join the table; the CPU's are kept
     assert kept == len(table) and len(both) == 2 * len(table)

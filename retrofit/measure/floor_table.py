@@ -24,7 +24,11 @@ COLUMN_DOCS = {
     ),
     "cases": ("count", "dataset × seed cases measured"),
     "median_rel_pct": ("% of RMSE", "median movement 100 · |RMSE(changed) − RMSE| / RMSE over the cases"),
-    "max_rel_pct": ("% of RMSE", "largest such movement (the host's floor: the largest over its sources)"),
+    "max_rel_pct": (
+        "% of RMSE",
+        "largest such movement (the host's floor on a device: the largest over its sources, `precision` "
+        "counted only for runs in tabpfn's own precision)",
+    ),
 }
 """Column -> (unit, meaning) of `results/noise_floor.csv` (one row per host x device x source)."""
 COLUMNS = list(COLUMN_DOCS)
@@ -34,11 +38,17 @@ OWN_FLOORS = Path("outputs") / "noise_floor.csv"
 of a user's own hosts and datasets, which the sweep reads beside the record's."""
 
 
-def read_floors(path: Path) -> dict[tuple[str, str], float]:
+AUTOCAST_SOURCE = "precision"
+"""The source that runs the host in tabpfn's own precision (autocast) instead of float32."""
+
+
+def read_floors(path: Path, precision: str = "float32") -> dict[tuple[str, str], float]:
     """(host, device) -> the host's noise floor on that device in % of RMSE (comparable with
-    `delta_rmse_pct`): the largest `max_rel_pct` over its sources in the table at `path`. A table
-    written before the `device` column was measured on the CPU (its rows are read as `cpu`).
-    RetrofitError naming the missing columns when it is not a noise-floor table."""
+    `delta_rmse_pct` of a run in `precision`): the largest `max_rel_pct` over its sources in the table
+    at `path`, `AUTOCAST_SOURCE` counted only for a run in tabpfn's own precision ("auto"; a float32
+    run's numbers do not move with autocast's rounding). A table written before the `device` column
+    was measured on the CPU (its rows are read as `cpu`). RetrofitError naming the missing columns
+    when it is not a noise-floor table."""
     table = pd.read_csv(path)
     if "device" not in table.columns:
         table = table.assign(device="cpu")
@@ -47,6 +57,8 @@ def read_floors(path: Path) -> dict[tuple[str, str], float]:
         raise RetrofitError(
             f"{path}: not a noise-floor table, missing columns {missing} (write it with noise_floor.py)"
         )
+    if precision != "auto":
+        table = table[table["source"] != AUTOCAST_SOURCE]
     floors = table.groupby(["host", "device"], sort=False)["max_rel_pct"].max()
     return {(str(host), str(device)): float(pct) for (host, device), pct in floors.items()}
 

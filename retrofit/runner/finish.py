@@ -28,15 +28,15 @@ FLOORS = RECORD_DIR / "noise_floor.csv"
 """Each shipped host's measured noise floor (`noise_floors`)."""
 
 
-def noise_floors(*paths: Path) -> dict[tuple[str, str], float]:
-    """Each (host, device)'s noise floor (`retrofit.measure.floor_table.read_floors`) from `paths`
-    (none given: `results/noise_floor.csv`, written by `make noise-floor`, and `OWN_FLOORS`, where
+def noise_floors(*paths: Path, precision: str = "float32") -> dict[tuple[str, str], float]:
+    """Each (host, device)'s noise floor for runs in `precision` (`retrofit.measure.floor_table.read_floors`)
+    from `paths` (none given: `results/noise_floor.csv`, written by `make noise-floor`, and `OWN_FLOORS`, where
     `python -m retrofit noise_floor` writes a user's own); where two files hold a host and device,
     the first one's floor is taken (the record's over a user's); {} for a missing file (there: floor
     not measured)."""
     floors: dict[tuple[str, str], float] = {}
     for path in reversed(paths or (FLOORS, OWN_FLOORS)):
-        floors |= read_floors(path) if Path(path).is_file() else {}
+        floors |= read_floors(path, precision) if Path(path).is_file() else {}
     return floors
 
 
@@ -102,7 +102,7 @@ def finish(
     `host_paths` (host -> checkpoint) completes the command that measures a missing noise floor."""
     frame = aggregate(results_dir, records, keep=keep)
     written = [results_dir / name for name in outputs(frame)]
-    floors = noise_floors()
+    floors = noise_floors(precision="auto" if set(frame["precision"]) == {"auto"} else "float32")
     commands = floor_commands(frame, floors, host_paths)
     console.report(headline(frame, floors, commands), written, log_files, notices, reused)
     if reference is not None:
