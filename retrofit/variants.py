@@ -117,6 +117,16 @@ class Variant:
         return AttentionSettings(self.eps_den, self.eps_mode, self.compact) if self.adapters else None
 
     @property
+    def hparams_used(self) -> tuple[str, ...]:
+        """The keys of `HPARAMS` that change what this variant computes: none for a variant that
+        patches nothing; `tau` for any O part; OAttention's settings (`eps_den`, `eps_mode`,
+        `compact`) where OAttention runs (an `attention` adapter, or the closed column stage)."""
+        if not self.adapters:
+            return ()
+        attends = self.closed or "attention" in self.parts
+        return HPARAMS if attends else ("tau",)
+
+    @property
     def parts(self) -> frozenset[str]:
         """The block parts this variant replaces."""
         return frozenset(adapter(name).part for name in self.adapters)
