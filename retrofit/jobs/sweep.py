@@ -1,4 +1,4 @@
-"""The retrofit sweep: one case (host × dataset × seed, every selected variant) per job.
+"""The retrofit sweep, one case (host × dataset × seed, every selected variant) per job.
 
     python -m retrofit sweep dataset=<name> seed=<n> results_dir=<dir>     # = experiments/sweep.py
     python -m retrofit sweep -m dataset=diabetes,auto variant=oa_only,full_o   # a grid: one baseline per case
