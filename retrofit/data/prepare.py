@@ -26,6 +26,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
+from retrofit.data.csv_file import missing_target
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, RetrofitError, listing
 
@@ -121,9 +122,7 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     """Steps 0–3 of the module contract; raise DatasetError naming the column and the fix."""
     check_column_names(spec.name, list(frame.columns))
     if spec.target not in frame.columns:
-        raise DatasetError(
-            f"dataset {spec.name!r}: no target column {spec.target!r}; columns: {listing(frame.columns)}"
-        )
+        raise missing_target(spec.name, spec.target, list(frame.columns))
     missing_drop = [c for c in spec.drop if c not in frame.columns]
     if missing_drop:
         raise DatasetError(

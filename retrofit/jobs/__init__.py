@@ -57,6 +57,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
 
@@ -215,6 +216,7 @@ def launch(job: str) -> None:
         module = job_module(job)
         register(module.CONFIG)
         keys += schema_keys(module.SCHEMA)
+        keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
 
         @functools.wraps(module.run)  # Hydra names the job after the module of the function it runs
         def task(cfg) -> None:

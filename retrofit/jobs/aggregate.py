@@ -18,6 +18,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from retrofit.data.csv_file import check_csv_command
 from retrofit.errors import exit_on_any_error
 from retrofit.runner import console
 from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
@@ -41,11 +42,12 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Aggregate the one case `cfg` describes into its `results_dir` (with the rows of other units
     already there) and check it against `reference` when given; a multirun's job does nothing (its
     callback aggregates at the end)."""
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        return
+    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
     from retrofit.runner.config import case_from_hydra
     from retrofit.runner.finish import finish, sweep_records
 
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        return
     with console.collected_notices() as notices:
         case = case_from_hydra(cfg, hydra_cfg)
     reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))
