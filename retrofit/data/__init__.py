@@ -24,6 +24,7 @@ _LAZY = {
     "Table": "retrofit.data.prepare",
     "clean": "retrofit.data.prepare",
     "split": "retrofit.data.prepare",
+    "whole": "retrofit.data.prepare",
     "SOURCES": "retrofit.data.sources",
 }
 """Public name -> the module defining it, imported on first access."""
@@ -47,4 +48,5 @@ __all__ = [
     "frame_table",
     "load_table",
     "split",
+    "whole",
 ]

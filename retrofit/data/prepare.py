@@ -179,18 +179,42 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
     if y_train.nunique() < 2:
         raise DatasetError(f"dataset {table.name!r}: the target is constant on the training rows of seed {seed}")
-    cat = list(table.categorical)
-    X_train, X_test = X_train.copy(), X_test.copy()
-    if cat:
-        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan, encoded_missing_value=np.nan)
-        X_train[cat] = encoder.fit_transform(X_train[cat].astype("object"))
-        X_test[cat] = encoder.transform(X_test[cat].astype("object"))
+    X_train, X_test = _encoded(table.categorical, X_train, X_test)
     columns = tuple(X.columns)
     return Split(
-        X_train=X_train.to_numpy(dtype="float64", na_value=np.nan),
-        X_test=X_test.to_numpy(dtype="float64", na_value=np.nan),
+        X_train=X_train,
+        X_test=X_test,
         y_train=y_train.to_numpy(dtype="float64"),
         y_test=y_test.to_numpy(dtype="float64"),
         feature_names=columns,
-        categorical_indices=tuple(columns.index(c) for c in cat),
+        categorical_indices=tuple(columns.index(c) for c in table.categorical),
     )
+
+
+def whole(table: Table) -> Split:
+    """Every row of `table` as the training rows of one fit (step 6 on all rows; no test rows): what
+    a model explaining the table's own rows is fitted on."""
+    check_rows(table.name, len(table.X))
+    (X,) = _encoded(table.categorical, table.X)
+    columns = tuple(table.X.columns)
+    return Split(
+        X_train=X,
+        X_test=X[:0],
+        y_train=table.y.to_numpy(dtype="float64"),
+        y_test=np.empty(0),
+        feature_names=columns,
+        categorical_indices=tuple(columns.index(c) for c in table.categorical),
+    )
+
+
+def _encoded(categorical: Sequence[str], fit: pd.DataFrame, *others: pd.DataFrame) -> list[np.ndarray]:
+    """`fit` and `others` as float64 arrays, the `categorical` columns ordinal-encoded with the
+    categories of `fit` (step 6)."""
+    frames = [frame.copy() for frame in (fit, *others)]
+    cat = list(categorical)
+    if cat:
+        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan, encoded_missing_value=np.nan)
+        frames[0][cat] = encoder.fit_transform(frames[0][cat].astype("object"))
+        for frame in frames[1:]:
+            frame[cat] = encoder.transform(frame[cat].astype("object"))
+    return [frame.to_numpy(dtype="float64", na_value=np.nan) for frame in frames]
