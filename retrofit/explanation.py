@@ -43,7 +43,8 @@ from retrofit.removal.game import explain as removal_game
 from retrofit.variants import resolve_variant
 
 EXACT_SECONDS = 60.0
-"""`budget=None` enumerates every coalition while the estimate says it takes under this many seconds."""
+"""`budget=None` enumerates every coalition while the estimate says it takes under this many seconds
+(`max_seconds` by default)."""
 ORDERS = {1: "SV", 2: "k-SII"}
 """`order` -> the shapiq index computed: Shapley values, or pairwise Shapley interactions (k-SII)."""
 APPROXIMATORS = {"SV": "KernelSHAP", "k-SII": "KernelSHAP-IQ"}
@@ -55,7 +56,10 @@ CHUNKS = 20
 COLUMNS = ("row", "order", "features", "value", "prediction", "empty_prediction")
 """The columns of `explain`'s frame, in order (`COLUMN_DOCS`)."""
 COLUMN_DOCS = {
-    "row": ("index", "the explained row: its position in the table (0-based, after rows without a target are dropped)"),
+    "row": (
+        "integer",
+        "the explained row: its position in the table (0-based, after rows without a target are dropped)",
+    ),
     "order": ("count", "1: a feature's Shapley value (with order=2 its k-SII main effect); 2: a pair's k-SII"),
     "features": ("label", "the feature, or the pair `a × b`"),
     "value": ("target units", "its share of prediction − empty_prediction (a row's values sum to that difference)"),
@@ -95,6 +99,7 @@ def explain(
     rows: Iterable[int] = (0,),
     order: int = 1,
     budget: int | None = None,
+    max_seconds: float = EXACT_SECONDS,
     host: str | os.PathLike = "tiny_v3",
     n_estimators: int = 8,
     seed: int = 0,
@@ -110,8 +115,8 @@ def explain(
         or a DataFrame holding both and the name of its target column as `y` (as `retrofit.compare`).
     rows: positions of the rows to explain in the table (0-based, after rows without a target go).
     order: 1 (Shapley values) or 2 (Shapley values and pairwise interactions, k-SII).
-    budget: None enumerates every coalition (refused, naming the time, where that takes over
-        `EXACT_SECONDS`); an int is the coalitions per row for shapiq's approximator.
+    budget: None enumerates every coalition (refused, naming the time, where the estimate is over
+        `max_seconds`); an int is the coalitions per row for shapiq's approximator.
     host: an o_closed-capable host (tabpfn_v3 or v3.5): a shipped host name, a tabpfn model name or
         a checkpoint (`retrofit.hosts.check_checkpoint`). seed: tabpfn's random_state.
     categorical: numeric columns that are categories (text columns always are).
@@ -127,6 +132,7 @@ def explain(
         rows=rows,
         order=order,
         budget=budget,
+        max_seconds=max_seconds,
         host_path=host_path,
         n_estimators=n_estimators,
         seed=seed,
@@ -143,6 +149,7 @@ def explain_table(
     rows: Iterable[int],
     order: int,
     budget: int | None,
+    max_seconds: float,
     host_path: os.PathLike,
     n_estimators: int,
     seed: int,
@@ -155,7 +162,7 @@ def explain_table(
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise RetrofitError(f"threads must be None or an int >= 1, got {threads!r}")
     with torch_threads(torch.get_num_threads() if threads is None else threads):
-        return _explained(table, rows, order, budget, host_path, n_estimators, seed, device, say, progress)
+        return _explained(table, rows, order, budget, max_seconds, host_path, n_estimators, seed, device, say, progress)
 
 
 def _explained(
@@ -163,6 +170,7 @@ def _explained(
     rows: Iterable[int],
     order: int,
     budget: int | None,
+    max_seconds: float,
     host_path: os.PathLike,
     n_estimators: int,
     seed: int,
@@ -174,6 +182,8 @@ def _explained(
     chosen = _rows(rows, len(table.X))
     index = _index(order)
     n_features = table.X.shape[1]
+    if order > n_features:
+        raise RetrofitError(f"order={order} needs at least {order} features; the table has {n_features}: use order=1")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
         raise RetrofitError(f"budget must be null (exact) or an int >= 2 coalitions per row, got {budget!r}")
     if budget is None and n_features > EXACT_MAX_FEATURES:
@@ -200,11 +210,11 @@ def _explained(
     X_rows = data.X_train[chosen]
     seconds = _estimate(model, X_rows, plan)
     say(f"one forward of {min(PROBE, plan.coalitions)} coalitions × {len(chosen)} row(s): about {seconds:.0f} s in all")
-    if budget is None and seconds > EXACT_SECONDS:
+    if budget is None and seconds > max_seconds:
         raise RetrofitError(
-            f"exact values need all {plan.coalitions} coalitions, about {seconds:.0f} s here "
-            f"(over {EXACT_SECONDS:.0f}); "
-            f"pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} (e.g. budget=256)"
+            f"exact values need all {plan.coalitions} coalitions, about {seconds:.0f} s here (over max_seconds="
+            f"{max_seconds:g}): pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} "
+            f"(e.g. budget={plan.coalitions // 4}), or a larger max_seconds"
         )
     chunk = max(PROBE, -(-plan.coalitions // CHUNKS))
     with tqdm(total=plan.coalitions, unit="coalition", disable=not progress, desc="explain") as bar:

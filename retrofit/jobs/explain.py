@@ -23,6 +23,7 @@ class ExplainConfig:
     rows: list[int] = MISSING
     order: int = MISSING
     budget: int | None = None
+    max_seconds: float = MISSING
     n_estimators: int = MISSING
     seed: int = MISSING
     device: str = MISSING
@@ -57,6 +58,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         rows=list(settings.rows),
         order=settings.order,
         budget=settings.budget,
+        max_seconds=settings.max_seconds,
         host_path=host,
         n_estimators=settings.n_estimators,
         seed=settings.seed,
