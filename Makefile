@@ -18,7 +18,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
+.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -125,8 +125,13 @@ host-quality: $(STAMP) ## shipped hosts vs ridge / RF / mean -> results/host_qua
 preset-selection: $(STAMP) ## hosts' inference presets on datasets disjoint from the bar -> results/preset_selection/
 	$(RECORD) $(PY) experiments/host_quality.py --config-name preset_selection
 
-noise-floor: $(STAMP) ## each host's stock RMSE under inputs x (1 +- 1e-7), 1 vs 2 threads, chunked predict -> results/noise_floor.csv
-	$(RECORD) $(PY) experiments/noise_floor.py
+noise-floor: $(STAMP) ## each host's stock RMSE under inputs x (1 +- 1e-7), 1 vs 2 threads, chunked predict, tabpfn's precision, CPU vs CUDA, redrawn embeddings -> results/noise_floor.csv
+	$(RECORD) $(PY) experiments/noise_floor.py output=results/noise_floor.csv
+
+# The GPU record (benchmarks.gpu_record; without make: python -m benchmarks.gpu_record --out <folder>):
+# refused in one line where torch sees no CUDA device.
+gpu-record: $(STAMP) ## the main grid and the scale check on CUDA -> results/gpu/, every unit checked against the CPU record (needs CUDA)
+	$(RECORD) $(PY) -m benchmarks.gpu_record --out results/gpu
 
 scale-check: $(STAMP) ## every architecture at tabpfn's default size: retrofit time / memory ratios, audit, predict_many -> results/scale.csv
 	$(RECORD) $(PY) experiments/scale_check.py

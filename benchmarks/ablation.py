@@ -9,12 +9,15 @@ import pandas as pd
 import torch
 from torch import nn
 
+from retrofit.hosts.device import device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.ops import OAOnlyBlock, OTransformerBlock, StandardBlock
 from retrofit.ops.insertion import insert_rows, keep_mask
 
 HOSTS = {"standard": StandardBlock, "oa_only": OAOnlyBlock, "otransformer": OTransformerBlock}
 COLUMN_DOCS = {
     "host": ("label", "the two-block host: `standard`, `oa_only` or `otransformer` (`HOSTS`)"),
+    "device": DEVICE_DOC,
     "block": ("integer", "block after which the states are compared (from 1)"),
     "n_null": ("count", "null tokens inserted"),
     "linf_old_tokens": ("hidden-state units", "largest change of an old token's state when the nulls are inserted"),
@@ -84,11 +87,14 @@ def ablation_table(
     tau: float,
     eps_den: float,
     seed: int,
+    device: str = "cpu",
 ) -> pd.DataFrame:
-    """Rows `host, block, n_null, linf_old_tokens` (block counted from 1)."""
+    """Rows `host, device, block, n_null, linf_old_tokens` (block counted from 1): weights and states
+    drawn on the CPU from `seed` (the same numbers on every device), run on `device`."""
     g = torch.Generator().manual_seed(seed)
     hosts = build_hosts(d_model, n_heads, d_ffn, n_blocks, bias_std, g, tau=tau, eps_den=eps_den)
-    h_BLE = torch.randn(batch, n_old, d_model, generator=g)
+    hosts = {name: [block.to(device) for block in blocks] for name, blocks in hosts.items()}
+    h_BLE = torch.randn(batch, n_old, d_model, generator=g).to(device)
     rows = []
     for n_null in n_nulls:
         positions = torch.randint(0, n_old + 1, (n_null,), generator=g).tolist()
@@ -97,6 +103,7 @@ def ablation_table(
                 rows.append(
                     {
                         "host": host,
+                        "device": device_label(device),
                         "block": block,
                         "n_null": n_null,
                         "linf_old_tokens": (old_ins - old).abs().max().item(),

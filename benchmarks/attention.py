@@ -1,4 +1,4 @@
-"""OAttention vs plain SDPA vs the materialised formula on CPU: time ratios, peak-memory growth.
+"""OAttention vs plain SDPA vs the materialised formula: time ratios, peak-memory growth.
 
 Per case (B, R): Q = R queries, K = key_fraction * R keys, H heads of width D, float32, one
 thread. Timing: methods run in interleaved rounds (the order rotates each round); a method's
@@ -10,6 +10,11 @@ RSS before it (Linux: VmHWM reset via /proc/self/clear_refs). For that pass the 
 (`experiments/bench_attention.py`) tells glibc to mmap every allocation >= 64 KiB and trim at
 once, so RSS tracks live memory; it comes after the timing because per-allocation mmap would
 slow allocation-heavy methods.
+
+On a CUDA device (`BenchGrid.device`) the inputs are drawn on the CPU and moved there; time is
+wall time read after `torch.cuda.synchronize()` (`retrofit.hosts.device.device_clock`: a thread's
+CPU time does not count the GPU's work) and memory is torch's allocator peak growth
+(`benchmarks.tools.memory.peak_growth_mib`).
 """
 
 import statistics
@@ -23,6 +28,7 @@ import torch.nn.functional as F
 
 from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs
 from benchmarks.tools.memory import check_linux, peak_growth_mib
+from retrofit.hosts.device import device_clock, is_cuda
 from retrofit.measure.timing import interleaved_times, paired_ratios, torch_threads
 from retrofit.ops import o_attention, o_attention_materialised
 
@@ -49,6 +55,7 @@ class BenchGrid:
     null_fraction: float
     materialised_max_bytes: float
     seed: int
+    device: str = "cpu"
 
     def cases(self) -> list[tuple[int, int]]:
         return [(B, R) for B in self.batch_sizes for R in self.rows]
@@ -65,7 +72,7 @@ class BenchGrid:
             score_std=1.0,
             null_fraction=self.null_fraction,
             generator=torch.Generator().manual_seed(self.seed),
-        )
+        ).to(self.device)
 
     def methods(self, B: int, R: int) -> list[str]:
         K = int(self.key_fraction * R)
@@ -89,17 +96,22 @@ def memory_table(grid: BenchGrid) -> pd.DataFrame:
     """One row per (B, R): each method's peak RSS growth in one call (MiB) and the output size.
 
     RSS tracks live tensor memory only if the process serves large allocations with mmap and trims
-    at once (the driver sets that up with glibc's mallopt, after timing). Needs Linux.
+    at once (the driver sets that up with glibc's mallopt, after timing). Needs Linux. On CUDA: torch's
+    allocator peak growth.
     """
-    check_linux()
-    return pd.DataFrame([_memory_case(grid.inputs(B, R), grid.methods(B, R)) for B, R in grid.cases()])
+    if not is_cuda(grid.device):
+        check_linux()
+    cases = grid.cases()
+    return pd.DataFrame([_memory_case(grid.inputs(B, R), grid.methods(B, R), grid.device) for B, R in cases])
 
 
 def _time_case(grid: BenchGrid, B: int, R: int, seconds_per_case: float, min_repeats: int, max_repeats: int) -> dict:
     x = grid.inputs(B, R)
     fns = {name: (lambda name=name: METHODS[name](x)) for name in grid.methods(B, R)}
     times = interleaved_times(
-        fns, lambda first: max(min_repeats, min(max_repeats, int(seconds_per_case / first))), clock=time.thread_time
+        fns,
+        lambda first: max(min_repeats, min(max_repeats, int(seconds_per_case / first))),
+        clock=device_clock(grid.device, time.thread_time),
     )
     ratios = paired_ratios(times, "sdpa")
     row = {"B": B, "R": R, "K": x.k.shape[2], "rounds": len(times["sdpa"])}
@@ -109,11 +121,13 @@ def _time_case(grid: BenchGrid, B: int, R: int, seconds_per_case: float, min_rep
     return row
 
 
-def _memory_case(x: AttentionInputs, names: list[str]) -> dict:
+def _memory_case(x: AttentionInputs, names: list[str], device: str) -> dict:
     B, H, R, D = x.q.shape
     row = {"output_mib": B * H * R * D * 4 / 2**20}
     row |= {
-        f"{name}_mem_mib": peak_growth_mib(lambda name=name: METHODS[name](x)) if name in names else float("nan")
+        f"{name}_mem_mib": peak_growth_mib(lambda name=name: METHODS[name](x), device)
+        if name in names
+        else float("nan")
         for name in METHODS
     }
     return row

@@ -10,7 +10,6 @@ below `EXPLAINED_BELOW`, where the time goes, with each table's own predict time
 """
 
 import statistics
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,10 +17,13 @@ import pandas as pd
 from tabpfn import TabPFNRegressor
 
 from retrofit.batching import MAX_PADDING, cell_limit, member_inputs, predict_many, shared_buckets
+from retrofit.hosts.device import device_clock, device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.measure.timing import interleaved_times, paired_ratios
 
 COLUMN_DOCS = {
     "host": ("label", "host label"),
+    "device": DEVICE_DOC,
     "round": ("integer", "interleaved timing round (from 0)"),
     "n_tables": ("count", "regressors (tables) predicted per side"),
     "sequential_seconds": ("s", "wall seconds of one `predict` after another over the tables"),
@@ -40,17 +42,19 @@ def throughput_rounds(
     host: str, pairs: Sequence[tuple[TabPFNRegressor, Any]], rounds: int, max_padding: float = MAX_PADDING
 ) -> pd.DataFrame:
     """`rounds` interleaved rounds (after one warm-up each) of the three timings, predict_many with
-    `max_padding`; one row per round."""
+    `max_padding`; one row per round, timed on the regressors' device (`device_clock`)."""
     fns = {
         "sequential": lambda: [regressor.predict(X) for regressor, X in pairs],
         "predict_many": lambda: predict_many(pairs, max_padding=max_padding),
         "preprocess": lambda: [member_inputs(i, regressor, X) for i, (regressor, X) in enumerate(pairs)],
     }
-    times = interleaved_times(fns, rounds, clock=time.perf_counter)
+    device = pairs[0][0].devices_[0]
+    label = device_label(device)
+    times = interleaved_times(fns, rounds, clock=device_clock(device))
     speedups = paired_ratios(times, "predict_many")["sequential"]
     return pd.DataFrame(
         [
-            dict(zip(COLUMNS, (host, r, len(pairs), seq, many, speedup, pre), strict=True))
+            dict(zip(COLUMNS, (host, label, r, len(pairs), seq, many, speedup, pre), strict=True))
             for r, (seq, many, speedup, pre) in enumerate(
                 zip(times["sequential"], times["predict_many"], speedups, times["preprocess"], strict=True)
             )
@@ -101,7 +105,8 @@ def sequential_seconds_by_table(pairs: Sequence[tuple[TabPFNRegressor, Any]]) ->
     """Wall seconds of each regressor's own `predict`, one call each."""
     seconds = []
     for regressor, X in pairs:
-        start = time.perf_counter()
+        clock = device_clock(regressor.devices_[0])
+        start = clock()
         regressor.predict(X)
-        seconds.append(time.perf_counter() - start)
+        seconds.append(clock() - start)
     return seconds

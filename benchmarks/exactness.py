@@ -14,11 +14,14 @@ import pandas as pd
 import torch
 
 from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from retrofit.hosts.device import device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 COLUMN_DOCS = {
     "implementation": ("label", "OAttention implementation: `fused`, `compact` or `materialised`"),
+    "device": DEVICE_DOC,
     "eps_mode": ("label", "the sink's mode: `absolute` or `relative`"),
     "dtype": ("label", "dtype of the inputs and the computation"),
     "B": ("count", "batch size"),
@@ -61,8 +64,11 @@ def exactness_table(
     null_fraction: float,
     insert_fraction: float,
     seed: int,
+    device: str = "cpu",
 ) -> pd.DataFrame:
-    """All rows for the given grid; inputs are redrawn per (shape, score_std, dtype) from `seed`."""
+    """All rows for the given grid; inputs are redrawn per (shape, score_std, dtype) from `seed` on
+    the CPU (the same numbers on every device) and computed on `device`, the reference too."""
+    label = device_label(device)
     rows = []
     for shape in shapes:
         for score_std in score_stds:
@@ -81,7 +87,8 @@ def exactness_table(
                     generator=g,
                 )
                 positions = torch.randint(0, shape.K + 1, (max(1, int(insert_fraction * shape.K)),), generator=g)
-                x_ins = with_null_keys(x, positions.tolist(), scale=1.0, generator=g)
+                x_ins = with_null_keys(x, positions.tolist(), scale=1.0, generator=g).to(device)
+                x = x.to(device)
                 for eps_mode in EPS_MODES:
                     ref = o_attention_reference(*x.args(), eps_mode=eps_mode)
                     for name, impl in IMPLEMENTATIONS.items():
@@ -89,6 +96,7 @@ def exactness_table(
                         rows.append(
                             {
                                 "implementation": name,
+                                "device": label,
                                 "eps_mode": eps_mode,
                                 "dtype": dtype_name,
                                 **vars(shape),

@@ -23,6 +23,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from retrofit.data import Split
 from retrofit.fitting import fit_host
 from retrofit.hosts import inference_config, make_regressor
+from retrofit.hosts.device import device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.metrics import rmse
 
 MEAN_RATIO_BAR = 0.85
@@ -35,6 +37,7 @@ SCORE_DOCS = {
     "n_features": ("count", "feature columns"),
     "model": ("label", "a baseline (`mean`, `ridge`, `random_forest`) or `<host>[<preset>]`"),
     "rmse": ("target units", "root mean squared error on the test rows"),
+    "device": DEVICE_DOC,
 }
 """Column -> (unit, meaning) of `host_quality.csv` (`score_case`)."""
 SUMMARY_DOCS = {
@@ -43,6 +46,7 @@ SUMMARY_DOCS = {
     "worst_dataset": ("label", "the dataset where it is largest"),
     "geomean_rmse_over_ridge": ("ratio", "geometric mean of RMSE / ridge's over dataset × seed"),
     "geomean_rmse_over_rf": ("ratio", "geometric mean of RMSE / the random forest's"),
+    "device": DEVICE_DOC,
     "meets_bar": ("flag", "worst_rmse_over_mean ≤ `MEAN_RATIO_BAR` and geomean_rmse_over_ridge ≤ `RIDGE_GEOMEAN_BAR`"),
 }
 """Column -> (unit, meaning) of `host_quality_summary.csv` (`summarise`)."""
@@ -51,6 +55,7 @@ EXTRAPOLATION_DOCS = {
     "true_y_z": ("training-y z units", "the noiseless trend's y there, standardised by the training y"),
     "pred_y_z": ("training-y z units", "the model's prediction there, standardised the same way"),
     "model": ("label", "`<host>[<preset>]`"),
+    "device": DEVICE_DOC,
 }
 """Column -> (unit, meaning) of `host_extrapolation.csv` (`extrapolation_probe`, labelled by model)."""
 
@@ -91,9 +96,16 @@ def host_regressor(path: Path, preset: str, n_estimators: int, seed: int, **kwar
 
 
 def score_case(
-    dataset: str, seed: int, split: Split, hosts: Mapping[str, Path], presets: Sequence[str], n_estimators: int
+    dataset: str,
+    seed: int,
+    split: Split,
+    hosts: Mapping[str, Path],
+    presets: Sequence[str],
+    n_estimators: int,
+    device: str = "cpu",
 ) -> list[dict]:
-    """RMSE rows (`model` = baseline name or `<host>[<preset>]`) for one dataset x seed."""
+    """RMSE rows (`model` = baseline name or `<host>[<preset>]`) for one dataset x seed; the hosts
+    run on `device`, the baselines (scikit-learn) on the CPU."""
     common = dict(
         dataset=dataset,
         seed=seed,
@@ -104,12 +116,14 @@ def score_case(
     rows = []
     for name, factory in BASELINES.items():
         model = factory(split, seed).fit(split.X_train, split.y_train)
-        rows.append({**common, "model": name, "rmse": rmse(split.y_test, model.predict(split.X_test))})
+        rows.append({**common, "model": name, "rmse": rmse(split.y_test, model.predict(split.X_test)), "device": "cpu"})
     for host, path in hosts.items():
         for preset in presets:
-            reg, _ = fit_host(path, split, random_state=seed, n_estimators=n_estimators, **preset_overrides(preset))
+            overrides = preset_overrides(preset)
+            reg, _ = fit_host(path, split, random_state=seed, n_estimators=n_estimators, device=device, **overrides)
             pred = reg.predict(split.X_test)
-            rows.append({**common, "model": f"{host}[{preset}]", "rmse": rmse(split.y_test, pred)})
+            label = device_label(reg.devices_[0])
+            rows.append({**common, "model": f"{host}[{preset}]", "rmse": rmse(split.y_test, pred), "device": label})
     return rows
 
 
@@ -117,6 +131,7 @@ def summarise(scores: pd.DataFrame) -> pd.DataFrame:
     """Per model: worst dataset RMSE/mean ratio, geometric-mean RMSE ratios to ridge and RF, and
     whether the host bar holds. Ratios are taken per dataset x seed, then averaged per dataset."""
     wide = scores.pivot_table(index=["dataset", "seed"], columns="model", values="rmse")
+    devices = scores.groupby("model")["device"].first()
     rows = []
     for model in wide.columns:
         to_mean = (wide[model] / wide["mean"]).groupby(level="dataset").mean()
@@ -129,6 +144,7 @@ def summarise(scores: pd.DataFrame) -> pd.DataFrame:
                 "worst_dataset": to_mean.idxmax(),
                 "geomean_rmse_over_ridge": round(geo_ridge, 4),
                 "geomean_rmse_over_rf": round(geo_rf, 4),
+                "device": devices[model],
                 "meets_bar": bool(to_mean.max() <= MEAN_RATIO_BAR and geo_ridge <= RIDGE_GEOMEAN_BAR),
             }
         )

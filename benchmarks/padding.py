@@ -19,10 +19,13 @@ import torch
 from retrofit.adapters import OClosedModel
 from retrofit.batching import MAX_PADDING, bucket_members, cell_limit, decode_members, member_inputs, pad_members
 from retrofit.fitting import FittedCase
+from retrofit.hosts.device import device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.patching import retrofit
 
 COLUMN_DOCS = {
     "host": ("label", "host label"),
+    "device": DEVICE_DOC,
     "variant": ("label", "retrofit variant (`baseline`: the stock host fed the padding as zeros)"),
     "dataset": ("label", "dataset name"),
     "seed": ("integer", "split and `random_state` seed of the case"),
@@ -61,6 +64,16 @@ def padding_effect(
             padded_pred = decode_members(regressor, [outputs[(index, m)] for m in range(n_members)])
             own = regressor.predict(X_test)
             delta, scale = float(np.max(np.abs(padded_pred - own))), float(np.max(np.abs(own)))
-            values = (host, variant, case.name, case.seed, len(own), delta, scale, delta / scale)
+            values = (
+                host,
+                device_label(regressor.devices_[0]),
+                variant,
+                case.name,
+                case.seed,
+                len(own),
+                delta,
+                scale,
+                delta / scale,
+            )
             rows.append(dict(zip(COLUMNS, values, strict=True)))
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -9,9 +9,14 @@ same `random_state` for the same settings.
     regressor, seconds = fit_host(host_path, data[1], random_state=seed)
     case = fit_case(CaseSpec(dataset, seed, host_path))                 # both at once
 
-Inference runs in `precision` (float32 by default: tabpfn's `inference_precision="auto"` means
-bfloat16 autocast on CPUs that have it, whose rounding (~1e-3 relative) would swamp the deltas
-being measured) on `device` ("cpu" or "cuda", resolved by `retrofit.hosts.regressor.resolve_device`).
+Inference runs in `precision` (a key of `PRECISIONS`) on `device` ("cpu" or "cuda", resolved by
+`retrofit.hosts.regressor.resolve_device`). float32 is the default: tabpfn's own default,
+`precision="auto"` (`inference_precision="auto"`), runs the forward under torch autocast wherever
+tabpfn finds it available (`tabpfn.utils.infer_autocast_inference_mode`): on CUDA always (float16
+autocast), on the CPU only on CPUs with native bfloat16 (Intel AMX / AVX512-BF16, AMD Zen 4+;
+elsewhere it stays float32), and that rounding (~1e-3 relative) would swamp the deltas being
+measured. `auto` is there to measure what a host does as tabpfn runs it by default (the noise
+floor's `precision` source).
 """
 
 import time
@@ -28,8 +33,9 @@ from retrofit.data import DatasetSpec, Split, Table, load_table, split
 from retrofit.errors import RetrofitError
 from retrofit.hosts import make_regressor
 
-PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
-"""`precision` name -> the `inference_precision` tabpfn runs in."""
+PRECISIONS: dict[str, torch.dtype | str] = {"float32": torch.float32, "float64": torch.float64, "auto": "auto"}
+"""`precision` name -> the `inference_precision` tabpfn runs in (`auto`: tabpfn's default, its autocast
+where available; module docstring)."""
 
 
 def load_split(dataset: DatasetSpec, seed: int, *, base_dir: Path, test_size: float = 0.3) -> tuple[Table, Split]:

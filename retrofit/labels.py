@@ -14,6 +14,8 @@ LABEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 """What a label may be (with at most `LABEL_CHARS` characters)."""
 LABEL_CHARS = 100
 """The longest label: far below any file system's 255-byte name limit, with room for a suffix."""
+DEVICE_DOC = ("label", "what the row was computed on: `cpu`, or the CUDA model name (`torch.cuda.get_device_name`)")
+"""(unit, meaning) of every results table's `device` column (`retrofit.hosts.device.device_label` writes it)."""
 
 
 def check_label(kind: str, name: object, error: type[RetrofitError] = RetrofitError) -> str:

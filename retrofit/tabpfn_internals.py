@@ -55,6 +55,9 @@ PRIVATE = (
         ),
     ),
     Private("tabpfn.model_loading", "_skip_parameter_init"),
+    # Public, but replaced where it lives: `load_model_criterion_config` calls it by module global
+    # (`retrofit.hosts.column_embeddings` wraps it to pin the v2 family's column embeddings).
+    Private("tabpfn.model_loading", "load_model", ("path", "estimator_type", "devices", "force_inference_dtype")),
     Private("tabpfn.architectures.tabpfn_v3", "_generate_nan_and_inf_indicator"),
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_embed_col_y"),
     Private("tabpfn.architectures.tabpfn_v3:TabPFNV3", "_embed_icl_y"),

@@ -12,6 +12,19 @@ from pathlib import Path
 
 import pytest
 
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` are skipped, with the reason, where torch sees no CUDA device."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA device; torch {torch.__version__} sees none")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
 RANDOM_HOSTS: dict[tuple[str, int], Path] = {}
 """(arch_name, seed) -> the random host checkpoint written for this pytest run."""
 

@@ -11,7 +11,7 @@ from processes import run_python
 from retrofit.results.aggregate import aggregate, headline, outputs
 from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
 from retrofit.results.record import COLUMNS, UnitRecord, hparams_text, read_records
-from retrofit.runner.finish import noise_floors
+from retrofit.runner.finish import floor_commands, noise_floors
 from retrofit.runner.store import UnitStore
 
 
@@ -137,9 +137,17 @@ def test_a_mean_delta_within_its_hosts_noise_floor_is_marked_and_each_floor_said
         }
     ).to_csv(floors_csv, index=False)
     floors = noise_floors(floors_csv)
-    assert floors == {"h": 1.5}  # the largest movement over the sources
+    assert floors == {("h", "cpu"): 1.5}  # the largest movement over the sources
     text = headline(frame, floors)
     assert "| oa_only   | +1.000 ≈0 (+1.000)" in text and "+3.000 (+3.000)" in text
     assert "h 1.5 %" in text and "≈0: a mean |ΔRMSE| within its host's floor" in text
-    unmeasured = headline(frame, noise_floors(tmp_path / "none.csv"))
-    assert "≈0 (" not in unmeasured and "h: floor not measured" in unmeasured
+    unmeasured = headline(frame, noise_floors(tmp_path / "none.csv"), floor_commands(frame, {}))
+    assert "≈0 (" not in unmeasured
+    command = "python -m retrofit noise_floor host=checkpoint host.name=h host.path=<h's checkpoint file>"
+    assert f"h: floor not measured (measure it: {command} datasets=[{frame.dataset[0]}] device=cpu)" in unmeasured
+    on_gpu = frame.assign(host="tiny_v3", device="NVIDIA H200")
+    text = headline(on_gpu, {("tiny_v3", "cpu"): 99.0}, floor_commands(on_gpu, {("tiny_v3", "cpu"): 99.0}))
+    assert "≈0" not in text.split("Noise floor")[0]  # the CPU's floor does not mark a GPU row
+    assert (
+        "tiny_v3 on NVIDIA H200: floor not measured (measure it: python -m retrofit noise_floor host=tiny_v3 " in text
+    )

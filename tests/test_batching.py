@@ -5,6 +5,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from devices import DEVICES
 
 import retrofit
 from retrofit.batching import MAX_PADDING, MemberInput, bucket_members, cell_limit, pad_members, shared_buckets
@@ -15,14 +16,14 @@ SHAPES = [(60, 20, 5), (40, 13, 3), (80, 7, 8), (33, 30, 5)]
 """(train rows, test rows, features) of the tables: all different."""
 
 
-def _tables(path, variant="o_closed", n_estimators=2, **hparams):
-    """One fitted, retrofitted regressor per table of `SHAPES`, with its test rows."""
+def _tables(path, variant="o_closed", n_estimators=2, device="cpu", **hparams):
+    """One fitted, retrofitted regressor per table of `SHAPES` on `device`, with its test rows."""
     rng = np.random.default_rng(0)
     pairs = []
     for i, (n, t, c) in enumerate(SHAPES):
         X = rng.normal(size=(n + t, c))
         y = (i + 1) * X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n + t) + 10 * i
-        regressor = make_regressor(path, n_estimators=n_estimators, random_state=i).fit(X[:n], y[:n])
+        regressor = make_regressor(path, n_estimators=n_estimators, random_state=i, device=device).fit(X[:n], y[:n])
         pairs.append((retrofit.retrofit(regressor, variant, **hparams), X[n:]))
     return pairs
 
@@ -65,10 +66,11 @@ def test_predict_many_refuses_bounds_that_are_not_numbers_in_range(random_v3_pat
         retrofit.predict_many(pairs, **bounds)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("max_padding", [1.5, 100.0])  # several buckets; everything in one
-def test_predict_many_equals_each_regressors_predict(random_v3_path, compact, max_padding):
-    pairs = _tables(random_v3_path, compact=compact)
+def test_predict_many_equals_each_regressors_predict(random_v3_path, compact, max_padding, device):
+    pairs = _tables(random_v3_path, compact=compact, device=device)
     many = retrofit.predict_many(pairs, max_padding=max_padding)
     for (regressor, X_test), predicted in zip(pairs, many, strict=True):
         own = regressor.predict(X_test)

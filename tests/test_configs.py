@@ -39,10 +39,12 @@ def benchmark_datasets(hydra_compose) -> list[str]:
 
 
 def test_every_dataset_config_is_a_valid_spec(benchmark_datasets, hydra_compose):
+    """Every dataset file (any number: adding one is adding its YAML) is a spec named by its file,
+    and every dataset an experiment lists has one."""
     names = sorted(
         p.stem for p in (CONFIGS / "dataset").glob("*.yaml") if p.stem != "csv"
     )  # filled on the command line
-    assert names == sorted(benchmark_datasets + list(hydra_compose("preset_selection").datasets))
+    assert set(benchmark_datasets + list(hydra_compose("preset_selection").datasets)) <= set(names)
     for name in names:
         assert DatasetSpec.from_mapping(yaml.safe_load((CONFIGS / "dataset" / f"{name}.yaml").read_text())).name == name
 

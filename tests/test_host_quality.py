@@ -16,7 +16,7 @@ def _scores(host_rmse: dict[str, float]) -> pd.DataFrame:
     rows = []
     for dataset, host in host_rmse.items():
         for model, rmse in {"mean": 10.0, "ridge": 5.0, "random_forest": 6.0, "host[stored]": host}.items():
-            rows.append({"dataset": dataset, "seed": 0, "model": model, "rmse": rmse})
+            rows.append({"dataset": dataset, "seed": 0, "model": model, "rmse": rmse, "device": "cpu"})
     return pd.DataFrame(rows)
 
 

@@ -4,6 +4,7 @@ random host of each, slow on the shipped tiny_v3 and tiny_v3_5 with trained weig
 import numpy as np
 import pytest
 import torch
+from devices import DEVICES
 from synthetic import diabetes_split, fit_synthetic, regression_data
 
 import retrofit
@@ -64,15 +65,19 @@ def random_closed(request, make_random_host):
     return fit_synthetic(make_random_host(request.param), n_estimators=2, f=5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("compact", [False, True])
-def test_absent_rows_and_columns_change_no_present_output(random_closed, compact):
-    regressor, X_test = random_closed
+@pytest.mark.parametrize("arch", CLOSED_ARCHITECTURES)
+def test_absent_rows_and_columns_change_no_present_output(make_random_host, arch, compact, device):
+    regressor, X_test = fit_synthetic(make_random_host(arch), n_estimators=2, f=5, device=device)
     patched = retrofit.retrofit(regressor, "o_closed", compact=compact)
-    x, y = _model_inputs(patched, X_test)
+    x, y = (t.to(device) for t in _model_inputs(patched, X_test))
     with torch.inference_mode():
         reference = patched.models_[0](x, y)
-        x_pad, y_pad, presence, old_test = _insert_absent(x, y, k=7)
-        padded = patched.models_[0](x_pad, y_pad, **presence)
+        x_pad, y_pad, presence, old_test = _insert_absent(x.cpu(), y.cpu(), k=7)
+        presence = {name: value.to(device) for name, value in presence.items()}
+        padded = patched.models_[0](x_pad.to(device), y_pad.to(device), **presence)
+        old_test = old_test.to(device)
     assert torch.all(padded[~old_test] == 0)  # an absent test row reads out exactly 0
     change = float((padded[old_test] - reference).abs().max())
     if compact:

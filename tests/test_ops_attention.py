@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from devices import DEVICES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,18 +132,20 @@ def test_empty_support_is_exactly_zero_never_nan(dtype, compact, score_std, K, e
     assert (ref[0] == 0).all() and (ref[1, :, 2] == 0).all()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @every_setting
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), mask_kind=st.sampled_from([None, "QK", "B1QK", "B11K"]))
-def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind, eps_mode):
-    x = data.draw(inputs(dtype))
+def test_accuracy_vs_float64_reference(data, dtype, compact, mask_kind, eps_mode, device):
+    """Within `ACCURACY_TOL` of the float64 reference (computed on the same device)."""
+    x = data.draw(inputs(dtype)).to(device)
     B, _, Q, _ = x.q.shape
     K = x.k.shape[2]
     mask = None
     if mask_kind is not None:
         shape = {"QK": (Q, K), "B1QK": (B, 1, Q, K), "B11K": (B, 1, 1, K)}[mask_kind]
         g = torch.Generator().manual_seed(data.draw(st.integers(0, 1000)))
-        mask = torch.rand(shape, generator=g) < 0.7
+        mask = (torch.rand(shape, generator=g) < 0.7).to(device)
     out = o_attention(*x.args(), mask=mask, compact=compact, eps_mode=eps_mode)
     ref = o_attention_reference(*x.args(), mask=mask, eps_mode=eps_mode)
     err = (out.double() - ref).abs().max()

@@ -187,7 +187,9 @@ def test_the_timing_runs_on_its_own_regressor_with_timing_members(host, tmp_path
 
 
 class CountingModel:
-    """A stand-in regressor: counts its calls, records the call order, predicts `value`."""
+    """A stand-in regressor on the CPU: counts its calls, records the call order, predicts `value`."""
+
+    devices_ = ("cpu",)
 
     def __init__(self, name: str, value: float, order: list[str]):
         self.name, self.value, self.order = name, value, order

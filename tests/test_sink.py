@@ -194,6 +194,8 @@ def test_sink_mass_driver_takes_a_user_checkpoint(tmp_path):
     run = run_entry_point("sink_mass.py", "host=checkpoint", *overrides, "datasets=[diabetes]", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     table = pd.read_csv(tmp_path / "sink.csv")
-    assert list(table.columns) == ["host", "dataset", "seed", *COLUMNS] == list(COLUMN_DOCS)  # documented, in order
+    assert (
+        list(table.columns) == ["host", "device", "dataset", "seed", *COLUMNS] == list(COLUMN_DOCS)
+    )  # documented, in order
     assert set(table.host) == {"mine"} and set(table.dataset) == {"diabetes"} and set(table.seed) == {1}
     assert len(table) == 3 * 4  # tiny_v2: 3 blocks x 4 heads

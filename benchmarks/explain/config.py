@@ -32,6 +32,7 @@ class ExplainBenchConfig:
     inference_preset: str | None = "lean"
     feature_shift_method: str | None = None
     threads: int = 1
+    device: str = "cpu"
     output: str = "results/removal_bench.csv"
     plot: str = "results/removal_bench.png"
     example_plot: str = "results/removal_bench_example.png"

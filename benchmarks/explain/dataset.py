@@ -16,6 +16,7 @@ from benchmarks.explain.refits import INDICES, as_array, refit_leave_one_out, re
 from retrofit.data import DatasetSpec
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path, inference_config, make_regressor
+from retrofit.hosts.device import device_clock, device_label
 from retrofit.measure.timing import interleaved_times, spread
 from retrofit.patching import retrofit
 from retrofit.removal.columns import member_feature_columns
@@ -49,6 +50,8 @@ class Explained:
     seconds: dict[tuple[str, str], list[float]]
     stages: dict[tuple[str, str], float]
     """(method, stage) -> CPU ms per coalition (`retrofit.removal.stages`), one explained row."""
+    device: str = "cpu"
+    """What the host ran on (`retrofit.hosts.device.device_label`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ def regressor_factory(cfg: ExplainBenchConfig, host: str) -> Callable[[], TabPFN
             host_path,
             n_estimators=cfg.n_estimators,
             random_state=cfg.seed,
+            device=cfg.device,
             inference_config={**preset, "FEATURE_SHIFT_METHOD": cfg.feature_shift_method},
         )
 
@@ -150,11 +154,12 @@ def timed(
         return store
 
     rounds = [key for key in runs if key[0] != UNTIMED_METHOD]
-    times = interleaved_times({key: call(key) for key in rounds}, cfg.repeats, time.process_time, warmup=False)
+    clock = device_clock(cfg.device, time.process_time)
+    times = interleaved_times({key: call(key) for key in rounds}, cfg.repeats, clock, warmup=False)
     for key in (key for key in runs if key[0] == UNTIMED_METHOD):
-        start = time.process_time()
+        start = clock()
         call(key)()
-        times[key] = [time.process_time() - start]
+        times[key] = [clock() - start]
     return results, times
 
 
@@ -180,7 +185,8 @@ def explain_dataset(cfg: ExplainBenchConfig, host: str, spec: DatasetSpec, base_
     n_coalitions = {**dict.fromkeys(cfg.indices, 2**d if budget is None else budget), "LOO": len(rows.X_train) + 1}
     medians = {key: spread(value)[0] for key, value in seconds.items()}
     log.info("%s on %s: d=%d, coalitions %s, median seconds %s", spec.name, host, d, n_coalitions, medians)
-    return Explained(host, spec.name, rows.feature_names, n_coalitions, attributions, seconds, stages)
+    label = device_label(closed.devices_[0])
+    return Explained(host, spec.name, rows.feature_names, n_coalitions, attributions, seconds, stages, label)
 
 
 def _game_run(

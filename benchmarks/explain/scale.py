@@ -18,7 +18,8 @@ o_closed regressor on the table without the removed features (or training row), 
   agreement (`rank_corr`), not equality.
 Differences are relative to the prediction scale (the largest |prediction| of the explained
 rows; LOO: of the refit's values). Timing: ours and the refits in `rounds` interleaved rounds
-of CPU time (`time.process_time`, `threads` torch threads), the first round's results compared;
+of CPU time (`time.process_time`, `threads` torch threads; on CUDA synchronized wall time,
+`retrofit.hosts.device.device_clock`), the first round's results compared;
 `speedup` = refit / ours per round (median, min, max). SV, k-SII and invariance come from the
 values already timed and carry no time.
 """
@@ -39,8 +40,10 @@ from benchmarks.explain.scale_config import ExplainScaleConfig
 from benchmarks.scale.config import synthetic_table
 from retrofit.adapters import ARCHITECTURES
 from retrofit.hosts import check_checkpoint, inference_config, make_regressor
+from retrofit.hosts.device import device_clock, device_label
 from retrofit.hosts.random_host import default_size_host
 from retrofit.hosts.validation import architecture_name
+from retrofit.labels import DEVICE_DOC
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
 from retrofit.patching import retrofit
 from retrofit.removal import leave_one_out, shapley, values
@@ -51,6 +54,7 @@ log = logging.getLogger(__name__)
 
 COLUMN_DOCS = {
     "arch": ("label", "tabpfn architecture at its default size, random weights"),
+    "device": DEVICE_DOC,
     "quantity": ("label", "`values`, `SV`, `k-SII`, `invariance` or `LOO` (see `benchmarks.explain.scale`)"),
     "status": ("label", "`measured` or `refused`"),
     "n_train": ("count", "training rows of the fitted context"),
@@ -60,8 +64,8 @@ COLUMN_DOCS = {
     "max_rel_diff": ("relative change", "largest |ours − refit| / the prediction scale (invariance: redrawn − kept)"),
     "efficiency_rel": ("relative change", "SV: largest |Σφ − (v(all) − v(∅))| / the prediction scale"),
     "rank_corr": ("Spearman ρ", "LOO: rank correlation of ours with the refit's values"),
-    "ours_seconds": ("CPU s", "median CPU seconds of ours over the rounds"),
-    "refit_seconds": ("CPU s", "median CPU seconds of the refits over the rounds"),
+    "ours_seconds": ("CPU s", "median CPU seconds of ours over the rounds (on CUDA: wall seconds)"),
+    "refit_seconds": ("CPU s", "median CPU seconds of the refits over the rounds (on CUDA: wall seconds)"),
     "speedup": ("ratio", "median per-round refit / ours CPU seconds"),
     "speedup_min": ("ratio", "smallest per-round speed-up"),
     "speedup_max": ("ratio", "largest per-round speed-up"),
@@ -83,7 +87,7 @@ def scale_table(cfg: ExplainScaleConfig, folder: Path) -> pd.DataFrame:
             log.info("explain at scale: %s", arch)
             load_start = os.getloadavg()[0]
             found = arch_rows(arch, cfg, Path(folder) / arch)
-            load = {"load_start": load_start, "load_end": os.getloadavg()[0]}
+            load = {"device": device_label(cfg.device), "load_start": load_start, "load_end": os.getloadavg()[0]}
             rows += [entry | load for entry in found]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
@@ -100,7 +104,9 @@ def arch_rows(arch: str, cfg: ExplainScaleConfig, folder: Path) -> list[dict[str
     settings = inference_config(cfg.inference_preset) | {"FEATURE_SHIFT_METHOD": None}
 
     def closed_fit(X_fit: np.ndarray, y_fit: np.ndarray) -> Any:
-        stock = make_regressor(path, n_estimators=cfg.n_estimators, random_state=cfg.seed, inference_config=settings)
+        stock = make_regressor(
+            path, n_estimators=cfg.n_estimators, random_state=cfg.seed, device=cfg.device, inference_config=settings
+        )
         return retrofit(stock.fit(X_fit, y_fit), "o_closed")
 
     closed = closed_fit(X, y)
@@ -124,7 +130,7 @@ def feature_rows(
     present = [keep for keep in coalitions_KF if keep.any()]
     ours = lambda: values(closed, X_explain, coalitions_KF)  # noqa: E731
     refits = lambda: [closed_fit(X[:, keep], y).predict(X_explain[:, keep]) for keep in present]  # noqa: E731
-    first, times = _timed({"ours": ours, "refit": refits}, cfg.rounds)
+    first, times = _timed({"ours": ours, "refit": refits}, cfg.rounds, cfg.device)
     ours_KR, refit_KR = first["ours"], np.array(first["refit"])
     scale = float(np.max(np.abs(closed.predict(X_explain))))
     timing = _timing(times, cfg.rounds)
@@ -188,7 +194,9 @@ def loo_row(
         full = loss(np.ones(len(X), dtype=bool))
         return np.array([loss(np.arange(len(X)) != i) - full for i in range(len(X))])
 
-    first, times = _timed({"ours": lambda: leave_one_out(closed, X_query, y_query), "refit": refits}, cfg.rounds)
+    first, times = _timed(
+        {"ours": lambda: leave_one_out(closed, X_query, y_query), "refit": refits}, cfg.rounds, cfg.device
+    )
     ours, theirs = first["ours"], first["refit"]
     return _row(
         arch,
@@ -201,8 +209,11 @@ def loo_row(
     )
 
 
-def _timed(fns: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """(each callable's result in the first round, CPU seconds per round): `rounds` interleaved
+def _timed(
+    fns: dict[str, Callable[[], Any]], rounds: int, device: str
+) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """(each callable's result in the first round, seconds per round on `device`'s clock,
+    `device_clock`: CPU seconds on the CPU): `rounds` interleaved
     rounds with no warm-up call (the refits are dozens of fits; ours is warm from the first fit)."""
     first: dict[str, Any] = {}
 
@@ -210,7 +221,7 @@ def _timed(fns: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict[str, An
         return lambda: first.setdefault(name, fn())
 
     kept = {name: keeping(name, fn) for name, fn in fns.items()}
-    return first, interleaved_times(kept, rounds, clock=time.process_time, warmup=False)
+    return first, interleaved_times(kept, rounds, clock=device_clock(device, time.process_time), warmup=False)
 
 
 def _timing(times: dict[str, list[float]], rounds: int) -> dict[str, float]:

@@ -28,6 +28,7 @@ class ExplainScaleConfig:
     inference_preset: str = MISSING
     rounds: int = MISSING
     threads: int = MISSING
+    device: str = MISSING
     arch_overrides: dict[str, dict[str, Any]] = MISSING
     seed: int = MISSING
     output: str = MISSING

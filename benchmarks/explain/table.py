@@ -13,15 +13,17 @@ from benchmarks.explain.dataset import Explained, explain_dataset
 from benchmarks.explain.plots import plot_bench, plot_example
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
+from retrofit.labels import DEVICE_DOC
 from retrofit.measure.timing import paired_ratios, spread, torch_threads
 
 COLUMN_DOCS = {
     "host": ("label", "host label"),
+    "device": DEVICE_DOC,
     "dataset": ("label", "dataset name"),
     "n_features": ("count", "features explained (the players)"),
     "n_coalitions": ("count", "feature coalitions evaluated per explained row"),
     "method": ("label", "how a coalition is evaluated (`benchmarks.explain`): ours or a refit reference"),
-    "seconds": ("s", "median wall seconds of the method over the timing rounds"),
+    "seconds": ("s", "median seconds of the method over the timing rounds (CPU seconds on the CPU, wall on CUDA)"),
     "speedup_vs_refit": ("ratio", "median per-round reference seconds / the method's"),
     "rank_corr_median": (
         "Spearman ρ",
@@ -42,11 +44,11 @@ METHODS = ("closed_batched", "closed_batched_rows", "refit_shapiq", "stock_zeroe
 LOO_METHODS = ("closed_batched", "refit_tabpfn")
 """The methods of the LOO rows (refit_tabpfn the reference)."""
 STAGE_DOCS = {
-    **{name: COLUMN_DOCS[name] for name in ("host", "dataset", "n_features")},
+    **{name: COLUMN_DOCS[name] for name in ("host", "device", "dataset", "n_features")},
     "n_coalitions": ("count", "coalitions the stages were timed on"),
     "method": COLUMN_DOCS["method"],
     "stage": ("label", "a stage of evaluating a coalition (`retrofit.removal.stages`)"),
-    "ms_per_coalition": ("CPU ms", "CPU milliseconds the stage takes per coalition"),
+    "ms_per_coalition": ("CPU ms", "CPU milliseconds the stage takes per coalition (on CUDA: wall milliseconds)"),
 }
 """Column -> (unit, meaning) of the stage table, `results/removal_stages.csv`, in order."""
 STAGE_COLUMNS = tuple(STAGE_DOCS)
@@ -79,7 +81,13 @@ def run(cfg: Any, datasets: list[DatasetSpec], base_dir: Path) -> tuple[pd.DataF
 def stage_table(explained: list[Explained], n_coalitions: int) -> pd.DataFrame:
     """CPU ms per coalition per stage (`STAGE_COLUMNS`), ours and the refit, per host and dataset."""
     stages = [
-        dict(host=item.host, dataset=item.dataset, n_features=len(item.feature_names), n_coalitions=n_coalitions)
+        dict(
+            host=item.host,
+            device=item.device,
+            dataset=item.dataset,
+            n_features=len(item.feature_names),
+            n_coalitions=n_coalitions,
+        )
         | dict(method=method, stage=stage, ms_per_coalition=ms)
         for item in explained
         for (method, stage), ms in item.stages.items()
@@ -107,6 +115,7 @@ def rows(item: Explained) -> list[dict]:
             found_rows.append(
                 dict(
                     host=item.host,
+                    device=item.device,
                     dataset=item.dataset,
                     n_features=len(item.feature_names),
                     n_coalitions=item.n_coalitions[index],

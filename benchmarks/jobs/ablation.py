@@ -16,7 +16,7 @@ NOTE = (
 @dataclass
 class AblationConfig:
     """The schema of `configs/ablation.yaml` (each key's role is written there); the keys after the
-    outputs are `benchmarks.ablation.ablation_table`'s arguments."""
+    outputs are `benchmarks.ablation.ablation_table`'s arguments (`device` resolved first)."""
 
     output_csv: str = MISSING
     output_md: str = MISSING
@@ -31,6 +31,7 @@ class AblationConfig:
     n_nulls: list[int] = MISSING
     tau: float = MISSING
     eps_den: float = MISSING
+    device: str = MISSING
 
 
 CONFIG = "ablation"
@@ -45,8 +46,8 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     job = start(cfg, hydra_cfg, AblationConfig, "configs/ablation.yaml")
     settings: AblationConfig = job.settings
     csv_path, md_path = job.outputs(settings.output_csv, settings.output_md)
-    keys = [key for key in AblationConfig.__dataclass_fields__ if not key.startswith("output")]
-    table = ablation_table(**{key: getattr(settings, key) for key in keys})
+    keys = [key for key in AblationConfig.__dataclass_fields__ if not key.startswith("output") and key != "device"]
+    table = ablation_table(**{key: getattr(settings, key) for key in keys}, device=job.device)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(csv_path, index=False, float_format="%.6g")
     md_path.write_text(

@@ -2,9 +2,9 @@
 
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig
 
-from retrofit.runner.schema import job_config
+from retrofit.jobs.start import start
 
 
 @dataclass
@@ -26,6 +26,7 @@ class BenchConfig:
     goal_ratio_large: float = MISSING
     goal_small_rows: int = MISSING
     goal_ratio_relative: float = MISSING
+    device: str = MISSING
 
 
 CONFIG = "bench"
@@ -37,9 +38,12 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Time and memory-probe the grid of `cfg` and print the table with its goals (no file)."""
     from benchmarks.attention import BenchGrid, memory_table, time_table
     from benchmarks.tools.memory import make_rss_track_live_memory
+    from retrofit.hosts.device import device_label
 
-    settings: BenchConfig = OmegaConf.to_object(job_config(cfg, BenchConfig, "configs/bench.yaml"))
-    grid = BenchGrid(**{key: _frozen(getattr(settings, key)) for key in BenchGrid.__dataclass_fields__})
+    job = start(cfg, hydra_cfg, BenchConfig, "configs/bench.yaml")
+    settings: BenchConfig = job.settings
+    fields = [key for key in BenchGrid.__dataclass_fields__ if key != "device"]
+    grid = BenchGrid(**{key: _frozen(getattr(settings, key)) for key in fields}, device=job.device)
     times = time_table(grid, settings.seconds_per_case, settings.min_repeats, settings.max_repeats)
     make_rss_track_live_memory()
     table = times.join(memory_table(grid))
@@ -47,7 +51,9 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     goal = table.R.map(lambda R: settings.goal_ratio_small if small >= R else settings.goal_ratio_large)
     table["fused_meets_goal"] = table.fused_time_ratio <= goal
     table["fused_relative_meets_goal"] = table.fused_relative_time_ratio <= settings.goal_ratio_relative
-    print("time ratios: method / plain SDPA, thread CPU time, median of interleaved paired rounds, 1 thread;")
+    clock = "thread CPU time" if job.device == "cpu" else "synchronized wall time"
+    print(f"device: {device_label(job.device)}")
+    print(f"time ratios: method / plain SDPA, {clock}, median of interleaved paired rounds, 1 thread;")
     print("*_mem_mib: peak growth of live tensor memory in one call; output_mib: the (B, H, R, D) fp32 output")
     print(
         f"null_fraction={settings.null_fraction}: sdpa, fused and materialised attend to every key; compact skips nulls"

@@ -36,6 +36,7 @@ class ExactnessConfig:
     null_fraction: float = MISSING
     insert_fraction: float = MISSING
     shapes: list[ShapeConfig] = MISSING
+    device: str = MISSING
 
 
 CONFIG = "exactness"
@@ -68,6 +69,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
                     null_fraction=settings.null_fraction,
                     insert_fraction=settings.insert_fraction,
                     seed=settings.seed,
+                    device=job.device,
                 )
             )
     table = pd.concat(parts, ignore_index=True)

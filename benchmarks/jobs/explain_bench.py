@@ -1,13 +1,14 @@
 """Removal explanations, closed removal vs a refit per coalition vs zeroing ->
 results/removal_{bench,stages}.* (`configs/explain_bench.yaml`, `benchmarks.explain`)."""
 
+import dataclasses
 import logging
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from benchmarks.explain.config import ExplainBenchConfig
-from retrofit.jobs.start import JobStart
+from retrofit.jobs.start import JobStart, job_device
 
 CONFIG = "explain_bench"
 """Its root config, `configs/explain_bench.yaml`."""
@@ -21,8 +22,10 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.runner.config import dataset_specs
 
     logging.getLogger("retrofit").setLevel(logging.INFO)
-    job = JobStart(ExplainBenchConfig.from_config(cfg), Path(hydra_cfg.runtime.cwd), hydra_cfg)
-    settings: ExplainBenchConfig = job.settings
+    settings = ExplainBenchConfig.from_config(cfg)
+    device = job_device(settings.device)  # before any work: device=cuda without CUDA is one line
+    settings = dataclasses.replace(settings, device=device)
+    job = JobStart(settings, Path(hydra_cfg.runtime.cwd), hydra_cfg, device)
     job.outputs(settings.output, settings.plot, settings.example_plot, settings.stages_output)
     table, _ = explain_benchmark(settings, dataset_specs(hydra_cfg, settings.datasets), job.base_dir)
     print(table.to_string(index=False, float_format="%.3g"))

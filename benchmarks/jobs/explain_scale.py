@@ -1,6 +1,7 @@
 """Removal explanations at tabpfn's default size -> results/removal_scale.csv
 (`configs/explain_scale.yaml`, `benchmarks.explain.scale`)."""
 
+import dataclasses
 import logging
 import tempfile
 from pathlib import Path
@@ -22,7 +23,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     logging.getLogger("benchmarks").setLevel(logging.INFO)
     logging.getLogger("retrofit.patching").setLevel(logging.WARNING)  # else a line per refit
     job = start(cfg, hydra_cfg, ExplainScaleConfig, "configs/explain_scale.yaml", as_object=False)
-    settings = ExplainScaleConfig.from_config(job.settings)
+    settings = dataclasses.replace(ExplainScaleConfig.from_config(job.settings), device=job.device)
     (output,) = job.outputs(settings.output)
     with tempfile.TemporaryDirectory() as folder:
         table = scale_table(settings, Path(folder))

@@ -29,6 +29,7 @@ class HostQualityConfig:
     seeds: list[int] = MISSING
     presets: list[str] = MISSING
     n_estimators: int = MISSING
+    device: str = MISSING
     cards_dir: str | None = MISSING
 
 
@@ -46,6 +47,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.fitting import load_split
     from retrofit.hosts import get_path
     from retrofit.hosts.card import render_card
+    from retrofit.hosts.device import device_label
     from retrofit.runner.config import dataset_specs
 
     job = start(cfg, hydra_cfg, HostQualityConfig, "host quality config")
@@ -57,7 +59,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     for spec in dataset_specs(hydra_cfg, settings.datasets):
         for seed in settings.seeds:
             _, data = load_split(spec, seed, base_dir=base_dir)
-            rows += score_case(spec.name, seed, data, hosts, settings.presets, settings.n_estimators)
+            rows += score_case(spec.name, seed, data, hosts, settings.presets, settings.n_estimators, job.device)
             log.info("%s seed %d done", spec.name, seed)
     scores = pd.DataFrame(rows)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -68,8 +70,8 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     first = settings.presets[0]
     probes = pd.concat(
         [
-            extrapolation_probe(host_regressor(path, first, settings.n_estimators, seed=0)).assign(
-                model=f"{host}[{first}]"
+            extrapolation_probe(host_regressor(path, first, settings.n_estimators, seed=0, device=job.device)).assign(
+                model=f"{host}[{first}]", device=device_label(job.device)
             )
             for host, path in hosts.items()
         ]

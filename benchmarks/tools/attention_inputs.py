@@ -20,6 +20,10 @@ class AttentionInputs:
         """(q, k, v, p_q, p_k): the positional arguments of `o_attention`."""
         return self.q, self.k, self.v, self.p_q, self.p_k
 
+    def to(self, device: str | torch.device) -> "AttentionInputs":
+        """These inputs on `device` (drawn on the CPU from a seeded generator, the same numbers on every device)."""
+        return AttentionInputs(*(t.to(device) for t in self.args()))
+
 
 def random_attention_inputs(
     B: int,

@@ -1,4 +1,5 @@
-"""Resident memory of this process (Linux `/proc/self`): current RSS and the peak growth of one call.
+"""Resident memory of this process (Linux `/proc/self`): current RSS and the peak growth of one call
+(on a CUDA device: torch's allocator peak instead, `retrofit.hosts.device.cuda_peak_growth_mib`).
 
 RSS tracks live tensor memory only if the process serves large allocations with mmap and hands
 freed memory back at once: `make_rss_track_live_memory` sets that up (glibc, process-wide; it
@@ -10,6 +11,8 @@ import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from retrofit.hosts.device import cuda_peak_growth_mib, is_cuda
 
 PROC_STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
 
@@ -35,8 +38,11 @@ def rss_mib() -> float:
     return status_kib("VmRSS") / 1024
 
 
-def peak_growth_mib(fn: Callable[[], Any]) -> float:
-    """Peak RSS growth (MiB) during one call of fn, its result included."""
+def peak_growth_mib(fn: Callable[[], Any], device: str = "cpu") -> float:
+    """Peak memory growth (MiB) during one call of fn, its result included: of the process RSS on
+    the CPU, of torch's allocated memory on a CUDA `device` (where the tensors live)."""
+    if is_cuda(device):
+        return cuda_peak_growth_mib(fn, device)
     before = rss_mib()  # hands back memory freed before the call
     CLEAR_REFS.write_text("5")  # reset VmHWM to the current RSS
     out = fn()

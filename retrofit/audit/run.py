@@ -31,11 +31,14 @@ from retrofit.audit.raw_table import raw_table_predictions
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
+from retrofit.hosts.device import device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
 COLUMN_DOCS = {
     "host": ("label", "host label"),
+    "device": DEVICE_DOC,
     "variant": ("label", "retrofit variant (`baseline`: the stock host)"),
     "inserted_at": ("label", "where the nulls go in: `icl_entry`, `input` or `raw_table` (module docstring)"),
     "null_kind": ("label", "what is inserted: `rows` or `columns`"),
@@ -56,6 +59,8 @@ COLUMN_DOCS = {
 """Column -> (unit, meaning) of `results/audit.csv`, in order (`raw_table` rows carry no hidden
 states: `block` empty, `*_hidden` NaN)."""
 COLUMNS = tuple(COLUMN_DOCS)
+MEASURED = tuple(column for column in COLUMNS if column != "device")
+"""The columns of one measured row; `audit_host` adds the device its regressor ran on."""
 
 REL_BOUND = 1e-5
 """Rounding bound: a change up to this fraction of the largest magnitude is float32 summation
@@ -136,7 +141,8 @@ def audit_host(
                     rows += _audit_insertion(host, label, patched, X_test, insertion, n_nulls, seed)
         if progress is not None:
             progress.update()
-    return rows
+    label = device_label(regressor.devices_[0])
+    return [{**row, "device": label} for row in rows]
 
 
 def _audit_insertion(host, label, patched, X_test, insertion: Insertion, n_nulls, seed) -> list[dict]:
@@ -185,7 +191,7 @@ def _audit_raw_table(host, label, patched, setting, train, X_test, insertion: In
 
 def _row(host, label, insertion, k, block, linf, linf_pred, scale, scale_pred, leak, status) -> dict:
     values = (host, label, insertion.at, insertion.kind, k, block, linf, linf_pred, scale, scale_pred, leak, status)
-    return dict(zip(COLUMNS, values, strict=True))
+    return dict(zip(MEASURED, values, strict=True))
 
 
 def audit_table(
@@ -199,9 +205,10 @@ def audit_table(
     random_state: int,
     seed: int,
     insertions: tuple[Insertion, ...] = INSERTIONS,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """The audit over `hosts` (name -> checkpoint) on `dataset`, 70/30 split by `seed`, each host
-    fitted with `random_state` (`retrofit.fitting`).
+    fitted with `random_state` on `device` (`retrofit.fitting`).
 
     Regressors run in float32 (`retrofit.fitting`; tabpfn's "auto" precision is bfloat16 autocast on
     CPUs with native bf16, whose rounding would swamp the rounding-level figures of this audit).
@@ -210,7 +217,7 @@ def audit_table(
     rows = []
     with tqdm(total=len(hosts) * len(variants), desc="audit", unit="variant") as bar:
         for name, path in hosts.items():
-            regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators)
+            regressor, _ = fit_host(path, data, random_state=random_state, n_estimators=n_estimators, device=device)
             train = (data.X_train, data.y_train)
             rows += audit_host(name, regressor, data.X_test, variants, n_nulls, seed, insertions, bar, train)
     return pd.DataFrame(rows, columns=list(COLUMNS))

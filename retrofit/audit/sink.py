@@ -31,11 +31,14 @@ from retrofit.adapters.tau import TauRule
 from retrofit.audit.hooks import ModelHooks, in_context_blocks_of
 from retrofit.data import DatasetSpec
 from retrofit.fitting import CaseSpec, fit_case
+from retrofit.hosts.device import device_label
+from retrofit.labels import DEVICE_DOC
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
 
 CASE_DOCS = {
     "host": ("label", "host label"),
+    "device": DEVICE_DOC,
     "dataset": ("label", "dataset name"),
     "seed": ("integer", "split and `random_state` seed of the case"),
 }
@@ -176,16 +179,17 @@ def sink_mass_table(
     test_size: float,
     tau: Mapping[str, Any] | None = None,
     eps_den: float | None = None,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """`sink_mass` rows for every host (label -> checkpoint) x dataset x seed, in the columns of
     `COLUMN_DOCS` (the case's, `CASE_DOCS`, first). Each case is loaded, split and fitted as the sweep's case
-    (`retrofit.fitting.fit_case`: random_state = seed) and its test rows probed."""
+    (`retrofit.fitting.fit_case`: random_state = seed, on `device`) and its test rows probed."""
     datasets, seeds = list(datasets), list(seeds)
     frames = []
     for host, path in hosts.items():
         for spec in datasets:
             for seed in seeds:
-                case = fit_case(CaseSpec(spec, seed, Path(path), base_dir, n_estimators, test_size))
+                case = fit_case(CaseSpec(spec, seed, Path(path), base_dir, n_estimators, test_size, device=device))
                 frame = sink_mass(case.regressor, case.X_test, tau=tau, eps_den=eps_den)
-                frames.append(frame.assign(host=host, dataset=spec.name, seed=seed))
+                frames.append(frame.assign(host=host, device=device_label(device), dataset=spec.name, seed=seed))
     return pd.concat(frames, ignore_index=True)[list(COLUMN_DOCS)]

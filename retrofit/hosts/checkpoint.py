@@ -5,6 +5,8 @@
 `architecture_name`, `inference_config` and our `host_card`. It loads through the real path,
 `tabpfn.TabPFNRegressor(model_path=...)`, with no pickle involved. `save_as_published` writes a
 model the way tabpfn's published checkpoints of its version are stored (`PUBLISHED_FORMATS`).
+Both store the column embeddings a v2-family model is pinned to (`retrofit.hosts.column_embeddings`,
+header field / key `column_embeddings`) and refuse one that would draw them on the device.
 """
 
 import dataclasses
@@ -21,6 +23,7 @@ from tabpfn.constants import ModelVersion
 from tabpfn.inference_config import InferenceConfig
 from tabpfn.preprocessing import PreprocessorConfig
 
+from retrofit.hosts import column_embeddings
 from retrofit.io import write_atomic
 
 
@@ -148,8 +151,21 @@ def save_host(
         "architecture_name": arch_name,
         "inference_config": inference,
         "host_card": host_card or {},
+        **_carried_draws(model),
     }
     return write_atomic(path, lambda tmp: save_as_safetensors(checkpoint, tmp))
+
+
+def _carried_draws(model: torch.nn.Module) -> dict[str, Any]:
+    """The checkpoint entry of the column embeddings `model` is pinned to ({} if none); ValueError for
+    a model that draws them on its device (its predictions would depend on where it runs)."""
+    if column_embeddings.draws_on_device(model):
+        raise ValueError(
+            f"{type(model).__name__} draws its column embeddings on the device it runs on; pin it to the draws "
+            "it is trained with first (retrofit.hosts.column_embeddings.pin_drawn)"
+        )
+    embeddings = column_embeddings.carried(model)
+    return {} if embeddings is None else {column_embeddings.HEADER_FIELD: embeddings.to_header()}
 
 
 @dataclass(frozen=True)
@@ -189,7 +205,7 @@ def save_as_published(
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     if layout.criterion:
         state.update({f"criterion.{k}": v.detach().clone() for k, v in criterion.state_dict().items()})
-    checkpoint: dict[str, Any] = {"state_dict": state, "config": dataclasses.asdict(config)}
+    checkpoint: dict[str, Any] = {"state_dict": state, "config": dataclasses.asdict(config), **_carried_draws(model)}
     if layout.architecture_name is not None:
         checkpoint["architecture_name"] = layout.architecture_name
     if layout.inference_version is not None:

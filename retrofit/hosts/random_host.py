@@ -13,6 +13,10 @@ from typing import Any
 import torch
 
 from retrofit.hosts.checkpoint import build_host, inference_config, save_as_published, save_host, set_borders
+from retrofit.hosts.column_embeddings import pin_drawn
+
+RANDOM_HOST_COLUMNS = 16
+"""A random v2-family host stores the draws of 1..16 columns (feature groups); above, the CPU draw."""
 
 TINY_V3: dict[str, Any] = dict(
     embed_dim=32,
@@ -69,8 +73,9 @@ DEFAULT_SIZE_HEADS: dict[str, dict[str, int]] = {
 
 def _random_model(arch_name: str, arch_kwargs: dict[str, Any], seed: int):
     """(model, config, criterion): `arch_name` built with `arch_kwargs`, zero branches redrawn,
-    borders on [-4, 4]."""
+    borders on [-4, 4], column embeddings (v2 family) pinned to their CPU draws."""
     model, config = build_host(arch_name, arch_kwargs, seed=seed)
+    pin_drawn(model, RANDOM_HOST_COLUMNS)
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for weight in model.parameters():

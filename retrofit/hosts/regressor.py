@@ -9,6 +9,7 @@ import torch
 from tabpfn import TabPFNRegressor
 
 from retrofit.errors import RetrofitError
+from retrofit.hosts import column_embeddings  # noqa: F401  (tabpfn's loader pins stored column embeddings)
 from retrofit.hosts.links import tabpfn_path
 from retrofit.hosts.validation import check_checkpoint
 

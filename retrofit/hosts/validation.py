@@ -27,6 +27,7 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError, bounded, listing
+from retrofit.hosts import column_embeddings
 from retrofit.hosts.locate import checkpoint_file
 
 
@@ -144,6 +145,7 @@ def _validated(path: Path) -> tuple[Path, str]:
     arch = _registered_architecture(path, fields)
     model, config = _built_architecture(path, arch, fields["config"], len(shapes))
     _check_tensors(path, arch, model, shapes)
+    column_embeddings.check_stored(model, path)
     if path.suffix == ".safetensors":
         _refuse_nonfinite(path, _safetensors_tensors(path))
     if _regression_head_missing(model, config):

@@ -49,6 +49,7 @@ class AuditConfig:
     n_estimators: int = MISSING
     random_state: int = MISSING
     seed: int = MISSING
+    device: str = MISSING
     output: str = MISSING
 
 
@@ -113,6 +114,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
             random_state=cfg.random_state,
             seed=cfg.seed,
             insertions=tuple(Insertion(entry.at, entry.kind) for entry in cfg.insertions),
+            device=job.device,
         )
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")

@@ -24,6 +24,7 @@ class SinkMassConfig:
     test_size: float = MISSING
     tau: Any = MISSING
     eps_den: float | None = MISSING
+    device: str = MISSING
     output: str = MISSING
 
 
@@ -57,6 +58,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         test_size=cfg.test_size,
         tau=tau,
         eps_den=cfg.eps_den,
+        device=job.device,
     )
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False, float_format="%.6g")

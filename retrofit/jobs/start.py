@@ -1,8 +1,11 @@
 """How every job starts: its config checked against its schema, where the command was started, and
-its output files resolved there and checked against the record guard, before any work.
+its output files resolved there and checked against the record guard, and the device it measures
+on resolved (`device`: "cpu", "cuda" or "auto"; `device=cuda` without CUDA refused in one line),
+before any work.
 
     job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
     (output,) = job.outputs(job.settings.output)   # RunnerError if results/ may not be written
+    job.device                                     # "cpu" or "cuda": what the job's models and tensors run on
 
 It imports no model: the benchmark jobs measured on fitted cases add `benchmarks.jobs.cases`.
 """
@@ -13,6 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from retrofit.errors import RetrofitError, RunnerError
 from retrofit.record_guard import check_record_outputs
 from retrofit.runner.schema import job_config, resolve
 
@@ -20,11 +24,13 @@ from retrofit.runner.schema import job_config, resolve
 @dataclass(frozen=True)
 class JobStart:
     """A job's checked `settings` (its schema's object, or the checked DictConfig), the directory
-    the command was started in (`base_dir`, what relative paths mean) and its Hydra config."""
+    the command was started in (`base_dir`, what relative paths mean), its Hydra config and the
+    device it measures on (`device`, resolved: "cpu" or "cuda"; "cpu" for a job without the key)."""
 
     settings: Any
     base_dir: Path
     hydra_cfg: DictConfig
+    device: str = "cpu"
 
     def outputs(self, *paths: str | Path) -> list[Path]:
         """`paths` resolved against `base_dir`; RunnerError (`retrofit.record_guard`) if any lies in
@@ -36,7 +42,21 @@ class JobStart:
 
 def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, as_object: bool = True) -> JobStart:
     """The `JobStart` of the composed root config `cfg` with `schema` (`job_config`: a key added by
-    `+key=value` is refused by name); `settings` is a `schema` instance unless `as_object` is false."""
+    `+key=value` is refused by name); `settings` is a `schema` instance unless `as_object` is false.
+    A schema with a `device` key has it resolved here (`job_device`)."""
     checked = job_config(cfg, schema, where)
     settings = OmegaConf.to_object(checked) if as_object else checked
-    return JobStart(settings, Path(hydra_cfg.runtime.cwd), hydra_cfg)
+    device = job_device(checked.device) if "device" in checked else "cpu"
+    return JobStart(settings, Path(hydra_cfg.runtime.cwd), hydra_cfg, device)
+
+
+def job_device(device: str) -> str:
+    """A job's `device` key resolved (`retrofit.hosts.regressor.resolve_device`: "auto" is "cuda"
+    where CUDA is available, else "cpu"); RunnerError, one line, for another value or for "cuda"
+    without CUDA, before the job loads data or fits a model."""
+    from retrofit.hosts.regressor import resolve_device
+
+    try:
+        return resolve_device(device)
+    except RetrofitError as err:
+        raise RunnerError(str(err)) from None

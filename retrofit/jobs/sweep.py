@@ -50,7 +50,17 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         rows = run_case(case)
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
     records = case_records(case, rows)  # checked against the reference: this run's own rows
-    finish(results_dir_of(cfg, hydra_cfg), records, log_file, reused, keep=True, reference=reference, notices=notices)
+    paths = {case.host: case.host_path}
+    finish(
+        results_dir_of(cfg, hydra_cfg),
+        records,
+        log_file,
+        reused,
+        keep=True,
+        reference=reference,
+        notices=notices,
+        host_paths=paths,
+    )
 
 
 class CheckSweep(Callback):

@@ -36,4 +36,4 @@ def insert_rows(x: torch.Tensor, keep_L: torch.Tensor, dim: int, fill: float = 0
     """x with its axis `dim` spread over the True slots of `keep_L`; inserted slots hold `fill`."""
     shape = list(x.shape)
     shape[dim] = keep_L.numel()
-    return x.new_full(shape, fill).index_copy(dim, keep_L.nonzero().squeeze(1), x)
+    return x.new_full(shape, fill).index_copy(dim, keep_L.nonzero().squeeze(1).to(x.device), x)

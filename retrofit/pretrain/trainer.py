@@ -25,14 +25,22 @@ import schedulefree
 import torch
 
 from retrofit.hosts.checkpoint import build_host, inference_config, regression_logits, save_host, set_borders
+from retrofit.hosts.column_embeddings import pin_drawn
 from retrofit.io import write_atomic
 from retrofit.pretrain.borders import quantile_borders
 from retrofit.pretrain.config import PretrainConfig
-from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
+from retrofit.pretrain.curriculum import Stage, draw_shape, parse_curriculum
 from retrofit.pretrain.validation import evaluate_host, make_validation_set
 from retrofit.prior import sample_batch, zscore_targets
 
 log = logging.getLogger(__name__)
+
+
+def trained_columns(curriculum: tuple[Stage, ...], features_per_group: int) -> int:
+    """The most columns (feature groups of `features_per_group`) a table of `curriculum` has: a v2-family
+    host trains on, and stores, the column-embedding draws of 1..this many columns."""
+    features = max(bucket.features[1] for stage in curriculum for bucket in stage.buckets)
+    return -(-features // features_per_group)
 
 
 class Pretrainer:
@@ -43,6 +51,7 @@ class Pretrainer:
         torch.set_num_threads(cfg.threads)
         self.curriculum = parse_curriculum(cfg.curriculum)
         self.model, self.arch_config = build_host(cfg.arch_name, cfg.arch, seed=cfg.seed)
+        pin_drawn(self.model, trained_columns(self.curriculum, getattr(self.model, "features_per_group", 1)))
         self.borders = quantile_borders(
             int(cfg.arch["num_buckets"]), cfg.seed + 777, cfg.border_samples, cfg.border_tail_share
         )

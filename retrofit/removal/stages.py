@@ -7,7 +7,8 @@ closed model's stages: the column tokens (computed once per distinct column grou
 model (member inputs, gathering, decoding). `refit_stages` refits the stock regressor on each
 coalition's columns, as shapiq's TabPFNImputer does, and times the fit (tabpfn's preprocessing
 fit), the predict outside the model (the members' preprocessing of the query, decoding) and
-the model's forward. Both report CPU milliseconds per coalition (`time.process_time`).
+the model's forward. Both report CPU milliseconds per coalition (`time.process_time`); on a CUDA
+regressor, wall milliseconds read after `torch.cuda.synchronize()` (`retrofit.hosts.device.device_clock`).
 """
 
 import time
@@ -19,6 +20,8 @@ import numpy as np
 from tabpfn import TabPFNRegressor
 from torch import nn
 
+from retrofit.hosts.device import device_clock
+from retrofit.hosts.regressor import resolve_device
 from retrofit.removal.features import values
 
 CLOSED_STAGES = ("column tokens", "column aggregator and readout", "in-context blocks", "outside the model", "total")
@@ -26,10 +29,12 @@ REFIT_STAGES = ("fit", "predict outside the model", "forward", "total")
 
 
 class _Clock:
-    """CPU seconds accumulated per stage name."""
+    """Seconds accumulated per stage name, read on the clock of the `device` the timed work runs on
+    (`device_clock`: CPU time on the CPU)."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: str) -> None:
         self.seconds: dict[str, float] = {}
+        self.clock = device_clock(device, time.process_time)
 
     def add(self, stage: str, seconds: float) -> None:
         self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
@@ -40,11 +45,11 @@ class _Clock:
         original = getattr(owner, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.process_time()
+            start = self.clock()
             try:
                 return original(*args, **kwargs)
             finally:
-                self.add(stage, time.process_time() - start)
+                self.add(stage, self.clock() - start)
 
         object.__setattr__(owner, name, timed)
         try:
@@ -58,10 +63,10 @@ class _Clock:
         starts: list[float] = []
 
         def before(*_: Any) -> None:
-            starts.append(time.process_time())
+            starts.append(self.clock())
 
         def after(*_: Any) -> None:
-            self.add(stage, time.process_time() - starts.pop())
+            self.add(stage, self.clock() - starts.pop())
 
         handles = [h for m in modules for h in (m.register_forward_pre_hook(before), m.register_forward_hook(after))]
         try:
@@ -74,14 +79,14 @@ class _Clock:
 def closed_stages(closed: TabPFNRegressor, X: np.ndarray, coalitions: np.ndarray) -> dict[str, float]:
     """CPU ms per coalition of `values(closed, X, coalitions)`, per stage (`CLOSED_STAGES`)."""
     model = closed.models_[0]
-    clock = _Clock()
+    clock = _Clock(closed.devices_[0])
     with ExitStack() as stack:
         stack.enter_context(clock.method(model, "column_tokens", "column tokens"))
         stack.enter_context(clock.method(model, "forward_tokens", "forward_tokens"))
         stack.enter_context(clock.modules(list(model.base_layer.icl_blocks), "in-context blocks"))
-        start = time.process_time()
+        start = clock.clock()
         values(closed, X, coalitions)
-        total = time.process_time() - start
+        total = clock.clock() - start
     s = clock.seconds
     stages = {
         "column tokens": s.get("column tokens", 0.0),
@@ -102,17 +107,17 @@ def refit_stages(
 ) -> dict[str, float]:
     """CPU ms per coalition of refitting `fresh()` on each (non-empty) coalition's columns and
     predicting `X`, per step (`REFIT_STAGES`)."""
-    clock = _Clock()
+    clock = _Clock(resolve_device(fresh().device))
     kept = [np.flatnonzero(coalition) for coalition in coalitions if coalition.any()]
     for columns in kept:
         regressor = fresh()
-        start = time.process_time()
+        start = clock.clock()
         regressor.fit(X_train[:, columns], y_train)
-        clock.add("fit", time.process_time() - start)
+        clock.add("fit", clock.clock() - start)
         with clock.modules(list(regressor.models_), "forward"):
-            start = time.process_time()
+            start = clock.clock()
             regressor.predict(X[:, columns])
-            clock.add("predict", time.process_time() - start)
+            clock.add("predict", clock.clock() - start)
     s = clock.seconds
     stages = {"fit": s["fit"], "predict outside the model": s["predict"] - s["forward"], "forward": s["forward"]}
     stages["total"] = s["fit"] + s["predict"]

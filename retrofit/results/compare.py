@@ -218,6 +218,50 @@ def _changed_inputs(a: pd.DataFrame, b: pd.DataFrame, both: pd.Index) -> np.ndar
     return changed.to_numpy()
 
 
+def _agreement(
+    a: pd.DataFrame, b: pd.DataFrame, both: pd.Index, columns: Sequence[str], tolerances: Tolerances
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `both` and column of `columns` of the keyed frames `a` and `b`: |A − B|, it
+    relative to |B|, whether the value is in one file only (`differences`), and whether they agree
+    under `tolerances`."""
+    left, right = (f.loc[both, list(columns)].to_numpy(dtype="float64") for f in (a, b))
+    diff, rel, one_file = differences(left, right)
+    atol = np.array([tolerances.delta_atol.get(c, tolerances.atol) for c in columns])
+    return diff, rel, one_file, diff <= atol + tolerances.rel * np.abs(np.nan_to_num(right))
+
+
+FLOOR_COLUMNS = {"rmse": "relative", "baseline_rmse": "relative", "delta_rmse_pct": "points"}
+"""The columns a host's noise floor (% of its RMSE) speaks to: the RMSE levels by their relative
+difference, ΔRMSE % by its difference in points."""
+
+
+def across_devices(
+    new: pd.DataFrame, reference: pd.DataFrame, floors: Mapping[str, float], tolerances: Tolerances = TOLERANCES
+) -> pd.DataFrame:
+    """Every unit of `new` (e.g. a GPU run of the grid) against the same unit of `reference` (the CPU
+    record): one row per unit with its `host`, `unit` label, `verdict` and the `columns` that decide it.
+    `equal`: every compared column (`compare`'s) within `tolerances` (1e-5 relative, the deltas'
+    absolute slack besides); `within floor`: the columns
+    that are not are all `FLOOR_COLUMNS` and each lies within the host's floor (`floors`: host ->
+    % of RMSE); `differs`: otherwise (`columns` names the ones beyond); `only new` / `only reference`:
+    a unit in one table only."""
+    a_, b_ = keyed(new, "new"), keyed(reference, "reference")
+    columns = sorted(_compared(a_) & _compared(b_))
+    both = a_.index.intersection(b_.index)
+    diff, rel, _, agree = _agreement(a_, b_, both, columns, tolerances)
+    rows = []
+    for i, key in enumerate(both):
+        floor = floors.get(key[0], 0.0)
+        beyond = [c for j, c in enumerate(columns) if not agree[i, j]]
+        size = {c: 100 * rel[i, j] if FLOOR_COLUMNS.get(c) == "relative" else diff[i, j] for j, c in enumerate(columns)}
+        outside = [c for c in beyond if c not in FLOOR_COLUMNS or not size[c] <= floor]
+        verdict = "equal" if not beyond else "differs" if outside else "within floor"
+        rows.append(dict(host=key[0], unit=label(key), verdict=verdict, columns=", ".join(outside or beyond)))
+    for side, keys in (("only new", a_.index.difference(b_.index)), ("only reference", b_.index.difference(a_.index))):
+        rows += [dict(host=key[0], unit=label(key), verdict=side, columns="") for key in keys]
+    return pd.DataFrame(rows, columns=["host", "unit", "verdict", "columns"])
+
+
 def compare(
     a: pd.DataFrame | Path | str,
     b: pd.DataFrame | Path | str,
@@ -234,10 +278,7 @@ def compare(
     one_sided = [f"{c} ({names[0]} only)" for c in sorted(a_numeric - b_numeric)]
     one_sided += [f"{c} ({names[1]} only)" for c in sorted(b_numeric - a_numeric)]
     both = a_.index.intersection(b_.index)
-    left, right = (f.loc[both, columns].to_numpy(dtype="float64") for f in (a_, b_))
-    diff, rel, one_file = differences(left, right)
-    atol = np.array([tolerances.delta_atol.get(c, tolerances.atol) for c in columns])
-    agree = diff <= atol + tolerances.rel * np.abs(np.nan_to_num(right))
+    diff, rel, one_file, agree = _agreement(a_, b_, both, columns, tolerances)
     changed = _changed_inputs(a_, b_, both)
     worst = [int(np.argmax(diff[:, j])) if len(both) else None for j in range(len(columns))]
     table = [

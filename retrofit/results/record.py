@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_type_hints
 
 from retrofit.errors import RunnerError
+from retrofit.labels import DEVICE_DOC
 
 if TYPE_CHECKING:  # pandas only where frames are built
     import pandas as pd
@@ -45,7 +46,7 @@ class UnitRecord:
     host: str = column(
         "label", "host label (`host.name`); rows of two checkpoints with one label differ in `host_digest`"
     )
-    device: str = column("label", "torch device the unit ran on (`cpu`, `cuda`, ...)")
+    device: str = column(*DEVICE_DOC)
     n_train: int = column("rows", "training rows of the split")
     n_test: int = column("rows", "test rows of the split (scored)")
     n_features: int = column("count", "feature columns of the table")

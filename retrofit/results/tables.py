@@ -192,15 +192,21 @@ def arms_markdown(arms: pd.DataFrame) -> str:
     )
 
 
-def headline(frame: pd.DataFrame, floors: Mapping[str, float] | None = None) -> str:
+def headline(
+    frame: pd.DataFrame,
+    floors: Mapping[tuple[str, str], float] | None = None,
+    commands: Mapping[tuple[str, str], str] | None = None,
+) -> str:
     """The README's table for the hosts and variants in `frame` (main and arm rows): per variant (and
     arm other than the variant's own settings), per host, mean ΔRMSE % [95 % CI] (signed largest) and
     the predict-time ratio to the baseline. Rows of different settings are kept apart
-    (`settings_apart`) and a line above the table says so. With `floors` (host -> noise floor in %
-    of RMSE, `retrofit.runner.finish.noise_floors`), a mean |ΔRMSE| below its host's floor is
-    marked `≈0` and a line below the table gives each host's floor, or "floor not measured"."""
+    (`settings_apart`) and a line above the table says so. With `floors` ((host, device) -> noise
+    floor in % of RMSE, the largest over its sources, `retrofit.runner.finish.noise_floors`), a mean
+    |ΔRMSE| below its host's floor on the device its rows ran on is marked `≈0` and a line below the
+    table gives each host's floor, or "floor not measured" and the command in `commands` that
+    measures it."""
     note, frame = settings_note(frame), settings_apart(frame.assign(host_name=frame["host"]))
-    names = dict(zip(frame["host"], frame["host_name"], strict=True))
+    names = dict(zip(frame["host"], zip(frame["host_name"], frame["device"], strict=True), strict=True))
     main = frame[~frame["arm_extra"] & (frame["variant"] != "baseline")]
     rows = [(variant_label(g).iloc[0], g) for _, g in main.groupby(variant_label(main), sort=False)]
     extras = frame[frame["arm_extra"]]
@@ -231,13 +237,25 @@ def headline(frame: pd.DataFrame, floors: Mapping[str, float] | None = None) -> 
         table.append(line)
     text = _markdown(pd.DataFrame(table)) if table else "(no variant beyond the baseline ran)"
     if floors is not None:
-        text += "\n\n" + floors_line(sorted(set(names.values())), floors)
+        text += "\n\n" + floors_line(sorted(set(names.values())), floors, commands or {})
     return f"{note}\n\n{text}" if note else text
 
 
-def floors_line(hosts: Sequence[str], floors: Mapping[str, float]) -> str:
-    """Each host's noise floor, and what `≈0` means."""
-    said = [f"{host} {floors[host]:.2g} %" if host in floors else f"{host}: floor not measured" for host in hosts]
+def floors_line(
+    hosts: Sequence[tuple[str, str]], floors: Mapping[tuple[str, str], float], commands: Mapping[tuple[str, str], str]
+) -> str:
+    """Each (host, device)'s noise floor (the device named where it is not the CPU), or that it was
+    not measured and the command in `commands` that measures it; and what `≈0` means."""
+
+    def named(host: str, device: str) -> str:
+        return host if device == "cpu" else f"{host} on {device}"
+
+    said = [
+        f"{named(*key)} {floors[key]:.2g} %"
+        if key in floors
+        else f"{named(*key)}: floor not measured" + (f" (measure it: {commands[key]})" if key in commands else "")
+        for key in hosts
+    ]
     return (
         f"Noise floor (how far the host's own stock RMSE moves under changes that should not matter): "
         f"{'; '.join(said)}. ≈0: a mean |ΔRMSE| within its host's floor."

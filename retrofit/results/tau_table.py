@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from retrofit.labels import DEVICE_DOC
 from retrofit.errors import RunnerError
 from retrofit.io import write_png
 from retrofit.results.bootstrap import frame_ci
@@ -13,6 +14,7 @@ from retrofit.results.record import UnitRecord, frame_of
 
 COLUMN_DOCS = {
     "host": ("label", "host label (`host.name`)"),
+    "device": DEVICE_DOC,
     "variant": ("label", "retrofit variant"),
     "c": ("dimensionless", "c of the calibrated tau rule, tau = c · median ||h||²"),
     "cases": ("count", "dataset × seed cases behind the mean"),
@@ -25,17 +27,17 @@ COLUMN_DOCS = {
 
 
 def tau_table(records: Sequence[UnitRecord]) -> pd.DataFrame:
-    """Mean ΔRMSE% (and its 95% CI, datasets then seeds resampled) per host × variant × c over
+    """Mean ΔRMSE% (and its 95% CI, datasets then seeds resampled) per host × device × variant × c over
     `records`; RunnerError when no variant beyond the baseline ran."""
     rows = frame_of(records)
     rows = rows[rows["variant"] != "baseline"]
     if rows.empty:
         raise RunnerError("the tau sweep has no variant units; list variants=[...] in configs/tau_sweep.yaml")
     table = []
-    for (host, variant, c), group in rows.groupby(["host", "variant", "tau_c"]):
+    for (host, device, variant, c), group in rows.groupby(["host", "device", "variant", "tau_c"]):
         low, high = frame_ci(group)
         delta = group["delta_rmse_pct"]
-        values = (host, variant, c, len(group), delta.mean(), low, high, delta.abs().max())
+        values = (host, device, variant, c, len(group), delta.mean(), low, high, delta.abs().max())
         table.append(dict(zip(COLUMN_DOCS, values, strict=True)))
     return pd.DataFrame(table, columns=list(COLUMN_DOCS))
 

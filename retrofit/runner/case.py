@@ -33,6 +33,7 @@ from retrofit.data.sources import rdatasets_index
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_split
 from retrofit.hosts import check_checkpoint
+from retrofit.hosts.device import device_label
 from retrofit.measure.timing import torch_threads
 from retrofit.metrics import DistributionScores
 from retrofit.results.record import hparams_text
@@ -163,7 +164,7 @@ class Case(CaseSpec):
             "dataset": self.dataset.name,
             "seed": self.seed,
             "host": self.host,
-            "device": self.device,
+            "device": device_label(self.device),
             "n_estimators": self.n_estimators,
             "test_size": self.test_size,
             "precision": self.precision,

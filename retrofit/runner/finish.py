@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from retrofit.errors import RunnerError
-from retrofit.measure.floor_table import read_floors
+from retrofit.measure.floor_table import OWN_FLOORS, floor_command, read_floors
 from retrofit.record_guard import RECORD_DIR
 from retrofit.results.aggregate import aggregate, headline, outputs
 from retrofit.results.compare import Reference, verify
@@ -25,14 +25,38 @@ from retrofit.runner.case import Case, stored_rows
 from retrofit.runner.store import code_digest
 
 FLOORS = RECORD_DIR / "noise_floor.csv"
-"""Each host's measured noise floor (`noise_floors`)."""
+"""Each shipped host's measured noise floor (`noise_floors`)."""
 
 
-def noise_floors(path: Path = FLOORS) -> dict[str, float]:
-    """Each host's noise floor (`retrofit.measure.floor_table.read_floors`) from `path`
-    (`results/noise_floor.csv`, written by `make noise-floor`); {} when the file is missing (every
-    host: floor not measured)."""
-    return read_floors(path) if Path(path).is_file() else {}
+def noise_floors(*paths: Path) -> dict[tuple[str, str], float]:
+    """Each (host, device)'s noise floor (`retrofit.measure.floor_table.read_floors`) from `paths`
+    (none given: `results/noise_floor.csv`, written by `make noise-floor`, and `OWN_FLOORS`, where
+    `python -m retrofit noise_floor` writes a user's own); where two files hold a host and device,
+    the first one's floor is taken (the record's over a user's); {} for a missing file (there: floor
+    not measured)."""
+    floors: dict[tuple[str, str], float] = {}
+    for path in reversed(paths or (FLOORS, OWN_FLOORS)):
+        floors |= read_floors(path) if Path(path).is_file() else {}
+    return floors
+
+
+def floor_commands(
+    frame: pd.DataFrame, floors: Mapping[tuple[str, str], float], host_paths: Mapping[str, Path] | None = None
+) -> dict[tuple[str, str], str]:
+    """(host, device) -> the command that measures its floor on the datasets of `frame` it ran on
+    (`retrofit.measure.floor_table.floor_command`), for each one of `frame` without a floor;
+    `host_paths` (host -> checkpoint, the run's cases') names a host's file, a shipped host's being
+    its own option."""
+    from retrofit.hosts import available, get_path
+
+    paths = dict(host_paths or {})
+    commands = {}
+    for (host, device), rows in frame.groupby(["host", "device"], sort=True):
+        if (host, device) not in floors:
+            datasets = sorted(rows["dataset"].unique())
+            shipped = host in available() and Path(paths.get(host, get_path(host))) == get_path(host)
+            commands[host, device] = floor_command(host, device, datasets, None if shipped else paths.get(host, ""))
+    return commands
 
 
 def case_records(case: Case, rows: Sequence[Mapping[str, Any]]) -> list[UnitRecord]:
@@ -69,14 +93,18 @@ def finish(
     keep: bool = False,
     reference: Reference | None = None,
     notices: Sequence[str] = (),
+    host_paths: Mapping[str, Path] | None = None,
 ) -> pd.DataFrame:
     """Write `records` into `results_dir` (`keep`: with the rows already there, as single runs
     accumulate), print the headline table, the files written, where the per-unit detail is
     (`log_files`) and how many units were reused (`reused`); with a `reference` (read before the
-    run), check the run's own rows against it (`reproduction.txt`; RunnerError if they differ)."""
+    run), check the run's own rows against it (`reproduction.txt`; RunnerError if they differ).
+    `host_paths` (host -> checkpoint) completes the command that measures a missing noise floor."""
     frame = aggregate(results_dir, records, keep=keep)
     written = [results_dir / name for name in outputs(frame)]
-    console.report(headline(frame, noise_floors()), written, log_files, notices, reused)
+    floors = noise_floors()
+    commands = floor_commands(frame, floors, host_paths)
+    console.report(headline(frame, floors, commands), written, log_files, notices, reused)
     if reference is not None:
         verify(results_dir, reference, frame_of(records) if keep else None)
     return frame

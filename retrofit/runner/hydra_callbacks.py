@@ -67,4 +67,7 @@ def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | N
     """The sweep's results from its cases' stored units (`retrofit.runner.finish`)."""
     sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
     logs = console.job_logs(sweep_dir, config.hydra.job.name)
-    finish(results_dir_of(config, config.hydra), sweep_records(cases), logs, reused, reference=reference)
+    paths = {case.host: case.host_path for case in cases}
+    finish(
+        results_dir_of(config, config.hydra), sweep_records(cases), logs, reused, reference=reference, host_paths=paths
+    )

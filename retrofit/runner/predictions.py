@@ -32,6 +32,7 @@ from retrofit.adapters.shared_stages import StageCache
 from retrofit.adapters.tau import taus_taken
 from retrofit.errors import RunnerError
 from retrofit.fitting import FittedCase
+from retrofit.hosts.device import device_clock
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
 from retrofit.metrics import BarPredictive, DistributionScores, rmse
 from retrofit.results.record import stamp
@@ -78,7 +79,8 @@ def predict_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, *, shared:
 
 def time_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int) -> dict[str, list[float]]:
     """The seconds of each of `rounds` full-forward `predict` calls of every model, in rotated
-    rounds (`interleaved_times`; no warm-up call: the case's predictions warm the process); empty
+    rounds (`interleaved_times`, wall time read after the models' device synchronizes,
+    `retrofit.hosts.device.device_clock`; no warm-up call: the case's predictions warm the process); empty
     lists when `rounds` is 0. RunnerError when a model's calls disagree."""
     if not rounds:
         return {name: [] for name in models}
@@ -86,6 +88,7 @@ def time_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int) 
     times = interleaved_times(
         {name: functools.partial(_predict_into, calls[name], model, X) for name, model in models.items()},
         rounds,
+        clock=device_clock(next(iter(models.values())).devices_[0]),
         warmup=False,
     )
     for name, outputs in calls.items():

@@ -1,0 +1,139 @@
+"""Every measuring job takes `device` (cpu | cuda | auto) and refuses `device=cuda` without CUDA in
+one line before any work; what each row says it ran on (`retrofit.hosts.device`)."""
+
+import pandas as pd
+import pytest
+import torch
+from omegaconf import open_dict
+
+import retrofit.fitting
+from retrofit.errors import RetrofitError
+from retrofit.hosts.device import device_clock, device_label
+from retrofit.jobs import declared_jobs, job_module
+from retrofit.jobs.exits import schema_keys
+from retrofit.jobs.start import job_device
+
+MEASURING_JOBS = [
+    "ablation",
+    "audit",
+    "bench",
+    "bench_batch",
+    "exactness",
+    "explain_bench",
+    "explain_scale",
+    "host_quality",
+    "noise_floor",
+    "padding_demo",
+    "sink_mass",
+    "sweep",
+    "tau_sweep",
+]
+"""The jobs that measure a number on a model or tensors, each with a `device` key (scale_check takes
+its own `device` in benchmarks/scale)."""
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal where CUDA is absent")
+
+
+def test_every_measuring_job_has_a_device_key():
+    jobs = declared_jobs()
+    with_key = {job for job in MEASURING_JOBS if "device" in schema_keys(job_module(job).SCHEMA)}
+    assert set(MEASURING_JOBS) <= set(jobs) and with_key == set(MEASURING_JOBS)
+
+
+@no_cuda
+@pytest.mark.parametrize("job", MEASURING_JOBS)
+def test_a_job_refuses_cuda_without_cuda_in_one_line_before_any_work(job, hydra_compose, monkeypatch, tmp_path):
+    def no_work(*args, **kwargs):
+        raise AssertionError(f"{job} began work before refusing device=cuda")
+
+    monkeypatch.setattr(retrofit.fitting, "load_table", no_work)  # every dataset load goes through it
+    monkeypatch.setattr(retrofit.fitting, "make_regressor", no_work)  # every fit too
+    source = declared_jobs()[job]
+    overrides = ["device=cuda", f"hydra.runtime.cwd={tmp_path}"]
+    cfg = hydra_compose(source.config, overrides)
+    hydra_cfg = cfg.hydra
+    with open_dict(cfg):  # a job gets its config without the hydra node, as Hydra runs it
+        del cfg["hydra"]
+    with pytest.raises(RetrofitError) as refused:
+        job_module(job).run(cfg, hydra_cfg)
+    message = str(refused.value)
+    assert "\n" not in message and "device='cuda'" in message and "no CUDA device" in message
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@no_cuda
+def test_auto_is_cpu_without_cuda_and_rows_say_cpu():
+    assert job_device("auto") == "cpu" and job_device("cpu") == "cpu"
+    assert device_label("cpu") == device_label(torch.device("cpu")) == "cpu"
+    with pytest.raises(RetrofitError, match="device must be one of"):
+        job_device("gpu")
+
+
+def test_the_cpu_clock_is_the_one_given():
+    clock = device_clock("cpu", lambda: 7.0)
+    assert clock() == 7.0
+
+
+@pytest.mark.cuda
+def test_the_cuda_clock_waits_for_queued_work():
+    """A region timed with `device_clock` includes its kernels: a large matmul queued and then
+    timed with the clock reads far longer than the time to queue it."""
+    import time
+
+    x = torch.randn(4096, 4096, device="cuda")
+    clock = device_clock("cuda")
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(20):
+        x @ x
+    queued = time.perf_counter() - start
+    waited = clock() - start
+    assert waited > queued and device_label("cuda") == torch.cuda.get_device_name()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("host", ["tiny_v2", "tiny_v3", "tiny_v3_5"])
+def test_a_shipped_host_predicts_the_same_on_cuda_as_on_the_cpu(host, dataset_spec):
+    """The stock host fitted on one split on each device: predictions within 1e-5 relative of the
+    largest |prediction| (float32 with TF32 off on CUDA; `retrofit.hosts.regressor.resolve_device`)."""
+    from pathlib import Path
+
+    from retrofit.fitting import fit_host, load_split
+    from retrofit.hosts import get_path
+
+    _, data = load_split(dataset_spec("diabetes"), 0, base_dir=Path("."))
+    cpu, cuda = (
+        fit_host(get_path(host), data, random_state=0, device=device)[0].predict(data.X_test)
+        for device in ("cpu", "cuda")
+    )
+    assert abs(cuda - cpu).max() <= 1e-5 * abs(cpu).max()
+
+
+def test_a_gpu_unit_is_equal_within_1e5_within_its_hosts_floor_or_it_differs():
+    """`across_devices`: 1e-5 relative is equal; an RMSE moved by 0.004 % on a host whose floor is
+    0.01 % is within the floor; by 0.1 %, or a coverage change, it differs; a missing unit is said."""
+    from test_aggregate import record
+
+    from retrofit.results.compare import across_devices
+
+    cpu = pd.DataFrame([vars(record(d, "oa_only", 1.0)) for d in ("a", "b", "c", "d", "e")])
+    gpu = cpu.copy()
+    gpu.loc[0, "rmse"] *= 1 + 5e-6  # a: equal
+    gpu.loc[1, ["rmse", "delta_rmse_pct"]] = [1.00004, 1.004]  # b: 4e-5 relative, 0.004 points
+    gpu.loc[2, "rmse"] = 1.001  # c: 0.1 %
+    gpu.loc[3, "coverage_90"] = 0.95  # d: not a column the floor speaks to
+    verdicts = across_devices(gpu.drop(index=4), cpu, {"h": 0.01}).set_index("unit")
+    assert verdicts["verdict"].tolist() == ["equal", "within floor", "differs", "differs", "only reference"]
+    assert verdicts["columns"].tolist()[2:4] == ["rmse", "coverage_90"]
+    assert across_devices(gpu, cpu, {})["verdict"].tolist()[1] == "differs"  # no floor: 1e-5 only
+
+
+@no_cuda
+def test_the_gpu_record_is_refused_in_one_line_without_cuda(tmp_path, capsys):
+    from benchmarks.gpu_record import NO_CUDA, main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["--out", str(tmp_path / "gpu")])
+    err = capsys.readouterr().err
+    assert refused.value.code == NO_CUDA and err.count("\n") == 1 and "needs a CUDA device" in err
+    assert not (tmp_path / "gpu").exists()  # nothing written
