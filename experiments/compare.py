@@ -1,27 +1,18 @@
-"""Compare two retrofit_rmse.csv files unit by unit (make compare A=<csv> B=<csv>).
+"""Compare two retrofit_rmse.csv files unit by unit (`retrofit.jobs.compare`; make compare A=<csv> B=<csv>).
 
-    python experiments/compare.py outputs/results/retrofit_rmse.csv results/retrofit_rmse.csv
+    python experiments/compare.py a=outputs/results/retrofit_rmse.csv b=results/retrofit_rmse.csv
+    python experiments/compare.py outputs/results/retrofit_rmse.csv results/retrofit_rmse.csv   # the same
 
 Prints, per numeric column, the largest |A − B| over the matched units and where, and per host ×
-variant the mean ΔRMSE % in A and in B (`retrofit.results.compare`).
+variant the mean ΔRMSE % in A and in B (`retrofit.results.compare`). Two bare paths are `a=` and `b=`.
 """
 
-import argparse
+import sys
 
-from retrofit.errors import exit_on_user_error, printable_output
-from retrofit.results.compare import compare
-
-
-def main() -> None:
-    printable_output()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", help="a retrofit_rmse.csv (A)")
-    parser.add_argument("b", help="another retrofit_rmse.csv (B), e.g. the committed results/retrofit_rmse.csv")
-    args = parser.parse_args()
-    with exit_on_user_error():
-        print(f"A = {args.a}\nB = {args.b}\n")
-        print(compare(args.a, args.b).text())
-
+from retrofit.jobs import launch
 
 if __name__ == "__main__":
-    main()
+    given = sys.argv[1:]
+    if len(given) == 2 and not any("=" in arg or arg.startswith("-") for arg in given):
+        sys.argv[1:] = [f"a={given[0]}", f"b={given[1]}"]
+    launch("compare")

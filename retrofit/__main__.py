@@ -1,37 +1,59 @@
-"""`python -m retrofit <job> [overrides]`: a job as its `experiments/` entry point runs it
-(`retrofit.jobs.launch`); `python -m retrofit` alone lists the root configs of `configs/` and the
-job that runs each."""
+"""`retrofit <job> [overrides]` (the console script) and `python -m retrofit <job> [overrides]`: a job
+as its `experiments/` entry point runs it (`retrofit.jobs.launch`); alone, either lists every job
+with one line saying what it does, and the root configs of `configs/` that another job runs."""
 
+import ast
+import re
 import sys
 
 import yaml
 
-from retrofit.jobs import CONFIGS_DIR, declared_configs, job_names, launch
+from retrofit.jobs import CONFIGS_DIR, declared_configs, declared_jobs, launch
+
+ASIDE = re.compile(r"\s*\([^()]*`[^()]*\)")
+"""A parenthesised aside naming code or files (`configs/x.yaml`), left out of a job's one line."""
 
 
-def command(config: str) -> str:
-    """The command that runs root config `config`: its job's (declared, or named like it), the job
-    of the root config it extends (a plain name in its defaults list) with `--config-name`, else
-    its own entry point (`experiments/<its hydra.job.name>.py`)."""
-    node = yaml.safe_load((CONFIGS_DIR / f"{config}.yaml").read_text())
+def about(job: str) -> str:
+    """What job `job` does, in one line: the first sentence of its module's docstring (read off its
+    source, so listing imports no job), without its asides naming code or files."""
+    module = declared_jobs()[job].module
+    path = CONFIGS_DIR.parent / f"{module.replace('.', '/')}.py"
+    first = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split("\n\n")[0].split())
+    return ASIDE.sub("", first).split(": ")[0].rstrip(".")
+
+
+def other_configs() -> dict[str, str]:
+    """Root config -> the command that runs it, for each root config of `configs/` that no job
+    declares: the job of the root config it extends (a plain name in its defaults list) with `--config-name`."""
     jobs = declared_configs()
-    if config in jobs or config in job_names():
-        return f"python -m retrofit {jobs.get(config, config)}"
-    extended = [entry for entry in node.get("defaults", []) if isinstance(entry, str) and entry in jobs]
-    if extended:
-        return f"python -m retrofit {jobs[extended[0]]} --config-name {config}"
-    return f"python experiments/{node.get('hydra', {}).get('job', {}).get('name', config)}.py"
+    commands = {}
+    for path in sorted(CONFIGS_DIR.glob("*.yaml")):
+        if path.stem in jobs:
+            continue
+        defaults = yaml.safe_load(path.read_text()).get("defaults", [])
+        extended = [entry for entry in defaults if isinstance(entry, str) and entry in jobs]
+        commands[path.stem] = f"retrofit {jobs[extended[0]]} --config-name {path.stem}" if extended else "(no job)"
+    return commands
 
 
 def listing() -> str:
-    """Each root config of `configs/` and the command that runs it."""
-    lines = ["usage: python -m retrofit <job> [--help] [-m] [key=value ...]; the root configs of configs/:"]
-    lines += [f"  {path.stem:<17} {command(path.stem)}" for path in sorted(CONFIGS_DIR.glob("*.yaml"))]
+    """Every job with its one line (`about`), then the root configs another job runs (`other_configs`)."""
+    width = max(map(len, [*declared_jobs(), *other_configs()])) + 2
+    lines = ["usage: retrofit <job> [--help] [-m] [-v] [key=value ...]   (the same: python -m retrofit <job> ...)"]
+    lines += ["jobs:"] + [f"  {job:<{width}}{about(job)}" for job in sorted(declared_jobs())]
+    lines += ["root configs run by another job:"] + [f"  {c:<{width}}{cmd}" for c, cmd in other_configs().items()]
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """The console script `retrofit` (`[project.scripts]`): `retrofit <job> [overrides]` runs the job,
+    `retrofit` alone (or with a flag first) prints `listing`."""
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(listing())
     else:
         launch(sys.argv.pop(1))
+
+
+if __name__ == "__main__":
+    main()

@@ -57,7 +57,7 @@ def compare(
     Raises DatasetError / RetrofitError naming the fix before anything is fitted (a split that
     cannot be made for a later seed, e.g. a constant target on its training rows, when it comes).
     """
-    table = frame_table(_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
+    table = frame_table(feature_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
     host_path = get_path(host) if host in available() else check_checkpoint(host)
     device = resolve_device(device)
     for variant in variants:  # a bad variant or hyper-parameter is refused before anything is fitted
@@ -78,7 +78,7 @@ def compare(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _frame(X: Any, y: Any) -> pd.DataFrame:
+def feature_frame(X: Any, y: Any) -> pd.DataFrame:
     """One DataFrame of the features and the target (column `y` when `y` names one, else `TARGET`)."""
     if isinstance(y, str):
         if not isinstance(X, pd.DataFrame):

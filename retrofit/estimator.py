@@ -28,7 +28,8 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
 
     Parameters are stored as given and validated by `fit` (sklearn convention), all of them before
     anything is fitted: an unknown variant, host or device, a checkpoint `check_checkpoint`
-    refuses, `n_estimators` < 1, a bad `random_state` or a bad hyper-parameter raises RetrofitError,
+    refuses, `n_estimators` < 1, a bad `random_state`, a bad hyper-parameter or one the variant does not
+    use (`Variant.hparams_used`: `tau` on `baseline`) raises RetrofitError,
     and so does a target outside the scales tabpfn standardises exactly
     (`retrofit.data.prepare.check_target_scale`: magnitudes up to 1e150, spreads from 1e-12).
 
@@ -36,7 +37,9 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
     host: a host by name (`retrofit.hosts.get_path`: a shipped host, or a tabpfn model name such as "v2.5"
         found in tabpfn's model cache); `model_path`, when given, is used instead: a checkpoint file, a
         HuggingFace cache folder or a tabpfn model name (`retrofit.hosts.check_checkpoint`).
-    n_estimators, random_state: tabpfn's (random_state None draws a seed at each fit).
+    n_estimators, random_state: tabpfn's, with its default seed 0 (as `make_regressor`'s), so every fit of
+        a grid search or cross-validation draws the same ensemble and a score moves with the
+        hyper-parameters alone; None draws a new seed at each fit.
     device: "auto", "cpu" or "cuda" (`retrofit.hosts.make_regressor`).
     tau, eps_den, eps_mode, compact: the variant's hyper-parameters (`retrofit.variants.HPARAMS`);
         None keeps the variant's own value. A bare number tau is `c` of the calibrated rule
@@ -55,7 +58,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         host: str = "tiny_v3",
         model_path: str | None = None,
         n_estimators: int = 8,
-        random_state: int | None = None,
+        random_state: int | None = 0,
         device: Literal["auto", "cpu", "cuda"] = "auto",
         tau: float | Mapping[str, Any] | None = None,
         eps_den: float | None = None,
@@ -77,7 +80,14 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         """Fit the stock regressor on (X, y) and retrofit it with the variant; returns self."""
         hparams = {"tau": self.tau, "eps_den": self.eps_den, "eps_mode": self.eps_mode, "compact": self.compact}
         hparams = {name: value for name, value in hparams.items() if value is not None}
-        resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
+        variant = resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
+        unused = [name for name in hparams if name not in variant.hparams_used]
+        if unused:
+            raise RetrofitError(
+                f"RetrofitRegressor: variant {variant.name!r} does not use {unused[0]}={hparams[unused[0]]!r} "
+                f"(it uses {list(variant.hparams_used) or 'no hyper-parameter'}); leave {unused[0]} None, or search "
+                "it on a variant that patches (oa_only, full_o, o_closed)"
+            )
         path = get_path(self.host) if self.model_path is None else self.model_path
         # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)

@@ -117,6 +117,16 @@ class Variant:
         return AttentionSettings(self.eps_den, self.eps_mode, self.compact) if self.adapters else None
 
     @property
+    def hparams_used(self) -> tuple[str, ...]:
+        """The keys of `HPARAMS` that change what this variant computes: none for a variant that
+        patches nothing; `tau` for any O part; OAttention's settings (`eps_den`, `eps_mode`,
+        `compact`) where OAttention runs (an `attention` adapter, or the closed column stage)."""
+        if not self.adapters:
+            return ()
+        attends = self.closed or "attention" in self.parts
+        return HPARAMS if attends else ("tau",)
+
+    @property
     def parts(self) -> frozenset[str]:
         """The block parts this variant replaces."""
         return frozenset(adapter(name).part for name in self.adapters)
@@ -152,8 +162,10 @@ def _builtin_spec(text: str) -> dict[str, Any]:
 
 def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
     """The spec in the variant file `path`, named after the file (`mine.yaml`), so that its results are
-    never reported under a built-in variant's name; RetrofitError for a missing or malformed file, or
-    one whose `name` key says another name (drop the key or set it to the file name)."""
+    never reported under a built-in variant's name. Its `name` key may be absent, the file name or
+    the file's stem (`name: mine`, as the sweep's `variant/mine.yaml` must say), so one file serves
+    the command line and Python alike. RetrofitError for a missing or malformed file, or one whose
+    `name` key says another name (drop the key or set it to the file's stem)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise RetrofitError(f"variant file {path} does not exist; pass an existing .yaml file, or a built-in name")
@@ -164,10 +176,10 @@ def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
         raise RetrofitError(f"variant file {path} is not readable YAML ({bounded(str(err))})") from None
     if not isinstance(spec, dict):
         raise RetrofitError(f"variant file {path} holds a {type(spec).__name__}, not a mapping of variant keys")
-    if spec.get("name") not in (None, path.name):
+    if spec.get("name") not in (None, path.name, path.stem):
         raise RetrofitError(
             f"variant file {path} calls itself {spec['name']!r}; a variant from a file is reported under its file "
-            f"name {path.name!r}: drop its `name` key or set it to {path.name!r}"
+            f"name {path.name!r}: drop its `name` key or set it to {path.stem!r}"
         )
     return {**spec, "name": path.name}
 

@@ -20,7 +20,7 @@ from retrofit.hosts import available
 from retrofit.jobs.tau_sweep import tau_cases
 from retrofit.runner.case import check_cases
 from retrofit.runner.config import BUILTIN_SEARCHPATH, case_from_hydra, sweep_jobs
-from retrofit.variants import VARIANT_DIR, available_variants
+from retrofit.variants import VARIANT_DIR, available_variants, resolve_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -213,6 +213,26 @@ def test_a_variant_on_a_search_path_runs_from_its_file(hydra_compose, tmp_path):
     assert mine.spec["eps_den"] == 0.01 and mine.resolved().tau.c == 0.01 and mine.resolved().name == "mine"
     with pytest.raises(RunnerError, match=r"keep pkg://retrofit.configs in it"):
         case_of(hydra_compose, f"hydra.searchpath=[file://{tmp_path}]")
+
+
+def test_the_docs_variant_file_means_the_same_in_the_sweep_and_in_python(hydra_compose, tmp_path):
+    """docs/sweep.md's oa_relative.yaml, as written there, runs in the sweep and in `resolve_variant`
+    (what `retrofit.retrofit`, `retrofit.compare` and `RetrofitRegressor` take) with the same settings."""
+    text = (ROOT / "docs" / "sweep.md").read_text()
+    body = text.split("variant/oa_relative.yaml <<'EOF'\n", 1)[1].split("EOF\n", 1)[0]
+    (tmp_path / "variant").mkdir()
+    path = tmp_path / "variant" / "oa_relative.yaml"
+    path.write_text(body)
+    searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path}]"
+    _, swept = case_of(hydra_compose, searchpath, "variant=oa_relative").units
+    in_python = resolve_variant(path)
+    assert swept.resolved().name == "oa_relative" and in_python.name == "oa_relative.yaml"
+    assert (swept.resolved().adapters, swept.resolved().eps_mode, swept.resolved().tau) == (
+        in_python.adapters,
+        in_python.eps_mode,
+        in_python.tau,
+    )
+    assert in_python.eps_mode == "relative"
 
 
 def test_a_search_path_variant_with_a_bad_key_is_refused(hydra_compose, tmp_path):

@@ -7,12 +7,13 @@ import signal
 import subprocess
 import sys
 import threading
+import tomllib
 
 import pandas as pd
 import pytest
 from processes import ROOT, run_entry_point, run_python
 
-from retrofit.jobs import USAGE, declared_configs
+from retrofit.jobs import USAGE, declared_configs, job_names
 from retrofit.jobs.exits import INTERRUPTED
 
 
@@ -62,22 +63,39 @@ def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):
 
 def test_an_unknown_job_is_one_line_naming_the_jobs():
     out = run_python("-m", "retrofit", "exactnes")
-    assert out.returncode == USAGE and "(one of ablation, audit, " in one_line_error(out)
+    assert out.returncode == USAGE and "(did you mean exactness? one of ablation, aggregate, " in one_line_error(out)
 
 
-def test_python_m_retrofit_lists_every_root_config_and_runs_its_job(tmp_path):
+def test_retrofit_alone_lists_every_job_with_one_line_and_runs_it(tmp_path):
+    """`python -m retrofit` and the console script's function (`[project.scripts]` names it) list
+    every job, the sweep as `sweep`, each with one line, and the root configs another job runs."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"retrofit": "retrofit.__main__:main"}
     listed = run_python("-m", "retrofit")
-    assert listed.returncode == 0, listed.stderr
-    commands = dict(line.split(maxsplit=1) for line in listed.stdout.splitlines()[1:])
-    assert sorted(commands) == sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
-    for config, job in declared_configs().items():
-        assert commands[config] == f"python -m retrofit {job}"
-    assert commands["preset_selection"] == "python -m retrofit host_quality --config-name preset_selection"
+    by_script = run_python("-c", "import sys; sys.argv = ['retrofit']; from retrofit.__main__ import main; main()")
+    assert listed.returncode == by_script.returncode == 0 and listed.stdout == by_script.stdout, listed.stderr
+    jobs_part, others_part = listed.stdout.split("\nroot configs run by another job:\n")
+    described = dict(line.split(maxsplit=1) for line in jobs_part.splitlines()[2:])
+    assert sorted(described) == job_names() and "sweep" in described and "config" not in described
+    assert all(len(line) > 20 and "\n" not in line for line in described.values())
+    others = dict(line.split(maxsplit=1) for line in others_part.splitlines())
+    assert others == {"preset_selection": "retrofit host_quality --config-name preset_selection"}
+    assert {*declared_configs(), *others} == {path.stem for path in (ROOT / "configs").glob("*.yaml")}
     csv, md = tmp_path / "ablation.csv", tmp_path / "ablation.md"
     tiny = ["d_model=16", "n_heads=2", "d_ffn=32", "n_old=8", "n_nulls=[2]", "batch=1"]
     out = run_python("-m", "retrofit", "ablation", *tiny, f"output_csv={csv}", f"output_md={md}", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert set(pd.read_csv(csv).n_null) == {2} and "| otransformer |" in md.read_text()
+
+
+def test_compare_runs_as_a_job_and_from_its_entry_point_with_two_bare_paths(tmp_path):
+    record = ROOT / "results" / "retrofit_rmse.csv"
+    as_job = run_python("-m", "retrofit", "compare", f"a={record}", f"b={record}", cwd=tmp_path)
+    bare = run_entry_point("compare.py", str(record), str(record), cwd=tmp_path)
+    assert as_job.returncode == bare.returncode == 0, as_job.stderr[-3000:] + bare.stderr[-3000:]
+    assert as_job.stdout == bare.stdout and f"A = {record}" in as_job.stdout and "rmse" in as_job.stdout
+    missing = run_python("-m", "retrofit", "compare", f"a={tmp_path / 'none.csv'}", f"b={record}", cwd=tmp_path)
+    assert missing.returncode == 1 and "none.csv does not exist" in one_line_error(missing)
 
 
 @pytest.mark.slow

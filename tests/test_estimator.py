@@ -196,6 +196,37 @@ def test_grid_search_over_tau_and_eps_den(taus):
     assert (variant.tau, variant.eps_den) == (TauRule("calibrated", c=best_c), search.best_params_["eps_den"])
 
 
+def test_a_grid_over_tau_at_the_default_seed_moves_by_the_variants_own_delta_rmse():
+    """Every fit of a grid draws the same ensemble (random_state 0 by default, as make_regressor's),
+    so the grid's spread over tau is the spread of full_o's ΔRMSE against the stock host on the
+    same folds, not the ensemble seed's."""
+    assert RetrofitRegressor().random_state == 0
+    X, y = _data()
+    folds = KFold(3, shuffle=True, random_state=0)
+    scoring = "neg_root_mean_squared_error"
+    settings = dict(n_estimators=2, device="cpu")
+    taus = [1e-4, 1e-3, 1e-2]
+    grid = GridSearchCV(RetrofitRegressor("full_o", **settings), {"tau": taus}, cv=folds, scoring=scoring).fit(X, y)
+    rmse_T = -grid.cv_results_["mean_test_score"]
+    baseline = -cross_val_score(RetrofitRegressor("baseline", **settings), X, y, cv=folds, scoring=scoring).mean()
+    delta_T = rmse_T - baseline  # full_o vs the stock host, the same folds and ensemble
+    assert np.abs(delta_T).max() > 0  # the grid measures something
+    spread = rmse_T.max() - rmse_T.min()
+    assert spread <= 2 * np.abs(delta_T).max()
+    assert spread == pytest.approx(delta_T.max() - delta_T.min(), abs=1e-9 * baseline)
+
+
+def test_a_hyper_parameter_the_variant_does_not_use_is_refused():
+    X, y = _data()
+    for variant, key, value in [("baseline", "tau", 1e-3), ("baseline", "compact", True)]:
+        with pytest.raises(RetrofitError, match=rf"variant 'baseline' does not use {key}=.*no hyper-parameter"):
+            RetrofitRegressor(variant, n_estimators=1, device="cpu", **{key: value}).fit(X[:60], y[:60])
+    ffn_only = {"name": "ffn", "adapters": ["o_ffn"], "tau": 1e-3, "eps_den": 1e-6}
+    with pytest.raises(RetrofitError, match=r"variant 'ffn' does not use eps_mode='relative' \(it uses \['tau'\]\)"):
+        RetrofitRegressor(ffn_only, eps_mode="relative", n_estimators=1, device="cpu").fit(X[:60], y[:60])
+    assert resolve_variant("o_closed").hparams_used == HPARAMS
+
+
 def test_a_bare_number_tau_is_c_of_the_calibrated_rule_in_the_api_and_on_the_command_line(hydra_compose):
     X, y = _data()
     rule = TauRule("calibrated", c=1e-2)

@@ -249,9 +249,9 @@ def test_variant_file_is_reported_under_its_own_file_name(fitted, tmp_path):
 
 
 def test_variant_file_calling_itself_a_built_in_is_refused(fitted, tmp_path):
-    path = tmp_path / "full_o.yaml"
+    path = tmp_path / "evil.yaml"
     path.write_text("name: full_o\nadapters: []\n")
-    with pytest.raises(RetrofitError, match=r"calls itself 'full_o'.*under its file name 'full_o\.yaml'"):
+    with pytest.raises(RetrofitError, match=r"calls itself 'full_o'.*under its file name 'evil\.yaml'.*to 'evil'"):
         retrofit.retrofit(fitted[0], str(path))
     with pytest.raises(RetrofitError, match=r"variant file .*nowhere\.yaml does not exist"):
         retrofit.retrofit(fitted[0], str(tmp_path / "nowhere.yaml"))

@@ -65,3 +65,41 @@ def test_a_config_error_is_one_line_before_any_model_is_imported(job, overrides,
     assert ran["status"] in (1, 2) and ran["heavy"] == [], ran
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), out.stderr[-3000:]
+
+
+DATA_MISTAKES = [
+    (
+        ["dataset.path=nowhere.csv", "dataset.target=price"],
+        "error: dataset 'nowhere': CSV file {cwd}/nowhere.csv does not exist",
+    ),
+    (
+        ["dataset.path=houses.csv", "dataset.target=prise"],
+        "error: dataset 'houses': no target column 'prise' (did you mean 'price'?)",
+    ),
+    (
+        ["dataset.path=houses.csv", "dataset.targt=price"],
+        "error: dataset.targt is not a key of this config (did you mean dataset.target?)",
+    ),
+    (
+        ["dataset.path=~/houses.csv", "dataset.target=price"],
+        "error: dataset.path=~/houses.csv: Hydra's override grammar does not take a ~ unquoted; quote the value, "
+        "'dataset.path=\"~/houses.csv\"'",
+    ),
+]
+"""(overrides of `dataset=csv`, the one line it answers): a user's mistakes about their own CSV file."""
+
+
+@pytest.mark.parametrize("job", ["sweep", "aggregate"])
+@pytest.mark.parametrize(("overrides", "message"), DATA_MISTAKES, ids=["no file", "no target", "dataset key", "tilde"])
+def test_a_data_mistake_is_one_line_before_any_model_is_imported(job, overrides, message, tmp_path):
+    """Each answered on its own line (no progress bar has started) with torch, tabpfn, pandas and
+    the rest unimported: before the seconds a model library takes to load."""
+    (tmp_path / "houses.csv").write_text("rooms,area,price\n3,70,1.5\n4,90,2.0\n")
+    out = run_python("-c", LAUNCHED.format(job=job, overrides=["dataset=csv", *overrides], heavy=HEAVY), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ran = json.loads(out.stdout.strip().splitlines()[-1])
+    assert ran["heavy"] == [], ran
+    # a refused input exits with its line as the exit message (`exit_on_user_error`), a config error writes it
+    said = out.stderr + (ran["status"] if isinstance(ran["status"], str) else "")
+    lines = said.strip().splitlines()
+    assert ran["status"] != 0 and len(lines) == 1 and lines[0].startswith(message.format(cwd=tmp_path)), said

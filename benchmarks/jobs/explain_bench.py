@@ -1,4 +1,4 @@
-"""Removal explanations: closed removal vs a refit per coalition vs zeroing ->
+"""Removal explanations, closed removal vs a refit per coalition vs zeroing ->
 results/removal_{bench,stages}.* (`configs/explain_bench.yaml`, `benchmarks.explain`)."""
 
 import dataclasses

@@ -1,7 +1,8 @@
-"""Host quality bar -> `<results_dir>/host_quality.csv` (per case), `host_quality_summary.csv`,
-`host_extrapolation.csv` (`benchmarks.host_quality.extrapolation_probe`), the model cards and
-a printed summary (`configs/host_quality.yaml`; `configs/preset_selection.yaml`: the same on the
-preset-selection datasets, no model cards)."""
+"""Host quality bar, each host's RMSE against the mean, ridge and a random forest:
+`<results_dir>/host_quality.csv` (per case), `host_quality_summary.csv`, `host_extrapolation.csv`
+(`benchmarks.host_quality.extrapolation_probe`), the model cards and a printed summary
+(`configs/host_quality.yaml`; `configs/preset_selection.yaml`: the same on the preset-selection
+datasets, no model cards)."""
 
 import logging
 from dataclasses import dataclass

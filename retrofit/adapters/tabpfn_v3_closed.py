@@ -52,8 +52,8 @@ V2_REFUSAL = (
     "the tabpfn_v2 family cannot be O-closed at its input: its encoders standardise every feature over "
     "the train rows inside the encoder pipeline (an absent row would shift those statistics) and every "
     "block's attention between features mixes the columns of a row with a stock softmax (an absent column "
-    "would dilute it); neither takes a presence. Use a tabpfn_v3 host for o_closed, or full_o (in-context "
-    "stage only) on this one."
+    "would dilute it); neither takes a presence. Use a tabpfn_v3 or tabpfn_v3_5 host for o_closed (tiny_v3, "
+    "tiny_v3_5), or full_o (in-context stage only) on this one."
 )
 
 

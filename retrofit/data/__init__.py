@@ -5,37 +5,35 @@ table = load_table(spec, base_dir)
 case = split(table, seed, max_rows=spec.max_rows)
 
 A table already in memory takes the same cleaning: `frame_table(frame, target)`.
+The spec (`DatasetSpec`) and a CSV file's first checks (`retrofit.data.csv_file`) need no pandas:
+the names read and clean tables (pandas, scikit-learn) are imported on first access, so a job checks
+a dataset command before any of them loads.
 """
 
-from collections.abc import Sequence
-from pathlib import Path
+from importlib import import_module
 
-import pandas as pd
-
-from retrofit.data.prepare import MIN_ROWS, Split, Table, clean, split
-from retrofit.data.sources import SOURCES, load_frame
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError
-from retrofit.labels import check_label
 
-IN_MEMORY = "frame"
-"""The `source` of a table handed over in memory (`frame_table`): nothing to load."""
+_LAZY = {
+    "IN_MEMORY": "retrofit.data.tables",
+    "frame_table": "retrofit.data.tables",
+    "load_table": "retrofit.data.tables",
+    "MIN_ROWS": "retrofit.data.prepare",
+    "Split": "retrofit.data.prepare",
+    "Table": "retrofit.data.prepare",
+    "clean": "retrofit.data.prepare",
+    "split": "retrofit.data.prepare",
+    "whole": "retrofit.data.prepare",
+    "SOURCES": "retrofit.data.sources",
+}
+"""Public name -> the module defining it, imported on first access."""
 
 
-def load_table(spec: DatasetSpec, base_dir: Path) -> Table:
-    """Load `spec` from its source and clean it (see `retrofit.data.prepare`)."""
-    return clean(load_frame(spec, base_dir), spec)
-
-
-def frame_table(frame: pd.DataFrame, target: str, *, name: str = "frame", categorical: Sequence[str] = ()) -> Table:
-    """`frame` (a DataFrame in memory) cleaned by the rules of a dataset config (`clean`): its
-    column `target` is predicted from the others, text columns and those in `categorical` are
-    categorical. The same table read from a CSV file (`source: csv`) gives the same `Table`.
-    DatasetError naming the fix for a frame `clean` refuses or a `name` that is not a label."""
-    if not isinstance(frame, pd.DataFrame):
-        raise DatasetError(f"expected a pandas DataFrame, got {type(frame).__name__}; wrap it: pd.DataFrame(...)")
-    check_label("dataset name", name, DatasetError)
-    return clean(frame, DatasetSpec(name, IN_MEMORY, target, categorical=tuple(categorical)))
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'retrofit.data' has no attribute {name!r}")
 
 
 __all__ = [
@@ -50,4 +48,5 @@ __all__ = [
     "frame_table",
     "load_table",
     "split",
+    "whole",
 ]

@@ -26,6 +26,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
+from retrofit.data.csv_file import missing_target
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, RetrofitError, listing
 
@@ -123,9 +124,7 @@ def clean(frame: pd.DataFrame, spec: DatasetSpec) -> Table:
     """Steps 0–3 of the module contract; raise DatasetError naming the column and the fix."""
     check_column_names(spec.name, list(frame.columns))
     if spec.target not in frame.columns:
-        raise DatasetError(
-            f"dataset {spec.name!r}: no target column {spec.target!r}; columns: {listing(frame.columns)}"
-        )
+        raise missing_target(spec.name, spec.target, list(frame.columns))
     missing_drop = [c for c in spec.drop if c not in frame.columns]
     if missing_drop:
         raise DatasetError(
@@ -195,18 +194,42 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
             f"dataset {table.name!r}: every feature is constant on the training rows of seed {seed}, so TabPFN has "
             "nothing to predict from; add a feature that varies"
         )
-    cat = list(table.categorical)
-    X_train, X_test = X_train.copy(), X_test.copy()
-    if cat:
-        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan, encoded_missing_value=np.nan)
-        X_train[cat] = encoder.fit_transform(X_train[cat].astype("object"))
-        X_test[cat] = encoder.transform(X_test[cat].astype("object"))
+    X_train, X_test = _encoded(table.categorical, X_train, X_test)
     columns = tuple(X.columns)
     return Split(
-        X_train=X_train.to_numpy(dtype="float64", na_value=np.nan),
-        X_test=X_test.to_numpy(dtype="float64", na_value=np.nan),
+        X_train=X_train,
+        X_test=X_test,
         y_train=y_train.to_numpy(dtype="float64"),
         y_test=y_test.to_numpy(dtype="float64"),
         feature_names=columns,
-        categorical_indices=tuple(columns.index(c) for c in cat),
+        categorical_indices=tuple(columns.index(c) for c in table.categorical),
     )
+
+
+def whole(table: Table) -> Split:
+    """Every row of `table` as the training rows of one fit (step 6 on all rows; no test rows): what
+    a model explaining the table's own rows is fitted on."""
+    check_rows(table.name, len(table.X))
+    (X,) = _encoded(table.categorical, table.X)
+    columns = tuple(table.X.columns)
+    return Split(
+        X_train=X,
+        X_test=X[:0],
+        y_train=table.y.to_numpy(dtype="float64"),
+        y_test=np.empty(0),
+        feature_names=columns,
+        categorical_indices=tuple(columns.index(c) for c in table.categorical),
+    )
+
+
+def _encoded(categorical: Sequence[str], fit: pd.DataFrame, *others: pd.DataFrame) -> list[np.ndarray]:
+    """`fit` and `others` as float64 arrays, the `categorical` columns ordinal-encoded with the
+    categories of `fit` (step 6)."""
+    frames = [frame.copy() for frame in (fit, *others)]
+    cat = list(categorical)
+    if cat:
+        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan, encoded_missing_value=np.nan)
+        frames[0][cat] = encoder.fit_transform(frames[0][cat].astype("object"))
+        for frame in frames[1:]:
+            frame[cat] = encoder.transform(frame[cat].astype("object"))
+    return [frame.to_numpy(dtype="float64", na_value=np.nan) for frame in frames]

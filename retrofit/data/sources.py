@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import sklearn.datasets
 
+from retrofit.data.csv_file import csv_path
 from retrofit.data.prepare import check_column_names
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, bounded
@@ -101,13 +102,7 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     Its header row is checked as written (`check_column_names`): pandas renames a repeated name
     (`y, y` becomes `y, y.1`) and names a blank one (`Unnamed: 0`), which would hide both.
     """
-    path = Path(spec.options["path"]).expanduser()
-    path = path if path.is_absolute() else base_dir / path
-    if not path.is_file():
-        raise DatasetError(
-            f"dataset {spec.name!r}: CSV file {path} {'is a folder' if path.is_dir() else 'does not exist'}; "
-            "fix `path` (in its YAML, or dataset.path=)"
-        )
+    path = csv_path(spec.name, spec.options["path"], base_dir)
     try:
         frame = pd.read_csv(path)
         header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()

@@ -55,7 +55,10 @@ CSV_USAGE = "dataset=csv dataset.path=<file.csv> dataset.target=<column> [datase
 _TEXT_KEYS = ("name", "source", "target", "loader", "package", "item", "path")
 """Keys whose value must be a string (a YAML `path: 5` or `target: true` is refused, not converted)."""
 
-__all__ = ["LABEL", "SOURCE_KEYS", "DatasetSpec"]
+DATASET_KEYS = tuple(sorted({*_COMMON_KEYS, *(key for keys in SOURCE_KEYS.values() for key in keys)}))
+"""Every key a dataset config may hold, whatever its source (`from_mapping` checks which one allows which)."""
+
+__all__ = ["DATASET_KEYS", "LABEL", "SOURCE_KEYS", "DatasetSpec"]
 
 
 @dataclass(frozen=True)

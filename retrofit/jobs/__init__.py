@@ -10,6 +10,9 @@ runs it from the composed config and `HydraConfig.get()`:
 
     def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None: ...
 
+A job may run another job's root config with Hydra overrides of its own appended to every command
+line (`OVERRIDES = [...]`: `aggregate` runs the sweep's config with its own callback).
+
 `launch("exactness")` starts it, the same way for every entry point (`experiments/<name>.py`,
 `python -m retrofit <job>`): the home directory is checked before anything heavy is imported
 (`check_home`); the schema is stored in Hydra's ConfigStore as `<CONFIG>_schema`, which the root
@@ -40,6 +43,7 @@ group's options as Hydra finds them.
 """
 
 import ast
+import difflib
 import functools
 import os
 import sys
@@ -55,6 +59,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
 
@@ -103,18 +108,21 @@ def check_home() -> None:
 
 
 class JobSource(NamedTuple):
-    """Where a job is declared: its module's dotted name and the root config its `CONFIG` names."""
+    """Where a job is declared: its module's dotted name, the root config its `CONFIG` names, and
+    the Hydra overrides its `OVERRIDES` appends to every command line (a job that runs another
+    job's root config otherwise, as `aggregate` runs the sweep's with its own callback)."""
 
     module: str
     config: str
+    overrides: tuple[str, ...] = ()
 
 
-def _declared_config(path: Path) -> str | None:
-    """The root config that the module source `path` names in a top-level `CONFIG = "<name>"`, or None."""
+def _declared(path: Path, name: str) -> object:
+    """The literal that the module source `path` assigns to the top-level `name`, or None."""
     for node in ast.parse(path.read_text()).body:
         names = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
-        if names == ["CONFIG"] and isinstance(node.value, ast.Constant):
-            return node.value.value
+        if names == [name]:
+            return ast.literal_eval(node.value)
     return None
 
 
@@ -128,22 +136,24 @@ def declared_jobs() -> dict[str, JobSource]:
     for package in JOB_PACKAGES:
         folder = Path(find_spec(package).submodule_search_locations[0])
         for path in sorted(folder.glob("*.py")):
-            config = _declared_config(path)
+            config = _declared(path, "CONFIG")
             if config is None:
                 continue
+            overrides = tuple(_declared(path, "OVERRIDES") or ())
             file = f"{package.replace('.', '/')}/{path.name}"
-            for name in (f"job {path.stem!r}", f"root config {config!r}"):
+            owned = [f"job {path.stem!r}"] + ([] if overrides else [f"root config {config!r}"])
+            for name in owned:
                 if name in files:
                     sys.stderr.write(f"error: {name} is declared in both {files[name]} and {file} (rename one)\n")
                     raise SystemExit(USAGE)
                 files[name] = file
-            found[path.stem] = JobSource(f"{package}.{path.stem}", config)
+            found[path.stem] = JobSource(f"{package}.{path.stem}", config, overrides)
     return found
 
 
 def declared_configs() -> dict[str, str]:
-    """Root config -> the job whose `CONFIG` names it (`declared_jobs`)."""
-    return {source.config: job for job, source in declared_jobs().items()}
+    """Root config -> the job whose `CONFIG` names it with no `OVERRIDES` (`declared_jobs`)."""
+    return {source.config: job for job, source in declared_jobs().items() if not source.overrides}
 
 
 def job_names() -> list[str]:
@@ -155,7 +165,9 @@ def job_source(job: str) -> JobSource:
     """Where job `job` is declared; an unknown job exits with one line naming the jobs."""
     jobs = declared_jobs()
     if job not in jobs:
-        sys.stderr.write(f"error: no job {job!r} (one of {', '.join(sorted(jobs))}; python -m retrofit lists them)\n")
+        close = difflib.get_close_matches(job, jobs, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        sys.stderr.write(f"error: no job {job!r} ({hint}one of {', '.join(sorted(jobs))}; `retrofit` lists them)\n")
         raise SystemExit(USAGE)
     return jobs[job]
 
@@ -167,7 +179,7 @@ def job_module(job: str) -> ModuleType:
 
 def schema_of(config: str) -> type:
     """The schema of root config `config`: the `SCHEMA` of the job declaring it (imported now)."""
-    modules = {source.config: source.module for source in declared_jobs().values()}
+    modules = {source.config: source.module for source in declared_jobs().values() if not source.overrides}
     return import_module(modules[config]).SCHEMA
 
 
@@ -200,7 +212,7 @@ def launch(job: str) -> None:
     docstring says."""
     printable_output()
     check_home()
-    sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv]
+    sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv] + list(job_source(job).overrides)
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     if any(arg in HELP for arg in sys.argv[1:]):
         with entry_errors():
@@ -211,6 +223,7 @@ def launch(job: str) -> None:
         module = job_module(job)
         register(module.CONFIG)
         keys += schema_keys(module.SCHEMA)
+        keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.preflight import check_command_line, require_checked
 
         with exit_on_user_error():  # what would take away the check of what Hydra writes

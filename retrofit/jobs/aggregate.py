@@ -1,8 +1,10 @@
-"""A run's results from the unit store alone (`experiments/aggregate.py`, `configs/config.yaml`):
-each job of the command, composed from the run's own overrides, is built as its case (its data's
-and host file's digests read, nothing fitted) and names its units by their identities
-(`retrofit.runner.finish.sweep_records`); a unit without a stored result is named and nothing is
-written.
+"""A sweep's results from its stored units, nothing run (the sweep's `configs/config.yaml` and
+command line, `OVERRIDES` appended): each job of the command, composed from the run's own
+overrides, is built as its case (its data's and host file's digests read, nothing fitted) and
+names its units by their identities (`retrofit.runner.finish.sweep_records`); a unit without a
+stored result is named and nothing is written.
+
+    retrofit aggregate -m <the sweep's own overrides> [reference=<csv>]   # = experiments/aggregate.py
 
 `run` aggregates the one case of a single run into its `results_dir`, with the rows already there;
 `AggregateSweep`, a multirun's callback, writes the sweep's units (with the rows already there, as
@@ -10,24 +12,42 @@ the sweep does) after Hydra has launched its (empty) jobs.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from retrofit.data.csv_file import check_csv_command
 from retrofit.errors import exit_on_any_error
-from retrofit.results.compare import Reference
 from retrofit.runner import console
-from retrofit.runner.case import Case
-from retrofit.runner.config import case_from_hydra
-from retrofit.runner.finish import finish, sweep_records
-from retrofit.runner.hydra_callbacks import checked_sweep, finish_sweep
-from retrofit.runner.schema import reference_of, results_dir_of
+from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
+
+CONFIG = "config"
+"""The sweep's root config, `configs/config.yaml`: the same command line names the same cases."""
+SCHEMA = SweepConfig
+OVERRIDES = [
+    "hydra.callbacks.check_sweep._target_=retrofit.jobs.aggregate.AggregateSweep",
+    "hydra.job.name=aggregate",
+]
+"""Appended to the command line: a multirun reads its cases' stored units (`AggregateSweep`) in place
+of running them, and logs under outputs/aggregate/."""
+
+if TYPE_CHECKING:
+    from retrofit.results.compare import Reference
+    from retrofit.runner.case import Case
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Aggregate the one case `cfg` describes into its `results_dir` (with the rows of other units
-    already there) and check it against `reference` when given."""
+    already there) and check it against `reference` when given; a multirun's job does nothing (its
+    callback aggregates at the end)."""
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        return
+    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
+    from retrofit.runner.config import case_from_hydra
+    from retrofit.runner.finish import finish, sweep_records
+
     with console.collected_notices() as notices:
         case = case_from_hydra(cfg, hydra_cfg)
     reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))
@@ -46,10 +66,14 @@ class AggregateSweep(Callback):
         self.reference: Reference | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from retrofit.runner.hydra_callbacks import checked_sweep
+
         with exit_on_any_error():
             self.cases, self.reference = checked_sweep(config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from retrofit.runner.hydra_callbacks import finish_sweep
+
         with exit_on_any_error():
             total = len({case.key(unit) for case in self.cases for unit in case.units})
             finish_sweep(config, self.cases, self.reference, console.reused(total, total))

@@ -62,9 +62,23 @@ def schema_keys(schema: type, prefix: str = "") -> list[str]:
     return keys
 
 
+UNQUOTED = re.compile(r"LexerNoViableAltException: ([\w.+~]+?)=(\S+)")
+"""Hydra's message for an override whose value holds a character its grammar takes only quoted
+(`~`, `*`, a space ...), with the key and the value."""
+
+
 def _said(err: BaseException, keys: Sequence[str]) -> str:
-    """`err`'s message on one line; an unknown key's advice replaced by the closest key of `keys`."""
+    """`err`'s message on one line; an unknown key's advice replaced by the closest key of `keys`,
+    a value Hydra's grammar refuses unquoted answered with the quoted form that works."""
     text = " ".join(str(err).split())
+    unquoted = UNQUOTED.search(text)
+    if unquoted is not None:
+        key, value = unquoted.groups()
+        what = "a ~" if "~" in value else "a character"
+        return (
+            f"{key}={value}: Hydra's override grammar does not take {what} unquoted; quote the value, "
+            f"'{key}=\"{value}\"' (a path's ~ is then your home directory)"
+        )
     unknown = UNKNOWN_KEY.search(text)
     if unknown is None:
         cause = _cause_line(err)

@@ -1,4 +1,4 @@
-"""The retrofit sweep: one case (host × dataset × seed, every selected variant) per job.
+"""The retrofit sweep, one case (host × dataset × seed, every selected variant) per job.
 
     python -m retrofit sweep dataset=<name> seed=<n> results_dir=<dir>     # = experiments/sweep.py
     python -m retrofit sweep -m dataset=diabetes,auto variant=oa_only,full_o   # a grid: one baseline per case
@@ -14,19 +14,29 @@ over its units; both end with the headline table and the files written.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from retrofit.data.csv_file import check_csv_command
+from retrofit.errors import exit_on_any_error
 from retrofit.runner import console
 from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
 
 CONFIG = "config"
 SCHEMA = SweepConfig
 
+if TYPE_CHECKING:
+    from retrofit.results.compare import Reference
+    from retrofit.runner.case import Case
+
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`)."""
+    """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`).
+    A CSV named on the command line is checked first (`check_csv_command`), before any model loads."""
+    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))
     from retrofit.runner.case import reusable, run_case
     from retrofit.runner.config import case_from_hydra
     from retrofit.runner.finish import case_records, finish
@@ -52,3 +62,31 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         notices=notices,
         host_paths=paths,
     )
+
+
+class CheckSweep(Callback):
+    """The sweep's Hydra callback (`hydra.callbacks.check_sweep` of `configs/config.yaml`): reject an
+    invalid sweep before anything runs; say how many units the store already holds; the sweep's
+    results, headline table and reproduction check after the last job
+    (`retrofit.runner.hydra_callbacks`, imported only by a multirun, so a single run's checks come
+    before any model loads)."""
+
+    def __init__(self) -> None:
+        self.cases: list[Case] = []
+        self.reference: Reference | None = None
+        self.reused = ""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from retrofit.runner.case import reusable
+        from retrofit.runner.hydra_callbacks import checked_sweep
+
+        with exit_on_any_error():
+            self.cases, self.reference = checked_sweep(config)
+            total = len({case.key(unit) for case in self.cases for unit in case.units})
+            self.reused = console.reused(reusable(self.cases), total)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from retrofit.runner.hydra_callbacks import finish_sweep
+
+        with exit_on_any_error():
+            finish_sweep(config, self.cases, self.reference, self.reused)

@@ -43,6 +43,10 @@ TABLES: dict[str, tuple[str, str]] = {
     "host_extrapolation.csv": ("benchmarks.host_quality:EXTRAPOLATION_DOCS", "how a host extends a linear trend"),
     "sweep_cost.csv": ("benchmarks.sweep_cost:COLUMN_DOCS", "CPU seconds per phase of sweep cases"),
     "command_times.csv": ("retrofit.runtimes:COLUMN_DOCS", "each make target's last successful run"),
+    "<dataset>_explanation.csv": (
+        "retrofit.explanation:COLUMN_DOCS",
+        "`retrofit explain` (`retrofit.explain`): one row per explained row × feature (and pair, with order=2)",
+    ),
 }
 """Results CSV file name -> (`module:attribute` of its `ColumnDocs`, what the file holds)."""
 

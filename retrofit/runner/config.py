@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.adapters import ARCHITECTURES
 from retrofit.data import DatasetSpec
+from retrofit.data.csv_file import path_on_command_line
 from retrofit.data.spec import LABEL
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path
@@ -230,7 +231,7 @@ def dataset_file(hydra_cfg: DictConfig, option: str) -> Path | None:
     """The file `dataset/<option>.yaml` as Hydra finds it: in the first file source of the job's
     search path that holds one (`hydra.runtime.config_sources`); None for a dataset whose `path` is
     set on the command line (`dataset.path=`: read from the directory the command started in)."""
-    if any(item.lstrip("+~").startswith("dataset.path=") for item in hydra_cfg.overrides.task):
+    if path_on_command_line(hydra_cfg.overrides.task):
         return None
     sources = [Path(src.path) for src in hydra_cfg.runtime.config_sources if src.schema == "file"]
     return next((file for file in (src / "dataset" / f"{option}.yaml" for src in sources) if file.is_file()), None)

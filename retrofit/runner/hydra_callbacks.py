@@ -1,4 +1,5 @@
-"""A Hydra callback that checks a whole sweep before any job runs and writes its results after the last.
+"""What the sweep's Hydra callback (`retrofit.jobs.sweep.CheckSweep`) does: check a whole sweep
+before any job runs and write its results after the last.
 
 Before the first job it composes every job as Hydra's configured sweeper expands them
 (`retrofit.runner.config.sweep_job_configs`), builds and checks their cases together
@@ -9,16 +10,14 @@ with `reference=<csv>`, checks them against that file as read before the sweep b
 """
 
 from pathlib import Path
-from typing import Any
 
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.errors import RunnerError
 from retrofit.record_guard import in_record
 from retrofit.results.compare import Reference, require_covered
 from retrofit.runner import console
-from retrofit.runner.case import Case, check_cases, reusable
+from retrofit.runner.case import Case, check_cases
 from retrofit.runner.config import case_from_hydra, sweep_job_configs
 from retrofit.runner.finish import finish, sweep_records
 from retrofit.runner.schema import reference_of, resolve, results_dir_of
@@ -75,23 +74,3 @@ def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | N
     record = in_record(results_dir)  # the record holds exactly its sweep's rows; elsewhere runs accumulate
     paths = {case.host: case.host_path for case in cases}
     finish(results_dir, sweep_records(cases), logs, reused, keep=not record, reference=reference, host_paths=paths)
-
-
-class CheckSweep(Callback):
-    """Reject an invalid sweep before anything runs; say how many units the store already holds;
-    the sweep's results, headline table and reproduction check after the last job."""
-
-    def __init__(self) -> None:
-        self.cases: list[Case] = []
-        self.reference: Reference | None = None
-        self.reused = ""
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        with exit_on_any_error():
-            self.cases, self.reference = checked_sweep(config)
-            total = len({case.key(unit) for case in self.cases for unit in case.units})
-            self.reused = console.reused(reusable(self.cases), total)
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        with exit_on_any_error():
-            finish_sweep(config, self.cases, self.reference, self.reused)

@@ -1,0 +1,33 @@
+"""Two retrofit_rmse.csv files compared unit by unit, printed (`configs/compare.yaml`, `make compare A=<csv> B=<csv>`):
+per numeric column the largest |A − B| over the matched units and where, per host × variant the
+mean ΔRMSE % in A and in B (`retrofit.results.compare`). Prints only; writes nothing."""
+
+from dataclasses import dataclass
+
+from omegaconf import MISSING, DictConfig
+
+from retrofit.jobs.start import start
+
+
+@dataclass
+class CompareConfig:
+    """The schema of `configs/compare.yaml` (each key's role is written there)."""
+
+    a: str = MISSING
+    b: str = MISSING
+
+
+CONFIG = "compare"
+"""Its root config, `configs/compare.yaml`."""
+SCHEMA = CompareConfig
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Print the comparison of the files `a` and `b` (relative paths: from where the command started)."""
+    from retrofit.results.compare import compare
+    from retrofit.runner.schema import resolve
+
+    job = start(cfg, hydra_cfg, CompareConfig, "configs/compare.yaml")
+    a, b = (resolve(job.base_dir, path) for path in (job.settings.a, job.settings.b))
+    print(f"A = {a}\nB = {b}\n")
+    print(compare(a, b).text())

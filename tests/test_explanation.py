@@ -1,0 +1,105 @@
+"""`retrofit.explain` and the explain job: Shapley values of a table's rows by removal in an o_closed
+host, the plan said before the work, and one-line refusals. Shipped tiny hosts, one member."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from processes import run_python
+from synthetic import regression_data
+
+import retrofit
+import retrofit.removal
+from retrofit.errors import RetrofitError
+from retrofit.explanation import COLUMNS
+from retrofit.hosts import get_path, make_regressor
+
+SMALL = dict(n_estimators=1, threads=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    X, y = regression_data(n=40, f=3)
+    return pd.DataFrame(X, columns=["rooms", "area", "age"]).assign(price=y)
+
+
+def test_values_are_the_removal_games_shapley_values_and_add_up(frame):
+    said: list[str] = []
+    out = retrofit.explain(frame, "price", rows=[0, 7], say=said.append, **SMALL)
+    assert list(out.columns) == list(COLUMNS) and len(out) == 2 * 3 and set(out.order) == {1}
+    assert said[0].startswith("Shapley values of 2 row(s) over 3 features: 8 coalitions (exact")
+    assert "about" in said[1]  # the estimate, after the plan and before the values
+    X, y = frame.drop(columns="price").to_numpy(), frame.price.to_numpy()
+    fixed = make_regressor(get_path("tiny_v3"), n_estimators=1, inference_config={"FEATURE_SHIFT_METHOD": None})
+    closed = retrofit.retrofit(fixed.fit(X, y), "o_closed")
+    phi = retrofit.removal.shapley(closed, X[[0, 7]])
+    scale = float(np.std(y))
+    assert np.abs(out.value.to_numpy().reshape(2, 3) - phi).max() < 1e-5 * scale
+    per_row = out.groupby("row").agg(total=("value", "sum"), p=("prediction", "first"), e=("empty_prediction", "first"))
+    assert np.allclose(per_row.total, per_row.p - per_row.e, atol=1e-5 * scale)
+    assert np.allclose(per_row.p, closed.predict(X[[0, 7]]), atol=1e-5 * scale)
+
+
+def test_order_two_adds_every_pair_and_still_adds_up(frame):
+    out = retrofit.explain(frame, "price", rows=[3], order=2, say=lambda _: None, **SMALL)
+    pairs = out[out.order == 2]
+    assert list(pairs.features) == ["rooms × area", "rooms × age", "area × age"]
+    first = out.iloc[0]
+    assert out.value.sum() == pytest.approx(first.prediction - first.empty_prediction, abs=1e-5 * frame.price.std())
+
+
+def test_a_budget_runs_shapiqs_approximator_and_says_so(frame):
+    said: list[str] = []
+    out = retrofit.explain(frame, "price", rows=[1], budget=6, say=said.append, **SMALL)
+    assert "6 coalitions (shapiq KernelSHAP, budget)" in said[0] and len(out) == 3
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (dict(host="tiny_v2"), r"needs an o_closed host: .*tabpfn_v2"),
+        (dict(rows=[40]), r"rows \[40\] are outside the table's 40 rows"),
+        (dict(rows=[1, 1]), r"name a row twice"),
+        (dict(order=3), r"order must be 1 .* or 2"),
+        (dict(X=pd.DataFrame({"area": range(40), "price": range(40)}), order=2), r"order=2 needs at least 2 features"),
+        (dict(budget=1), r"budget must be null \(exact\) or an int >= 2"),
+        (dict(max_seconds=0.0), r"exact values need all 8 coalitions, about .* s here \(over max_seconds=0\)"),
+    ],
+)
+def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):
+    said: list[str] = []
+    with pytest.raises(RetrofitError, match=message):
+        retrofit.explain(settings.pop("X", frame), "price", **{"rows": [0], "say": said.append, **SMALL, **settings})
+    assert len(said) <= 2  # the plan (and the estimate) at most: nothing explained
+
+
+def test_many_features_without_a_budget_are_refused_before_the_fit():
+    X, y = regression_data(n=30, f=17)
+    said: list[str] = []
+    with pytest.raises(RetrofitError, match=r"2\^17 coalitions; above 16 features pass a budget"):
+        retrofit.explain(X, y, rows=[0], say=said.append, **SMALL)
+    assert said == []
+
+
+@pytest.mark.slow
+def test_the_explain_job_writes_its_csv_and_figure_and_says_the_plan_first(frame, tmp_path):
+    frame.to_csv(tmp_path / "houses.csv", index=False)
+    out = run_python(
+        "-m",
+        "retrofit",
+        "explain",
+        "dataset=csv",
+        "dataset.path=houses.csv",
+        "dataset.target=price",
+        "rows=[0,5]",
+        "order=2",
+        "n_estimators=1",
+        "results_dir=out",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("Shapley values and pairwise interactions of 2 row(s) over 3 features: 8 coalitions")
+    assert "about" in lines[1] and "coalition" in out.stderr  # the estimate, then the progress bar
+    written = pd.read_csv(tmp_path / "out" / "houses_explanation.csv")
+    assert list(written.columns) == list(COLUMNS) and sorted(set(written.row)) == [0, 5] and len(written) == 2 * 6
+    assert (tmp_path / "out" / "houses_explanation.png").stat().st_size > 10_000
