@@ -212,7 +212,8 @@ def launch(job: str) -> None:
     docstring says."""
     printable_output()
     check_home()
-    sys.argv = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv] + list(job_source(job).overrides)
+    given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
+    sys.argv = [sys.argv[0], *given, *job_source(job).overrides]  # the job's own overrides are not the user's
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     if any(arg in HELP for arg in sys.argv[1:]):
         with entry_errors():
@@ -227,7 +228,7 @@ def launch(job: str) -> None:
         from retrofit.jobs.preflight import check_command_line, require_checked
 
         with exit_on_user_error():  # what would take away the check of what Hydra writes
-            check_command_line(sys.argv[1:], CONFIGS_DIR)
+            check_command_line(given, CONFIGS_DIR)
 
         @functools.wraps(module.run)  # Hydra names the job after the module of the function it runs
         def task(cfg) -> None:
