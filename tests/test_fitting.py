@@ -48,7 +48,8 @@ def test_fit_cases_runs_datasets_outer_seeds_inner(host, dataset_spec):
 
 def test_an_unknown_precision_names_the_choices(host, dataset_spec):
     _, data = load_split(dataset_spec("diabetes"), 0, base_dir=Path("."))
-    with pytest.raises(RetrofitError, match=r"precision must be one of \['float32', 'float64'\], got 'bfloat16'"):
+    choices = r"\['auto', 'float32', 'float64'\]"
+    with pytest.raises(RetrofitError, match=rf"precision must be one of {choices}, got 'bfloat16'"):
         fit_host(host, data, random_state=0, precision="bfloat16")
 
 

@@ -28,6 +28,7 @@ from retrofit.data.prepare import check_column_names
 from retrofit.errors import RetrofitError, listing
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
 from retrofit.hosts.checkpoint import build_host, inference_config, save_host, set_borders
+from retrofit.hosts.column_embeddings import pin_drawn
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.hosts.validation import _regression_head_missing
 from retrofit.runner.config import case_from_hydra
@@ -59,6 +60,7 @@ def test_classifier_checkpoint_is_refused_at_validation(tmp_path, arch_name):
     """Without the check it passed validation, fit and retrofit and failed at predict (IndexError on v3,
     a size mismatch on v2): its decoder gives max_num_classes logits, not the regression buckets."""
     model, config = build_host(arch_name, {**TINY_ARCHS[arch_name], "max_num_classes": 10})
+    pin_drawn(model, 2)  # a v2-family host is written with its column embeddings (none on v3)
     criterion = set_borders(model, torch.linspace(-4.0, 4.0, config.num_buckets + 1))
     path = save_host(tmp_path / "tabpfn-v3-classifier.safetensors", model, config, arch_name, criterion, {})
     with pytest.raises(RetrofitError, match=rf"is a TabPFN classifier checkpoint \({arch_name}, max_num_classes=10\)"):
