@@ -2,6 +2,7 @@
 per numeric column the largest |A − B| over the matched units and where, per host × variant the
 mean ΔRMSE % in A and in B (`retrofit.results.compare`). Prints only; writes nothing."""
 
+import os
 from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
@@ -24,10 +25,15 @@ SCHEMA = CompareConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Print the comparison of the files `a` and `b` (relative paths: from where the command started)."""
-    from retrofit.results.compare import compare
     from retrofit.runner.schema import resolve
 
     job = start(cfg, hydra_cfg, CompareConfig, "configs/compare.yaml")
-    a, b = (resolve(job.base_dir, path) for path in (job.settings.a, job.settings.b))
+    show(*(resolve(job.base_dir, path) for path in (job.settings.a, job.settings.b)))
+
+
+def show(a: str | os.PathLike, b: str | os.PathLike) -> None:
+    """Print the comparison of the files `a` and `b`; RetrofitError naming a file that is not a results table."""
+    from retrofit.results.compare import compare
+
     print(f"A = {a}\nB = {b}\n")
     print(compare(a, b).text())
