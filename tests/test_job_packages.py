@@ -64,7 +64,10 @@ def _job_package(folder: Path, modules: dict[str, str]) -> None:
 def test_the_library_jobs_and_the_benchmark_jobs_are_found_in_their_own_packages():
     packages = {job: source.module.rsplit(".", 1)[0] for job, source in declared_jobs().items()}
     assert sorted(job for job, package in packages.items() if package == "retrofit.jobs") == [
+        "aggregate",
         "audit",
+        "compare",
+        "explain",
         "pretrain_host",
         "sink_mass",
         "sweep",
