@@ -86,7 +86,7 @@ def test_the_library_jobs_and_the_benchmark_jobs_are_found_in_their_own_packages
         "scale_check",
         "sweep_cost",
     ]
-    assert declared_jobs()["sweep"] == ("retrofit.jobs.sweep", "config")
+    assert declared_jobs()["sweep"] == ("retrofit.jobs.sweep", "config", ())
 
 
 @pytest.mark.parametrize(
