@@ -131,7 +131,7 @@ def test_a_model_that_would_draw_on_its_device_is_not_written(tmp_path):
         save_as_published(tmp_path, model, config, "tabpfn_v2", criterion)
 
 
-def test_a_v2_checkpoint_without_draws_warns_once_per_fit_naming_the_device(tmp_path, caplog):
+def test_a_v2_checkpoint_without_draws_warns_once_naming_the_device(tmp_path, caplog):
     model, config = build_host("tabpfn_v2", TINY_ARCHS["tabpfn_v2"], seed=0)
     criterion = set_borders(model, torch.linspace(-4, 4, config.num_buckets + 1))
     written = save_as_published(tmp_path, pin_drawn(model, 2), config, "tabpfn_v2", criterion)
@@ -141,6 +141,7 @@ def test_a_v2_checkpoint_without_draws_warns_once_per_fit_naming_the_device(tmp_
     check_checkpoint(written)
     with caplog.at_level(logging.WARNING):
         regressor, _ = fit_synthetic(written)
+        fit_synthetic(written)  # a second fit of the same file on the same device: no second line
     lines = [r.getMessage() for r in caplog.records if "column embeddings" in r.getMessage()]
     assert len(lines) == 1 and "draws them on cpu" in lines[0] and "\n" not in lines[0]
     assert draws_on_device(regressor.models_[0])

@@ -19,7 +19,7 @@ A v2-family model without stored draws still draws on its device (`draws_on_devi
 
 Importing this module makes tabpfn's loader pin every model it loads from a checkpoint that stores
 draws, whatever builds the regressor (`make_regressor`, a plain `TabPFNRegressor`, a refit), and
-say in one warning line, naming the device, when it loads a model that draws on its device.
+say in one warning line, naming the device, when it first loads a model that draws on its device.
 """
 
 import base64
@@ -209,6 +209,23 @@ def stored(path: str | os.PathLike) -> ColumnEmbeddings | None:
     return None if field is None else ColumnEmbeddings.from_header(field, str(path))
 
 
+_WARNED: set[tuple[str, str]] = set()
+"""(checkpoint, device) pairs already warned about in this process: one line each, not one per fit."""
+
+
+def _warn_once(path: Path, device: str) -> None:
+    """One warning line per checkpoint and device in a process: its model draws on `device`."""
+    if (str(path), device) in _WARNED:
+        return
+    _WARNED.add((str(path), device))
+    log.warning(
+        "%s stores no column embeddings: tabpfn draws them on %s at every forward, so its predictions differ "
+        "between CPU and GPU (docs/hosts.md, 'Column embeddings')",
+        path.name,
+        device,
+    )
+
+
 def _pinning(load_model):
     """tabpfn's `load_model` (keyword-only; returns (model, criterion, config, inference config)),
     followed by pinning the model to the draws its checkpoint stores, or a warning if it draws."""
@@ -220,12 +237,7 @@ def _pinning(load_model):
         if embeddings is not None:
             pin(model, embeddings)
         elif draws_on_device(model):
-            log.warning(
-                "%s stores no column embeddings: tabpfn draws them on %s at every forward, so its predictions "
-                "differ between CPU and GPU (docs/hosts.md, 'Column embeddings')",
-                Path(path).name,
-                devices[0] if devices else "cpu",
-            )
+            _warn_once(Path(path), str(devices[0]) if devices else "cpu")
         return (model, *rest)
 
     load_and_pin.pins_column_embeddings = True
