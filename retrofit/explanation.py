@@ -161,24 +161,6 @@ def explain_table(
     """`explain` of a cleaned table on the checked checkpoint `host_path` (the explain job's entry)."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise RetrofitError(f"threads must be None or an int >= 1, got {threads!r}")
-    with torch_threads(torch.get_num_threads() if threads is None else threads):
-        return _explained(table, rows, order, budget, max_seconds, host_path, n_estimators, seed, device, say, progress)
-
-
-def _explained(
-    table: Table,
-    rows: Iterable[int],
-    order: int,
-    budget: int | None,
-    max_seconds: float,
-    host_path: os.PathLike,
-    n_estimators: int,
-    seed: int,
-    device: str,
-    say: Callable[[str], None],
-    progress: bool,
-) -> pd.DataFrame:
-    """`explain_table` under its thread count."""
     chosen = _rows(rows, len(table.X))
     index = _index(order)
     n_features = table.X.shape[1]
@@ -197,38 +179,40 @@ def _explained(
         raise RetrofitError(f"explaining by removal needs an o_closed host: {refusal}")
     plan = Plan(n_features, len(chosen), index, budget)
     say(plan.text())
-    data = whole(table)
-    fitted, _ = fit_host(
-        host_path,
-        data,
-        random_state=seed,
-        n_estimators=n_estimators,
-        device=resolve_device(device),
-        inference_config={"FEATURE_SHIFT_METHOD": None},  # removal needs a fixed column order
-    )
-    model = retrofit(fitted, "o_closed")
-    X_rows = data.X_train[chosen]
-    seconds = _estimate(model, X_rows, plan)
-    say(f"one forward of {min(PROBE, plan.coalitions)} coalitions × {len(chosen)} row(s): about {seconds:.0f} s in all")
-    if budget is None and seconds > max_seconds:
-        raise RetrofitError(
-            f"exact values need all {plan.coalitions} coalitions, about {seconds:.0f} s here (over max_seconds="
-            f"{max_seconds:g}): pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} "
-            f"(e.g. budget={plan.coalitions // 4}), or a larger max_seconds"
+    with torch_threads(torch.get_num_threads() if threads is None else threads):
+        data = whole(table)
+        fitted, _ = fit_host(
+            host_path,
+            data,
+            random_state=seed,
+            n_estimators=n_estimators,
+            device=resolve_device(device),
+            inference_config={"FEATURE_SHIFT_METHOD": None},  # removal needs a fixed column order
         )
-    chunk = max(PROBE, -(-plan.coalitions // CHUNKS))
-    with tqdm(total=plan.coalitions, unit="coalition", disable=not progress, desc="explain") as bar:
+        model = retrofit(fitted, "o_closed")
+        X_rows = data.X_train[chosen]
+        seconds = _estimate(model, X_rows, plan)
+        probe = min(PROBE, plan.coalitions)
+        say(f"one forward of {probe} coalitions × {len(chosen)} row(s): about {seconds:.0f} s in all")
+        if budget is None and seconds > max_seconds:
+            raise RetrofitError(
+                f"exact values need all {plan.coalitions} coalitions, about {seconds:.0f} s here (over max_seconds="
+                f"{max_seconds:g}): pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} "
+                f"(e.g. budget={plan.coalitions // 4}), or a larger max_seconds"
+            )
+        chunk = max(PROBE, -(-plan.coalitions // CHUNKS))
+        with tqdm(total=plan.coalitions, unit="coalition", disable=not progress, desc="explain") as bar:
 
-        def value_function(coalitions_KF: np.ndarray) -> np.ndarray:
-            parts = []
-            for start in range(0, len(coalitions_KF), chunk):
-                parts.append(values(model, X_rows, coalitions_KF[start : start + chunk]))
-                bar.update(len(parts[-1]))
-            return np.concatenate(parts)
+            def value_function(coalitions_KF: np.ndarray) -> np.ndarray:
+                parts = []
+                for start in range(0, len(coalitions_KF), chunk):
+                    parts.append(values(model, X_rows, coalitions_KF[start : start + chunk]))
+                    bar.update(len(parts[-1]))
+                return np.concatenate(parts)
 
-        result = removal_game(value_function, n_features, budget, index, order, random_state=seed)
-    ends = values(model, X_rows, np.array([[True] * n_features, [False] * n_features]))
-    return _frame(chosen, data.feature_names, result, order, ends)
+            result = removal_game(value_function, n_features, budget, index, order, random_state=seed)
+        ends = values(model, X_rows, np.array([[True] * n_features, [False] * n_features]))
+        return _frame(chosen, data.feature_names, result, order, ends)
 
 
 def _rows(rows: Iterable[int], n_rows: int) -> list[int]:
