@@ -16,12 +16,14 @@ under a config without it (`require_checked`).
 import copy
 import itertools
 import re
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.errors import OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -61,13 +63,23 @@ CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
 def check_command_line(argv: list[str], configs_dir: Path) -> None:
     """RunnerError for a command line (`argv`, after the program) that would take `CheckWrites`
     away: an override of `hydra.callbacks`, or a `-cd`/`--config-dir` folder holding a config that
-    the command's own config folders hide (Hydra reads those first, so it would not be read)."""
+    the command's own config folders hide (Hydra reads those first, so it would not be read); and for
+    a config group option given as a path, refused before Hydra composes (whether or not the file
+    exists; `check_group_options` checks the composed choices too)."""
     changed = next((arg for arg in argv if CALLBACKS_OVERRIDE.match(arg)), None)
     if changed is not None:
         raise RunnerError(
             f"{changed}: hydra.callbacks are not changed from the command line (they check what a run "
             "writes before it writes); drop the override"
         )
+    groups = {folder.name for root in (configs_dir, BUILTIN_CONFIGS) for folder in root.iterdir() if folder.is_dir()}
+    _refuse_paths(
+        (override.input_line, override.key_or_group, _option_values(override))
+        for override in map(_parsed, argv)
+        if override is not None
+        and not override.is_delete()
+        and (override.key_or_group in groups or override.key_or_group.startswith("hydra/"))
+    )
     for flag, value in itertools.pairwise(argv):
         if flag in ("-cd", "--config-dir"):
             check_config_dir(Path(value), (configs_dir, BUILTIN_CONFIGS))
@@ -166,6 +178,21 @@ def check_group_options(cfg: DictConfig, overrides: list[str]) -> None:
             continue
         if key in choices or OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:  # a group, not a key
             selected.append((override.input_line, key, _option_values(override)))
+    _refuse_paths(selected)
+
+
+def _parsed(arg: str) -> Override | None:
+    """`arg` as a Hydra override, or None where it is none (a flag) or does not parse (Hydra then says why)."""
+    if arg.startswith("-") or "=" not in arg:
+        return None
+    try:
+        return OverridesParser.create().parse_override(arg)
+    except OverrideParseException:
+        return None
+
+
+def _refuse_paths(selected: Iterable[tuple[str, str, list[str]]]) -> None:
+    """RunnerError naming the first (what was said, group, options) whose options include a path."""
     for said, group, options in selected:
         if any(_is_path(option) for option in options):
             raise RunnerError(
