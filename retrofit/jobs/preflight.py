@@ -23,7 +23,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import OverrideParseException
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -187,7 +187,7 @@ def _parsed(arg: str) -> Override | None:
         return None
     try:
         return OverridesParser.create().parse_override(arg)
-    except OverrideParseException:
+    except HydraException:  # OverrideParseException, or the lexer's own
         return None
 
 
