@@ -7,7 +7,8 @@ from tabpfn import TabPFNRegressor
 from torch import nn
 
 from retrofit.errors import RetrofitError
-from retrofit.report import report_of
+from retrofit.report import RetrofitReport, report_of
+from retrofit.variants import Variant
 
 
 class PatchedTabPFNRegressor(TabPFNRegressor):
@@ -20,8 +21,11 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
     the frozen copy of one named stock fit: what a matched comparison of variants needs. Refitting
     is `RetrofitRegressor`'s job (its `fit` fits the stock regressor and retrofits it).
 
-    `predict` first checks that the wrappers in the models are still those `retrofit_report_`
-    lists (RetrofitError if, say, `models_` was replaced). `sklearn.base.clone` gives a plain
+    The report is read off the models once, when they are patched (`as_patched`), which also keeps
+    the modules it was read off (`retrofit_modules_`: each model and each wrapper). `predict` runs
+    only while `retrofit_report_` says what the models run: the same model objects with the same
+    wrappers in place, or else models whose report, read again, is the same (RetrofitError if, say,
+    `models_` was replaced or the regressor refitted around the refusal). `sklearn.base.clone` gives a plain
     unfitted TabPFNRegressor with the same parameters: clone copies parameters, and the variant
     is fitted state. Pickling round-trips (the class lives at module level).
     """
@@ -37,15 +41,28 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
     fit_from_preprocessed = fit_with_differentiable_input = fit
 
     def predict(self, X: Any, **kwargs: Any) -> Any:
-        """tabpfn's `predict` (same arguments), after checking the modules against the report."""
-        report = report_of(self.retrofit_report_.variant, engine_models(self))
-        if report != self.retrofit_report_:
-            raise RetrofitError(
-                f"the models no longer run what retrofit_report_ says ({len(report.blocks)} wrapped blocks and "
-                f"{len(report.patched)} modules taken over, against {len(self.retrofit_report_.blocks)} and "
-                f"{len(self.retrofit_report_.patched)}): were models_ replaced? Retrofit the stock regressor again."
-            )
+        """tabpfn's `predict` (same arguments), on models that run what the report says."""
+        models = engine_models(self)
+        if not self._as_patched(models):
+            report = report_of(self.retrofit_report_.variant, models)
+            if report != self.retrofit_report_:
+                raise RetrofitError(
+                    f"the models no longer run what retrofit_report_ says ({len(report.blocks)} wrapped blocks and "
+                    f"{len(report.patched)} modules taken over, against {len(self.retrofit_report_.blocks)} and "
+                    f"{len(self.retrofit_report_.patched)}): were models_ replaced? Retrofit the stock regressor again."
+                )
         return super().predict(X, **kwargs)
+
+    def _as_patched(self, models: list[nn.Module]) -> bool:
+        """Whether `models` are the model objects the report was read off, with its wrappers in place."""
+        kept_models, kept_wrappers = getattr(self, "retrofit_modules_", ((), ()))
+        if len(models) != len(kept_models) or any(m is not k for m, k in zip(models, kept_models, strict=True)):
+            return False
+        paths = [block.partition(":") for block in self.retrofit_report_.blocks]
+        if len(paths) != len(kept_wrappers):
+            return False
+        wrappers = (models[int(index)].get_submodule(name) for index, _, name in paths)
+        return all(now is kept for now, kept in zip(wrappers, kept_wrappers, strict=True))
 
     def __sklearn_clone__(self) -> TabPFNRegressor:
         return sklearn_clone(TabPFNRegressor(**self.get_params(deep=False)))
@@ -66,3 +83,14 @@ def engine_models(regressor: TabPFNRegressor) -> list[nn.Module]:
                     "replaced, or several devices?); retrofit a stock regressor fitted on a single device"
                 )
     return models
+
+
+def as_patched(clone: TabPFNRegressor, variant: Variant, models: list[nn.Module]) -> PatchedTabPFNRegressor:
+    """`clone`, whose `models` now run `variant`, made a `PatchedTabPFNRegressor` with its report read
+    off them (`retrofit.report.report_of`) and the modules it was read off kept for `predict`."""
+    report: RetrofitReport = report_of(variant, models)
+    clone.__class__ = PatchedTabPFNRegressor
+    clone.retrofit_report_ = report
+    blocks = [block.partition(":") for block in report.blocks]
+    clone.retrofit_modules_ = (tuple(models), tuple(models[int(i)].get_submodule(name) for i, _, name in blocks))
+    return clone

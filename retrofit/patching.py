@@ -21,10 +21,9 @@ from torch import nn
 
 from retrofit.adapters import OBlock, OClosedModel, architecture_of, close_model
 from retrofit.errors import RetrofitError
-from retrofit.patched import PatchedTabPFNRegressor, engine_models
-from retrofit.report import report_of
+from retrofit.patched import PatchedTabPFNRegressor, as_patched, engine_models
 from retrofit.tabpfn_internals import set_engine_models
-from retrofit.variants import resolve_variant
+from retrofit.variants import Variant, resolve_variant
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,12 @@ def retrofit(
     ValueError: unfitted, KV-cache fit mode, unknown architecture or variant, a block that does
     not match its spec) before anything is swapped.
     """
-    spec = resolve_variant(variant, **hparams)
+    return patch_variant(regressor, resolve_variant(variant, **hparams))
+
+
+def patch_variant(regressor: TabPFNRegressor, spec: Variant) -> PatchedTabPFNRegressor:
+    """`retrofit` of a variant already resolved (`retrofit.variants.resolve_variant`), e.g. once
+    for all the fits it patches."""
     clone = _prepare(regressor)
     models = engine_models(clone)
     targets = [(index, path, block) for index, model in enumerate(models) for path, block in _match(model)]
@@ -58,8 +62,7 @@ def retrofit(
             setattr(models[index].get_submodule(parent), child, wrapper)
     if closed:
         models = _set_models(clone, closed)
-    clone.__class__ = PatchedTabPFNRegressor
-    clone.retrofit_report_ = report_of(spec, models)
+    clone = as_patched(clone, spec, models)
     log.info(clone.retrofit_report_.summary())
     return clone
 
@@ -81,6 +84,7 @@ def unpatch(patched: TabPFNRegressor) -> TabPFNRegressor:
             parent, _, child = name.rpartition(".")
             setattr(model.get_submodule(parent), child, wrapper.base_layer)
     patched.__dict__.pop("retrofit_report_", None)
+    patched.__dict__.pop("retrofit_modules_", None)
     if isinstance(patched, PatchedTabPFNRegressor):
         patched.__class__ = TabPFNRegressor
     return patched

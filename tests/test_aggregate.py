@@ -12,7 +12,7 @@ from retrofit.metrics import matched_deltas
 from retrofit.results.aggregate import aggregate, headline, outputs
 from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
 from retrofit.results.record import COLUMNS, UnitRecord, hparams_text, read_records
-from retrofit.runner.finish import floor_commands, noise_floors
+from retrofit.runner.store import floor_commands, noise_floors
 from retrofit.runner.store import UnitStore
 
 

@@ -19,7 +19,7 @@ from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.hosts import available
 from retrofit.jobs.tau_sweep import tau_cases
 from retrofit.runner.case import check_cases
-from retrofit.runner.config import BUILTIN_SEARCHPATH, case_from_hydra, sweep_jobs
+from retrofit.runner.sweep_config import BUILTIN_SEARCHPATH, case_from_hydra, sweep_jobs
 from retrofit.variants import VARIANT_DIR, available_variants, resolve_variant
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from retrofit.errors import RunnerError
 from retrofit.hosts import check_checkpoint
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.jobs import schema_of
-from retrofit.runner.schema import job_config
+from retrofit.runner import job_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOT_CONFIGS = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))

@@ -26,7 +26,7 @@ from retrofit.adapters import AttentionSettings, TauRule
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.regressor import resolve_device
-from retrofit.runner.config import case_from_hydra
+from retrofit.runner.sweep_config import case_from_hydra
 from retrofit.variants import HPARAMS, resolve_variant
 
 EXPECTED_FAILED_CHECKS = {

@@ -31,7 +31,7 @@ from retrofit.hosts.checkpoint import build_host, inference_config, save_host, s
 from retrofit.hosts.column_embeddings import pin_drawn
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.hosts.validation import _regression_head_missing
-from retrofit.runner.config import case_from_hydra
+from retrofit.runner.sweep_config import case_from_hydra
 from retrofit.variants import VARIANT_DIR, Variant, resolve_variant
 
 _data = partial(regression_data, n=60, f=3, curved=False)

@@ -245,7 +245,7 @@ def test_a_sweep_reads_a_yamls_relative_csv_path_from_its_folder_and_checks_its_
     """In a run, a relative `path` written in a dataset YAML on the search path is read from that
     YAML's folder, and the YAML's stem must be its name; a `dataset.path=` given on the command line
     is read from the start directory."""
-    from retrofit.runner.config import BUILTIN_SEARCHPATH, dataset_file, dataset_spec
+    from retrofit.runner.sweep_config import BUILTIN_SEARCHPATH, dataset_file, dataset_spec
 
     folder = tmp_path / "conf" / "dataset"
     folder.mkdir(parents=True)

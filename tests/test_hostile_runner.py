@@ -34,9 +34,9 @@ from retrofit.results.compare import TIMES as NOT_COMPARED
 from retrofit.results.compare import check, read_reference, require_covered
 from retrofit.results.tables import headline, table_markdown
 from retrofit.runner.case import UnitSpec, check_cases, run_case, stored_rows
-from retrofit.runner.config import case_from_hydra
-from retrofit.runner.hydra_callbacks import sweep_cases
-from retrofit.runner.schema import reference_of, results_dir_of
+from retrofit.runner.sweep_config import case_from_hydra
+from retrofit.runner.sweep_config import sweep_cases
+from retrofit.runner import reference_of, results_dir_of
 from retrofit.runner.store import UnitStore, row_digest
 
 ROOT = Path(__file__).resolve().parents[1]

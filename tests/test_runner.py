@@ -32,8 +32,8 @@ from retrofit.runner import case as case_module
 from retrofit.runner import predictions
 from retrofit.runner import store as units_module
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.hydra_callbacks import check_seed_selections
-from retrofit.runner.predictions import predict_all, time_all, timing_columns
+from retrofit.runner.sweep_config import check_seed_selections
+from retrofit.runner.case import predict_all, time_all, timing_columns
 from retrofit.runner.store import UnitKey, UnitStore, code_digest, reject_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -360,7 +360,7 @@ def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, m
 
 
 def test_unknown_hparam_and_missing_host_are_user_errors(tmp_path, host, case_on):
-    from retrofit.runner.config import unit_spec
+    from retrofit.runner.sweep_config import unit_spec
 
     with pytest.raises(RunnerError, match="unknown retrofit hyper-parameters"):
         unit_spec("oa_only", retrofit.variants.load_variant("oa_only"), {"temperature": 2})

@@ -14,7 +14,7 @@ from retrofit.adapters import ARCHITECTURES
 from retrofit.adapters.shared_stages import StageCache
 from retrofit.hosts import get_path
 from retrofit.patching import retrofit
-from retrofit.runner.predictions import predict, predict_all, time_all
+from retrofit.runner.case import predict, predict_all, time_all
 
 PRESENCE = {"tau": {"mode": "calibrated", "c": 1e-3}, "eps_mode": "relative"}
 """The decomposition's presence_only arm: another in-context stage, the same stages before it."""
@@ -113,7 +113,7 @@ def test_predict_all_shares_the_stages_and_time_all_runs_full_forwards(tiny_v3, 
         calls.append((names[id(model)], stages is not None))
         return real(model, X, stages)
 
-    monkeypatch.setattr("retrofit.runner.predictions.predict", counted)
+    monkeypatch.setattr("retrofit.runner.case.predict", counted)
     preds = predict_all(models, X_test)
     assert calls == [(name, True) for name in models]
     calls.clear()

@@ -35,7 +35,7 @@ def fitted_cases(job: JobStart) -> "list[FittedCase]":
     """Every case of a `CasesConfig` job, loaded, split and fitted on `job.device` (`retrofit.fitting.fit_cases`)."""
     from retrofit.fitting import fit_cases
     from retrofit.hosts import get_path
-    from retrofit.runner.config import dataset_specs
+    from retrofit.runner.sweep_config import dataset_specs
 
     settings: CasesConfig = job.settings
     datasets = dataset_specs(job.hydra_cfg, settings.datasets)

@@ -19,7 +19,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Explain every dataset of `cfg` by every method on every host; write the tables and plots
     (each checked writable here first) and print the table."""
     from benchmarks.explain.table import run as explain_benchmark
-    from retrofit.runner.config import dataset_specs
+    from retrofit.runner.sweep_config import dataset_specs
 
     logging.getLogger("retrofit").setLevel(logging.INFO)
     settings = ExplainBenchConfig.from_config(cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 from omegaconf import MISSING, DictConfig
 
 from retrofit.jobs.start import start
-from retrofit.runner.schema import resolve
+from retrofit.runner import resolve
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.hosts import get_path
     from retrofit.hosts.card import render_card
     from retrofit.hosts.device import device_label
-    from retrofit.runner.config import dataset_specs
+    from retrofit.runner.sweep_config import dataset_specs
 
     job = start(cfg, hydra_cfg, HostQualityConfig, "host quality config")
     settings: HostQualityConfig = job.settings

@@ -12,7 +12,7 @@ from omegaconf import MISSING, DictConfig
 
 from retrofit.errors import RunnerError
 from retrofit.jobs.start import start
-from retrofit.runner.schema import HostConfig
+from retrofit.runner import HostConfig
 
 
 @dataclass
@@ -52,7 +52,7 @@ def chosen_datasets(settings: NoiseFloorConfig, hydra_cfg: DictConfig) -> list:
     RunnerError when the command sets both."""
     from omegaconf import OmegaConf
 
-    from retrofit.runner.config import dataset_file, dataset_spec, dataset_specs
+    from retrofit.runner.sweep_config import dataset_file, dataset_spec, dataset_specs
 
     if settings.dataset is None:
         return dataset_specs(hydra_cfg, settings.datasets)

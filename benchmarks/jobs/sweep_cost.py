@@ -42,7 +42,7 @@ SCHEMA = SweepCostConfig
 def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> "list[Case]":
     """The paper table's case of every host × dataset × seed of `settings`, writing into `cache_dir`."""
     from retrofit.runner.case import check_cases
-    from retrofit.runner.config import case_from_hydra
+    from retrofit.runner.sweep_config import case_from_hydra
 
     register("config")  # each case is composed from configs/config.yaml, checked by the sweep's schema
     loader = GlobalHydra.instance().config_loader()

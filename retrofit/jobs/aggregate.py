@@ -1,7 +1,7 @@
 """A sweep's results from its stored units, nothing run (the sweep's `configs/config.yaml` and
 command line, `OVERRIDES` appended): each job of the command, composed from the run's own
 overrides, is built as its case (its data's and host file's digests read, nothing fitted) and
-names its units by their identities (`retrofit.runner.finish.sweep_records`); a unit without a
+names its units by their identities (`retrofit.runner.store.sweep_records`); a unit without a
 stored result is named and nothing is written.
 
     retrofit aggregate -m <the sweep's own overrides> [reference=<csv>]   # = experiments/aggregate.py
@@ -18,10 +18,10 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from retrofit import runner
 from retrofit.data.csv_file import check_csv_command
 from retrofit.errors import exit_on_any_error
-from retrofit.runner import console
-from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
+from retrofit.runner import SweepConfig, reference_of, results_dir_of
 
 CONFIG = "config"
 """The sweep's root config, `configs/config.yaml`: the same command line names the same cases."""
@@ -45,15 +45,15 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return
     check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
-    from retrofit.runner.config import case_from_hydra
-    from retrofit.runner.finish import finish, sweep_records
+    from retrofit.runner.store import finish, sweep_records
+    from retrofit.runner.sweep_config import case_from_hydra
 
-    with console.collected_notices() as notices:
+    with runner.collected_notices() as notices:
         case = case_from_hydra(cfg, hydra_cfg)
     reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))
     records = sweep_records([case])
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
-    reused = console.reused(len(records), len(records))
+    reused = runner.reused(len(records), len(records))
     finish(results_dir_of(cfg, hydra_cfg), records, log_file, reused, keep=True, reference=reference, notices=notices)
 
 
@@ -66,14 +66,14 @@ class AggregateSweep(Callback):
         self.reference: Reference | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from retrofit.runner.hydra_callbacks import checked_sweep
+        from retrofit.runner.sweep_config import checked_sweep
 
         with exit_on_any_error():
             self.cases, self.reference = checked_sweep(config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from retrofit.runner.hydra_callbacks import finish_sweep
+        from retrofit.runner.sweep_config import finish_sweep
 
         with exit_on_any_error():
             total = len({case.key(unit) for case in self.cases for unit in case.units})
-            finish_sweep(config, self.cases, self.reference, console.reused(total, total))
+            finish_sweep(config, self.cases, self.reference, runner.reused(total, total))

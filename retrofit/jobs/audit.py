@@ -10,7 +10,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.errors import RunnerError
 from retrofit.jobs.start import start
-from retrofit.runner.schema import HostConfig
+from retrofit.runner import HostConfig
 
 SIZES = ("tiny", "default")
 """A random host's size: `tiny` (`retrofit.hosts.random_host.random_host`) or tabpfn's default
@@ -64,7 +64,7 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
     tabpfn's default size and published format), in `folder`."""
     from retrofit.hosts import check_checkpoint, get_path
     from retrofit.hosts.random_host import TINY_ARCHS, default_size_host, random_host
-    from retrofit.runner.config import host_path
+    from retrofit.runner.sweep_config import host_path
 
     if cfg.host is None:
         hosts = {name: get_path(name) for name in cfg.hosts}
@@ -97,7 +97,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     largest relative prediction change per host, variant and insertion."""
     from retrofit.audit import Insertion, audit_table
     from retrofit.audit.run import audit_summary
-    from retrofit.runner.config import dataset_specs
+    from retrofit.runner.sweep_config import dataset_specs
 
     job = start(cfg, hydra_cfg, AuditConfig, "configs/audit.yaml", as_object=False)
     cfg, base_dir = job.settings, job.base_dir

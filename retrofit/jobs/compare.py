@@ -25,7 +25,7 @@ SCHEMA = CompareConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Print the comparison of the files `a` and `b` (relative paths: from where the command started)."""
-    from retrofit.runner.schema import resolve
+    from retrofit.runner import resolve
 
     job = start(cfg, hydra_cfg, CompareConfig, "configs/compare.yaml")
     show(*(resolve(job.base_dir, path) for path in (job.settings.a, job.settings.b)))

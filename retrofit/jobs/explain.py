@@ -10,7 +10,7 @@ from omegaconf import MISSING, DictConfig
 
 from retrofit.data.csv_file import check_csv_command
 from retrofit.jobs.start import start
-from retrofit.runner.schema import HostConfig
+from retrofit.runner import HostConfig
 
 
 @dataclass
@@ -43,7 +43,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.explanation import explain_table
     from retrofit.io import write_csv
     from retrofit.results.explanation_plot import plot_explanation
-    from retrofit.runner.config import dataset_file, dataset_spec, host_path
+    from retrofit.runner.sweep_config import dataset_file, dataset_spec, host_path
 
     job = start(cfg, hydra_cfg, ExplainConfig, "configs/explain.yaml", as_object=False)
     logging.getLogger("retrofit").setLevel(logging.WARNING)  # the console shows the plan, the estimate, the bar

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from omegaconf import MISSING, DictConfig
 
 from retrofit.pretrain.config import PretrainConfig
-from retrofit.runner.schema import job_config
+from retrofit.runner import job_config
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.jobs.start import start
-from retrofit.runner.schema import HostConfig
+from retrofit.runner import HostConfig
 
 
 @dataclass
@@ -37,7 +37,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure the sink mass of every host of `cfg` (the shipped ones, or `host`); write and print it."""
     from retrofit.audit.sink import sink_mass_table
     from retrofit.hosts import SHIPPED_HOSTS, get_path
-    from retrofit.runner.config import dataset_specs, host_path
+    from retrofit.runner.sweep_config import dataset_specs, host_path
     from retrofit.variants import tau_rule
 
     job = start(cfg, hydra_cfg, SinkMassConfig, "configs/sink_mass.yaml", as_object=False)

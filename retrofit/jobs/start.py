@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.record_guard import check_record_outputs, writable_file
-from retrofit.runner.schema import job_config, resolve
+from retrofit.runner import job_config, resolve
 
 
 @dataclass(frozen=True)

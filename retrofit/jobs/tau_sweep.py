@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from omegaconf import MISSING, DictConfig
 
+from retrofit import runner
 from retrofit.errors import RunnerError
 from retrofit.io import write_csv
 from retrofit.jobs.start import start
-from retrofit.runner import console
-from retrofit.runner.schema import RunConfig, resolve
+from retrofit.runner import RunConfig, resolve
 
 if TYPE_CHECKING:  # the cases and tables come with the functions below, not with the schema
     import pandas as pd
@@ -44,7 +44,7 @@ def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> "list[Case]":
     split), duplicates rejected — all before any unit runs. `cfg`: the config composed onto
     `TauSweepConfig` (as `run` checks it, with `start`); `hydra_cfg`: the `hydra` node."""
     from retrofit.runner.case import Case, check_cases
-    from retrofit.runner.config import (
+    from retrofit.runner.sweep_config import (
         applicable,
         dataset_file,
         dataset_spec,
@@ -94,7 +94,7 @@ def default_c(variants: list[str]) -> dict[str, float]:
 def write_tau_results(results_dir: Path, cases: "list[Case]") -> "pd.DataFrame":
     """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from the units of `cases`."""
     from retrofit.results.tau_table import plot_tau, tau_table
-    from retrofit.runner.finish import sweep_records
+    from retrofit.runner.store import sweep_records
 
     table = tau_table(sweep_records(cases))
     write_csv(table, Path(results_dir) / "tau_sweep.csv")
@@ -112,7 +112,8 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     import pandas as pd
 
     from retrofit.results.tau_table import plot_tau
-    from retrofit.runner.case import reusable, run_case
+    from retrofit.runner.case import run_case
+    from retrofit.runner.store import reusable
 
     job = start(cfg, hydra_cfg, SCHEMA, "configs/tau_sweep.yaml", as_object=False)
     settings = job.settings
@@ -120,15 +121,15 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     results_dir = table_path.parent
     if settings.plot_only:
         table = pd.read_csv(results_dir / "tau_sweep.csv")
-        console.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(settings.variants)))}")
+        runner.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(settings.variants)))}")
         return
-    with console.collected_notices() as notices:
+    with runner.collected_notices() as notices:
         cases = tau_cases(settings, hydra_cfg)
-    reused = console.reused(reusable(cases), sum(len(case.units) for case in cases))
+    reused = runner.reused(reusable(cases), sum(len(case.units) for case in cases))
     for case in cases:  # one progress bar per case over its units
         run_case(case)
     table = write_tau_results(results_dir, cases)
     written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
     shown = table.assign(c=table["c"].map("{:g}".format)).round(4)
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
-    console.report(shown.to_markdown(index=False), written, log_file, notices, reused)
+    runner.report(shown.to_markdown(index=False), written, log_file, notices, reused)

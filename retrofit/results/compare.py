@@ -33,7 +33,8 @@ import pandas as pd
 from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
 from retrofit.results.differences import Extremes, differences, extremes, relative_cell
-from retrofit.results.record import COLUMNS, IDENTITY, INPUTS, KEY, NUMERIC
+from retrofit.results.record import COLUMNS, IDENTITY, INPUTS, NUMERIC
+from retrofit.unit_key import KEY, label
 
 TIMES = frozenset(
     {"predict_seconds", "baseline_predict_seconds", "fit_seconds"}
@@ -161,11 +162,6 @@ class Comparison:
 def counted(name: str, keys: Sequence[str]) -> str:
     """`<n> <name>: <the first five keys> ...`."""
     return f"{len(keys)} {name}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
-
-
-def label(key: tuple) -> str:
-    """A unit key as `host=h/dataset=d/seed=0/variant=v[/hparams=...]`."""
-    return "/".join(f"{name}={value}" for name, value in zip(KEY, key, strict=True) if value != "")
 
 
 def keyed(frame: pd.DataFrame, name: str) -> pd.DataFrame:

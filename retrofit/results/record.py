@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 
 from retrofit.errors import RunnerError
 from retrofit.labels import DEVICE_DOC
+from retrofit.unit_key import KEY, hparams_text
 
 if TYPE_CHECKING:  # pandas only where frames are built
     import pandas as pd
@@ -128,8 +129,6 @@ COLUMNS = [f.name for f in fields(UnitRecord)]
 """The columns of `retrofit_rmse.csv`, in order."""
 COLUMN_DOCS = column_docs(UnitRecord)
 """Column -> (unit, meaning) of `retrofit_rmse.csv`, read off the fields."""
-KEY = ["host", "dataset", "seed", "variant", "hparams"]
-"""The columns that identify a unit."""
 SETTINGS = ["n_estimators", "device", "test_size", "precision", "threads", "host_digest"]
 """The columns of settings that change a number: rows that differ in one are never pooled."""
 INPUTS = ["host_digest", "data_digest"]
@@ -164,18 +163,6 @@ def _typed(kind: type, value: Any) -> Any:
     if kind is bool:
         return False if blank else str(value).lower() in ("true", "1")
     return int(value)
-
-
-def hparams_text(hparams: Mapping[str, Any] | str | None, prefix: str = "") -> str:
-    """A unit's hyper-parameter overrides as sorted, flattened `k=v,...` (`tau.c=0.01,tau.mode=...`)."""
-    if not isinstance(hparams, Mapping):
-        return _typed(str, hparams)
-    items = []
-    for name, value in hparams.items():
-        items += (
-            [hparams_text(value, f"{prefix}{name}.")] if isinstance(value, Mapping) else [f"{prefix}{name}={value}"]
-        )
-    return ",".join(sorted(item for part in items for item in part.split(",") if item))
 
 
 def frame_of(records: Sequence["UnitRecord | Mapping[str, Any]"]) -> "pd.DataFrame":

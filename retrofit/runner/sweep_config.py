@@ -1,6 +1,9 @@
 """From a composed Hydra config (`configs/config.yaml`, `configs/tau_sweep.yaml`) to `Case`s, with
-Hydra's own composition: the jobs of a sweep as its configured sweeper expands them (`sweep_jobs`),
-a config group option's node on a job's search path (`group_option`), the variant nodes a case runs.
+Hydra's own composition; the decomposition arms as extra units of a case; a whole sweep checked
+before its first job and finished after its last, with the cases it checked.
+
+Jobs: the jobs of a sweep as its configured sweeper expands them (`sweep_jobs`), a config group
+option's node on a job's search path (`group_option`), the variant nodes a case runs.
 
 Variants: no `variant` choice runs every variant on Hydra's search path; `variant=<name>` runs
 `baseline` and that one, `variant=[a,b]` baseline and those (one fit); `-m variant=a,b` one job
@@ -10,12 +13,38 @@ override (part of the unit's key); any other key of a built-in variant is refuse
 change what the name means. A closed variant on a host whose architecture cannot close the whole
 model is left out of that host's cases, and the log says so. Relative paths are resolved against
 the directory the command started in (`hydra.runtime.cwd`).
+
+Decomposition: a retrofitted OAttention departs from the stock host in two ways: presences
+p = ||h||² / (tau + ||h||²) below 1 (tau = c · median ||h||² of the context carriers), and the sink
+eps_den. With the paper's `absolute` sink, query i gives the sink the share eps_den / (eps_den + W_i),
+which takes the mass where a trained host puts every logit of a query far below log eps_den; the
+`relative` sink sits at log eps_den + log W_i, a constant share eps_den / (1 + eps_den) whatever
+the logits. The arms of `retrofit/configs/decomposition/sink_presence.yaml` run each listed variant with
+overrides that switch the two effects on or off (c as in the variant, or so small that every
+non-null presence rounds to 1; absolute or relative sink). They are extra units of every case whose
+seed is in the config's `seeds` (null: every case), on the case's one fit, so every arm is matched
+against the same baseline prediction. `with_arms` labels the units of a case: a unit that realises
+arm A of variant V carries `arm=A` (the variant's own unit for an arm with no overrides; an extra,
+untimed unit with `arm_extra=True` otherwise). The labels travel in each unit's record
+(`retrofit.results.record`), so the aggregation tells arm rows apart by what the rows say, never
+by re-reading this config.
+
+A sweep (the Hydra callback `retrofit.jobs.sweep.CheckSweep`): before the first job, every job
+composed as Hydra's configured sweeper expands them (`sweep_job_configs`), their cases built and
+checked together (`retrofit.runner.case.check_cases`: each job's data loads and splits; no unit
+that two jobs would run differently) and its seed lists, each notice said once, the reference
+read (`checked_sweep`). After the last job, the sweep's results from the units of those same cases,
+under the identities they computed, with the rows already there (`finish_sweep`,
+`retrofit.runner.store.finish`) and, with `reference=<csv>`, checked against that file as read
+before the sweep began.
 """
 
 import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +65,27 @@ from retrofit.hosts import check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.labels import check_label
-from retrofit.record_guard import outside_record, writable_dir
-from retrofit.runner.case import BASELINE, Case, UnitSpec
-from retrofit.runner.decomposition import with_arms
-from retrofit.runner.schema import (
+from retrofit.record_guard import in_record, outside_record, writable_dir
+from retrofit.results.compare import Reference, require_covered
+from retrofit.runner import (
+    DecompositionConfig,
     HostConfig,
     SweepConfig,
     TimingConfig,
+    collected_notices,
     job_config,
+    job_logs,
     output_dir,
+    reference_of,
+    resolve,
     results_dir_of,
     runs_dir,
+    say,
 )
+from retrofit.runner.case import BASELINE, Case, UnitSpec, check_cases, resolved_variant
+from retrofit.runner.store import finish, sweep_records
 from retrofit.typed import typed
+from retrofit.unit_key import hparams_text
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec, with_tau_rule
 
 log = logging.getLogger(__name__)
@@ -318,3 +355,129 @@ def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
         timing_rounds=timing_rounds(cfg, cfg.seed),
         **settings,
     )
+
+
+# --- the decomposition arms --------------------------------------------------------------------
+
+ARMS_FILE = Path(str(files("retrofit.configs") / "decomposition" / "sink_presence.yaml"))
+"""The arms of the paper table's decomposition (`+experiment=paper_table` selects them)."""
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """Validated arms: every (variant, arm) resolves, and no two arms of a variant run the same
+    settings. `seeds`: the seeds of the cases that run the extra arm units (None: every case)."""
+
+    variants: tuple[str, ...]
+    arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seeds: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_node(cls, node: DictConfig | dict) -> "Decomposition":
+        """From a config node (`DecompositionConfig`); RunnerError naming a bad key or arm."""
+        cfg = OmegaConf.to_container(typed(DecompositionConfig, node, "decomposition", RunnerError), resolve=True)
+        seeds = None if cfg["seeds"] is None else tuple(cfg["seeds"])
+        arms = {name: dict(arm or {}) for name, arm in cfg["arms"].items()}
+        decomposition = cls(tuple(cfg["variants"]), arms, seeds)
+        for variant in decomposition.variants:
+            settings = [decomposition.settings(variant, arm) for arm in decomposition.arms]
+            if len(set(settings)) != len(settings):
+                raise RunnerError(f"decomposition: two arms of {variant!r} run the same settings {settings}")
+        return decomposition
+
+    @classmethod
+    def load(cls, path: Path = ARMS_FILE) -> "Decomposition":
+        return cls.from_node(OmegaConf.load(path))
+
+    def settings(self, variant: str, arm: str) -> tuple[float, float, str]:
+        """(tau_c, eps_den, eps_mode) that `variant` runs with in `arm`; RunnerError if it does not
+        resolve or its tau is not calibrated (arms are told apart by c)."""
+        try:
+            resolved = resolved_variant(variant, self.arms[arm])
+        except RetrofitError as err:
+            raise RunnerError(f"decomposition arm {arm!r} of {variant!r}: {err}") from None
+        if resolved.tau is None or resolved.tau.mode != "calibrated":
+            raise RunnerError(f"decomposition arm {arm!r} of {variant!r}: needs a calibrated tau (arms differ by c)")
+        return resolved.tau.c, resolved.eps_den, resolved.eps_mode
+
+    def labelled(self, units: Sequence[UnitSpec], seed: int) -> tuple[UnitSpec, ...]:
+        """`units` of the case with `seed`, with the arms of the decomposition variants among them:
+        each arm's overrides on top of the variant unit's own; a unit that already runs them is
+        labelled with the arm, any other is added as an untimed `arm_extra` unit after `units`
+        (only when `seed` is in `seeds`: a case with another seed keeps its units unlabelled)."""
+        if self.seeds is not None and seed not in self.seeds:
+            return tuple(units)
+        labelled = {(u.variant, hparams_text(u.hparams)): u for u in units}
+        for unit in units:
+            if unit.variant not in self.variants or unit.spec is not None:
+                continue
+            for arm, overrides in self.arms.items():
+                hparams = {**unit.hparams, **overrides}
+                key = (unit.variant, hparams_text(hparams))
+                if key in labelled:
+                    labelled[key] = replace(labelled[key], arm=arm)
+                else:
+                    labelled[key] = UnitSpec(unit.variant, hparams, timed=False, arm=arm, arm_extra=True)
+        return tuple(labelled.values())
+
+
+def with_arms(units: tuple[UnitSpec, ...], node: DictConfig | dict | None, seed: int) -> tuple[UnitSpec, ...]:
+    """`units` of the case with `seed` labelled with the arms of the decomposition config `node`,
+    extra arm units after them (None: `units` as they are)."""
+    return units if node is None else Decomposition.from_node(node).labelled(units, seed)
+
+
+# --- a whole sweep: checked before its first job, finished after its last -----------------------
+
+
+def sweep_cases(config: DictConfig) -> list[tuple[DictConfig, Case]]:
+    """Every job of the sweep composed (with its `hydra` node) and its `Case` built (validating it)."""
+    return [(job, case_from_hydra(job, job.hydra)) for job in sweep_job_configs(config)]
+
+
+def check_seed_selections(jobs: list[tuple[DictConfig, Case]]) -> None:
+    """RunnerError when `timing.seeds` or `decomposition.seeds` selects no job of this sweep (no
+    job's seed is in its list): the key would time no case or run no arm, and so take no effect."""
+    for key, chosen in (("timing.seeds", _timing_seeds), ("decomposition.seeds", _arm_seeds)):
+        lists = [(case.seed, chosen(job)) for job, case in jobs]
+        if all(seeds is not None and seed not in seeds for seed, seeds in lists):
+            ran = sorted({seed for seed, _ in lists})
+            raise RunnerError(
+                f"{key}={list(lists[0][1])} selects no case of this sweep (its seeds: {ran}); "
+                "list some of those seeds, or null for every case"
+            )
+
+
+def _timing_seeds(job: DictConfig) -> list[int] | None:
+    return job.timing.seeds if job.timing.rounds else None
+
+
+def _arm_seeds(job: DictConfig) -> list[int] | None:
+    return None if job.get("decomposition") is None else job.decomposition.get("seeds")
+
+
+def checked_sweep(config: DictConfig) -> tuple[list[Case], Reference | None]:
+    """The cases of the multirun `config`, checked together (module docstring), and its reference
+    (covered by the cases when a record run requires every row)."""
+    with collected_notices() as notices:
+        jobs = sweep_cases(config)
+        cases = [case for _, case in jobs]
+        check_cases(cases)
+        check_seed_selections(jobs)
+    reference = reference_of(config, Path(config.hydra.runtime.cwd))
+    require_covered(reference, (case.key(unit) for case in cases for unit in case.units))
+    for notice in notices:
+        say(f"note: {notice}")
+    return cases, reference
+
+
+def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None, reused: str) -> None:
+    """The sweep's results from its cases' stored units (`retrofit.runner.store`), with the rows
+    already in its results_dir kept (two sweeps into one folder keep each other's rows), except in
+    the committed record, which holds exactly the rows of the sweep that makes it."""
+    sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
+    logs = job_logs(sweep_dir, config.hydra.job.name)
+    results_dir = results_dir_of(config, config.hydra)
+    record = in_record(results_dir)  # the record holds exactly its sweep's rows; elsewhere runs accumulate
+    paths = {case.host: case.host_path for case in cases}
+    finish(results_dir, sweep_records(cases), logs, reused, keep=not record, reference=reference, host_paths=paths)
