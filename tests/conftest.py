@@ -87,3 +87,14 @@ def make_case(dataset_spec):
         )
 
     return make
+
+
+@pytest.fixture(scope="module")
+def finished(make_random_host, make_case, tmp_path_factory):
+    """A finished case's unit store and its rows: a random tabpfn_v3 host on diabetes, seed 0, the
+    units baseline and oa_only, one member (`retrofit.runner.case.run_case`)."""
+    from retrofit.runner.case import UnitSpec, run_case
+
+    runs = tmp_path_factory.mktemp("finished")
+    units = (UnitSpec("baseline"), UnitSpec("oa_only"))
+    return runs, run_case(make_case(make_random_host("tabpfn_v3"), runs, units=units, n_estimators=1))

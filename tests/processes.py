@@ -20,3 +20,20 @@ def run_python(*args: str, cwd: Path = ROOT, timeout: int = 900, **env: str) -> 
 def run_entry_point(script: str, *overrides: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """`experiments/<script> *overrides` through `run_python`."""
     return run_python(str(ROOT / "experiments" / script), *overrides, cwd=cwd, **env)
+
+
+def run_hydra(*args: str, cwd: Path = ROOT, timeout: int = 900, **env: str) -> subprocess.CompletedProcess:
+    """`run_python` with Hydra's short errors (`HYDRA_FULL_ERROR=0`), as a user's command shows them."""
+    return run_python(*args, cwd=cwd, timeout=timeout, **{"HYDRA_FULL_ERROR": "0", **env})
+
+
+def host_args(host: Path) -> list[str]:
+    """The overrides that run the sweep on the random host checkpoint `host`, one member, untimed."""
+    return ["host=checkpoint", f"host.path={host}", "host.name=random_v3", "n_estimators=1", "timing.rounds=0"]
+
+
+def record_state() -> dict[str, int]:
+    """Each file of the committed `results/` and its modification time, to see that nothing touched it."""
+    from retrofit.record_guard import RECORD_DIR
+
+    return {p.name: p.stat().st_mtime_ns for p in RECORD_DIR.iterdir()}

@@ -3,17 +3,24 @@ table, the columns' units, the long format, files written 0644; aggregating a fi
 loads neither torch nor tabpfn."""
 
 import math
+import multiprocessing
+import os
+import re
 from dataclasses import asdict
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 from processes import run_python
 
+from retrofit.errors import RunnerError
 from retrofit.metrics import matched_deltas
+from retrofit.results import aggregate as agg
 from retrofit.results.aggregate import aggregate, headline, outputs
 from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
-from retrofit.results.record import COLUMNS, UnitRecord, hparams_text, read_records
-from retrofit.runner.store import floor_commands, noise_floors
-from retrofit.runner.store import UnitStore
+from retrofit.results.record import COLUMNS, UnitRecord, read_records
+from retrofit.runner.store import UnitStore, floor_commands, noise_floors
 
 
 def record(dataset: str, variant: str, delta: float, **values) -> UnitRecord:
@@ -95,13 +102,6 @@ def test_the_long_format_has_a_row_per_unit_and_metric_that_gives_back_the_wide_
     assert set(long["problem_type"]) == {"regression"}
 
 
-def test_hparams_are_flattened_and_sorted():
-    assert hparams_text({"tau": {"mode": "calibrated", "c": 0.01}, "eps_mode": "relative"}) == (
-        "eps_mode=relative,tau.c=0.01,tau.mode=calibrated"
-    )
-    assert hparams_text(None) == "" and hparams_text("a=1") == "a=1"
-
-
 AGGREGATE_A_STORE = """
 import sys
 from pathlib import Path
@@ -152,3 +152,180 @@ def test_a_mean_delta_within_its_hosts_noise_floor_is_marked_and_each_floor_said
     assert (
         "tiny_v3 on NVIDIA H200: floor not measured (measure it: python -m retrofit noise_floor host=tiny_v3 " in text
     )
+
+
+def synthetic_rows() -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for dataset in ("a", "b"):
+        for seed in range(3):
+            for variant, shift in (("baseline", 0.0), ("oa_only", 0.1), ("full_o", 0.2)):
+                base = variant == "baseline"
+                delta = 0.0 if base else shift + rng.normal(0, 0.05)
+                ratio = 1.0 if base else 1.2 + 0.1 * seed
+                rows.append(
+                    dict(
+                        dataset=dataset,
+                        seed=seed,
+                        variant=variant,
+                        host="h",
+                        device="cpu",
+                        n_train=70,
+                        n_test=30,
+                        n_features=4,
+                        rmse=1 + delta / 100,
+                        baseline_rmse=1.0,
+                        delta_rmse_pct=delta,
+                        nll=1.0 + delta / 100,
+                        baseline_nll=1.0,
+                        delta_nll=delta / 100,
+                        crps=0.5,
+                        baseline_crps=0.5,
+                        delta_crps_pct=0.0,
+                        coverage_90=0.9,
+                        baseline_coverage_90=0.9,
+                        delta_coverage_90=0.0,
+                        tau=np.nan if base else 150.0,
+                        tau_rule="" if base else "c=0.001 (calibrated)",
+                        tau_c=None if base else 0.001,
+                        eps_den=None if base else 1e-6,
+                        eps_mode=None if base else "absolute",
+                        predict_seconds=1.1,
+                        baseline_predict_seconds=1.0,
+                        predict_time_ratio=ratio if seed < 2 else np.nan,
+                        predict_time_ratio_min=ratio,
+                        predict_time_ratio_max=ratio,
+                        fit_seconds=0.1,
+                        n_categorical=0,
+                        n_missing_target=0,
+                        n_estimators=1,
+                        hparams={},
+                    )
+                )
+    return rows
+
+
+def test_aggregate_writes_csv_table_and_plot(tmp_path):
+    frame = agg.aggregate(tmp_path, synthetic_rows())
+    csv = pd.read_csv(tmp_path / "retrofit_rmse.csv")
+    assert len(csv) == 18 and list(csv.columns) == agg.COLUMNS
+    assert frame[["dataset", "seed", "variant"]].duplicated().sum() == 0
+    table = (tmp_path / "retrofit_table.md").read_text()
+    assert "6 host × dataset × seed cases" in table and re.search(r"\|\s*h\s*\|\s*a\s*\|", table)
+    assert re.search(r"\|\s*h\s*\|\s*oa_only\s*\|\s*6\s*\|.*\|\s*6 / 0\s*\|", table)  # all six cases above zero
+    assert "1.25× [1.20, 1.30] (n=4)" in table  # median of the timed units' ratios, their range, count
+    assert (tmp_path / "retrofit_deltas.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_variant_not_run_on_a_dataset_is_named_so_in_the_table():
+    rows = [r for r in synthetic_rows() if not (r["dataset"] == "b" and r["variant"] == "full_o")]
+    table = agg.per_dataset(agg.frame_of(rows)).set_index("dataset")
+    assert table.loc["b", "full_o"] == "not run" and table.loc["a", "full_o"].startswith("+")
+
+
+def _accumulate(results_dir: Path, barrier, dataset: str) -> None:
+    """One writer: waits for the other, then adds its case's two rows to `results_dir`."""
+    barrier.wait()
+    agg.aggregate(results_dir, [record(dataset, "baseline", 0.0), record(dataset, "oa_only", 1.0)], keep=True)
+
+
+def test_concurrent_single_runs_into_one_results_dir_never_lose_rows(tmp_path):
+    """Two processes released together (a barrier), three times over: every row of every writer is
+    in the CSV at the end."""
+    context = multiprocessing.get_context("fork")
+    for attempt in range(3):
+        barrier = context.Barrier(2)
+        writers = [context.Process(target=_accumulate, args=(tmp_path, barrier, f"d{attempt}_{i}")) for i in range(2)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=300)
+        assert [writer.exitcode for writer in writers] == [0, 0]
+    frame = pd.read_csv(tmp_path / "retrofit_rmse.csv")
+    assert sorted(set(frame["dataset"])) == [f"d{attempt}_{i}" for attempt in range(3) for i in range(2)]
+    assert len(frame) == 12
+
+
+def test_runs_of_different_settings_are_kept_apart_and_said_never_pooled(tmp_path):
+    rows = [record("a", "oa_only", 1.0, n_estimators=1), record("b", "oa_only", 3.0, n_estimators=8)]
+    rows += [record("a", "baseline", 0.0, n_estimators=1), record("b", "baseline", 0.0, n_estimators=8)]
+    frame = agg.aggregate(tmp_path, rows)
+    line = headline(frame)
+    assert line.startswith("Rows differ in n_estimators: kept apart")
+    assert "h (n_estimators=1) ΔRMSE %" in line and "h (n_estimators=8) ΔRMSE %" in line
+    assert "+1.000" in line and "+3.000" in line and "+2.000" not in line  # never the pooled mean
+    table = (tmp_path / "retrofit_table.md").read_text()
+    assert "Rows differ in n_estimators" in table and "+2.000" not in table
+    same = agg.aggregate(tmp_path / "same", [r for r in rows if r.n_estimators == 1])
+    assert "Rows differ" not in headline(same)
+
+
+def test_a_run_with_other_settings_never_replaces_rows_silently(tmp_path):
+    """n_estimators=1 after n_estimators=2 into one results_dir used to replace the earlier rows."""
+    first = [record("a", "baseline", 0.0, n_estimators=2), record("a", "oa_only", 1.0, n_estimators=2)]
+    agg.aggregate(tmp_path, first, keep=True)
+    before = (tmp_path / "retrofit_rmse.csv").read_bytes()
+    other = [record("a", "baseline", 0.0, n_estimators=1), record("a", "oa_only", 5.0, n_estimators=1)]
+    with pytest.raises(
+        RunnerError,
+        match=r"holds 2 rows this run would replace by rows of other settings, e\.g\. "
+        r"h/a/seed=0/baseline \(n_estimators 2 -> 1\); write to another results_dir",
+    ):
+        agg.aggregate(tmp_path, other, keep=True)
+    assert (tmp_path / "retrofit_rmse.csv").read_bytes() == before
+
+
+def _hold_lock(path: str, ready, release) -> None:
+    from filelock import FileLock
+
+    with FileLock(path):
+        ready.set()
+        release.wait(30)
+
+
+def test_a_writer_waiting_on_the_results_lock_says_so_after_a_second(tmp_path, capfd):
+    """A run whose results_dir another process was writing used to wait in silence for minutes."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(tmp_path / agg.LOCK), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        timer = __import__("threading").Timer(2.5, release.set)
+        timer.start()
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True, table=False)
+    finally:
+        release.set()
+        holder.join(30)
+    said = capfd.readouterr().err
+    assert f"waiting for {tmp_path / agg.LOCK}: another process is writing {tmp_path / 'retrofit_rmse.csv'}" in said
+    assert len(pd.read_csv(tmp_path / "retrofit_rmse.csv")) == 1
+
+
+def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
+    (tmp_path / agg.LOCK).mkdir()
+    with pytest.raises(RunnerError, match=rf"{re.escape(str(tmp_path / agg.LOCK))} is a folder, and .* remove it"):
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
+
+
+def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkeypatch):
+    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the files of a
+    write now land together or not at all, and the failure is one line."""
+    import errno
+
+    agg.aggregate(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)], keep=True)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert {"retrofit_rmse.csv", "retrofit_deltas.png"} <= set(before)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(agg, "plot_main", full)
+    with pytest.raises(
+        RunnerError,
+        match=rf"writing into {re.escape(str(tmp_path))} failed \(No space left on device\); "
+        "none of its files changed",
+    ):
+        agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]

@@ -2,15 +2,21 @@
 per variant in each file, units found in one file only."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from processes import run_entry_point
+from test_aggregate import synthetic_rows
 
 from retrofit.errors import RunnerError
-from retrofit.results.compare import check, compare
+from retrofit.results import aggregate as agg
+from retrofit.results.compare import TIMES as NOT_COMPARED
+from retrofit.results.compare import TOLERANCES, Reference, check, compare, read_reference, require_covered, verify
+from retrofit.runner import reference_of
+from retrofit.unit_key import UnitKey
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,3 +168,186 @@ def test_the_committed_record_compares_with_a_changed_copy_of_itself():
     assert columns.loc["nll", "max |A − B|"] == pytest.approx(0.5)
     assert "dataset=wage" in columns.loc["nll", "where"] and "variant=full_o" in columns.loc["nll", "where"]
     assert columns.loc["rmse", "max |A − B|"] == 0.0 and columns.loc["arm_extra", "max |A − B|"] == 0.0
+
+
+def reference_csv(tmp_path: Path) -> pd.DataFrame:
+    agg.aggregate(tmp_path, synthetic_rows(), table=False)
+    return pd.read_csv(tmp_path / "retrofit_rmse.csv")
+
+
+def test_an_unaltered_reference_reproduces(tmp_path):
+    frame = reference_csv(tmp_path)
+    outcome = verify(tmp_path, frame)
+    assert outcome.ok and outcome.line().startswith(
+        f"reproduced: 18/18 rows within {TOLERANCES.rel:g} (max rel |Δ| 0, 22 columns) vs a table in memory;"
+    )
+    assert (
+        (tmp_path / "reproduction.txt").read_text().startswith(outcome.line() + "\n\n## Largest difference per column")
+    )
+
+
+def test_an_altered_reference_row_is_caught(tmp_path):
+    frame = reference_csv(tmp_path)
+    altered = frame.copy()
+    altered.loc[4, "rmse"] *= 1 + 1e-4
+    with pytest.raises(
+        RunnerError, match=r"not reproduced \(reproduced: 17/18 rows within 1e-05 \(max rel \|Δ\| 0.0001 in rmse, 22"
+    ):
+        verify(tmp_path, altered)
+    assert "1 differing: host=h/dataset=a/seed=1/variant=full_o (rmse)" in (tmp_path / "reproduction.txt").read_text()
+    assert check(frame, frame.assign(rmse=frame["rmse"] * (1 + TOLERANCES.rel / 2))).ok
+
+
+def test_missing_and_extra_rows_are_caught(tmp_path):
+    frame = reference_csv(tmp_path)
+    outcome = check(frame.iloc[1:], frame.iloc[:-1])
+    assert not outcome.ok and (outcome.within, outcome.compared) == (16, 16)
+    assert len(outcome.missing) == 1 and len(outcome.extra) == 1 and "1 extra" in outcome.line()
+    assert "subset: 16 of the reference's 17 rows ran" in outcome.line()
+    with pytest.raises(RunnerError, match="does not exist"):
+        read_reference(tmp_path / "none.csv")
+
+
+def test_a_grid_changed_on_purpose_compares_the_shared_rows_and_lists_the_rest(tmp_path):
+    """grid_changed: new and dropped rows are listed, not failed; the shared rows must still
+    reproduce; a record sweep may then drop rows; a 'changed' grid that runs the reference's rows
+    exactly is refused before it runs."""
+    frame = reference_csv(tmp_path)
+    changed = Reference(frame.iloc[:-2], "the old grid", require_all=True, grid_changed=True)
+    outcome = check(frame.iloc[1:], changed)
+    assert outcome.ok and (outcome.within, outcome.compared) == (15, 15)
+    labels = [f"host={r.host}/dataset={r.dataset}/seed={r.seed}/variant={r.variant}" for r in frame.itertuples()]
+    assert f"; grid changed: 2 new: {labels[-2]}, {labels[-1]}; 1 dropped: {labels[0]}" in outcome.line()
+    altered = frame.assign(rmse=frame["rmse"] * (1 + 1e-3))
+    assert not check(altered.iloc[1:], changed).ok  # a shared row that moved still fails
+    assert not check(frame.iloc[1:], Reference(frame.iloc[:-2], "the old grid", require_all=True)).ok
+    keys = [UnitKey("h", str(r.dataset), int(r.seed), str(r.variant)) for r in frame.itertuples()]
+    require_covered(changed, keys[1:])  # rows dropped on purpose: allowed before the sweep runs
+    with pytest.raises(RunnerError, match="grid_changed=true, but this sweep runs exactly the 16 rows"):
+        require_covered(changed, keys[:-2])
+
+
+def test_the_reference_is_the_named_file_or_its_committed_version(tmp_path):
+    """A commit reads the CSV as committed there, not one a failed run overwrote; without one, the
+    working tree; outside git, the file as it is. The source says which."""
+    csv = tmp_path / "retrofit_rmse.csv"
+    frame = reference_csv(tmp_path)
+    outside = read_reference(csv, "HEAD")  # not in a git checkout
+    assert outside.frame.equals(frame) and outside.source.endswith("(working tree: not a git checkout, no HEAD)")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", csv.name], ["commit", "-q", "-m", "reference"]):
+        subprocess.run([*git, *args], check=True)
+    frame.assign(rmse=frame["rmse"] * 2).to_csv(csv, index=False)  # a later run overwrote it
+    committed = read_reference(csv, "HEAD")
+    assert committed.frame["rmse"].tolist() == frame["rmse"].tolist()
+    assert re.fullmatch(rf"{re.escape(str(csv.resolve()))} at HEAD \([0-9a-f]{{7,}}\)", committed.source)
+    assert read_reference(csv).frame["rmse"].tolist() == (frame["rmse"] * 2).tolist()
+    assert read_reference(csv).source == f"{csv.resolve()} (working tree)"
+    with pytest.raises(RunnerError, match="reference_commit=null"):
+        read_reference(tmp_path / "untracked.csv", "HEAD")
+
+
+def reference_frame(tmp_path: Path, rows: list[dict]) -> pd.DataFrame:
+    agg.aggregate(tmp_path, rows, table=False)
+    return pd.read_csv(tmp_path / "retrofit_rmse.csv")
+
+
+RESULT_COLUMNS = ["rmse", "delta_rmse_pct", "nll", "delta_nll", "crps", "delta_crps_pct", "coverage_90"]
+
+
+@pytest.mark.parametrize("column", [*RESULT_COLUMNS, "delta_coverage_90", "baseline_rmse"])
+@pytest.mark.parametrize("side", ["new", "reference"])
+def test_an_edit_of_any_result_column_on_either_side_fails_by_name(finished, tmp_path, column, side):
+    frame = reference_frame(tmp_path, finished[1])
+    edited = frame.copy()
+    edited.loc[1, column] += 2e-3  # beyond every tolerance (1e-3 points on the % deltas)
+    new, reference = (edited, frame) if side == "new" else (frame, edited)
+    outcome = check(new, reference)
+    assert not outcome.ok and len(outcome.differing) == 1 and f"({column})" in outcome.differing[0]
+    assert f"; 1 differing: host=random_v3/dataset=diabetes/seed=0/variant=oa_only ({column})" in outcome.line()
+
+
+def test_timings_are_not_compared_and_one_sided_columns_are_named(finished, tmp_path):
+    frame = reference_frame(tmp_path, finished[1])
+    assert set(agg.COLUMNS) & NOT_COMPARED == {c for c in agg.COLUMNS if "seconds" in c or "time" in c}
+    timed = frame.assign(**{c: 7.0 for c in NOT_COMPARED})
+    assert check(timed, frame).ok
+    outcome = check(frame.drop(columns=["crps"]), frame.assign(extra_score=1.0))
+    assert not outcome.ok and outcome.one_sided == ("crps (reference only)", "extra_score (reference only)")
+    assert "2 columns in one file only: crps (reference only), extra_score (reference only)" in outcome.line()
+
+
+def test_a_subset_is_compared_as_such_unless_every_row_is_required(finished, tmp_path):
+    frame = reference_frame(tmp_path, finished[1])
+    doubled = pd.concat([frame, frame.assign(seed=1)], ignore_index=True)
+    outcome = check(frame, doubled)
+    assert outcome.ok and (outcome.within, outcome.compared) == (2, 2)
+    assert "subset: 2 of the reference's 4 rows ran" in outcome.line()
+    reference = read_reference(_csv(tmp_path, doubled), require_all=True)
+    strict = check(frame, reference)
+    assert not strict.ok and "2 missing: host=random_v3/dataset=diabetes/seed=1/variant=baseline" in strict.line()
+
+
+def _csv(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    frame.to_csv(tmp_path / "ref.csv", index=False)
+    return tmp_path / "ref.csv"
+
+
+def test_the_named_reference_is_read_from_the_working_tree_or_the_commit_named(hydra_compose, finished, tmp_path):
+    """An uncommitted edit of the reference counts unless a commit is named; the line says which."""
+    frame = reference_frame(tmp_path, finished[1])
+    csv = _csv(tmp_path, frame)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", csv.name], ["commit", "-q", "-m", "reference"]):
+        subprocess.run([*git, *args], check=True)
+    frame.assign(nll=frame["nll"] + 1).to_csv(csv, index=False)  # uncommitted edit
+    tree = reference_of(hydra_compose(overrides=[f"reference={csv}"]), ROOT)
+    head = reference_of(hydra_compose(overrides=[f"reference={csv}", "reference_commit=HEAD"]), ROOT)
+    assert tree.frame["nll"].tolist() == (frame["nll"] + 1).tolist() and tree.source.endswith("(working tree)")
+    assert head.frame["nll"].tolist() == frame["nll"].tolist() and " at HEAD (" in head.source
+    assert not check(frame, tree).ok and check(frame, head).ok
+    assert f"vs {head.source};" in check(frame, head).line()
+
+
+def test_a_reference_that_is_not_a_results_table_is_refused_when_read(hydra_compose, finished, tmp_path):
+    frame = reference_frame(tmp_path, finished[1])
+    bad = {
+        "repeated.csv": (pd.concat([frame, frame.iloc[:1]]), "lists 1 units twice, e.g. host=random_v3"),
+        "nokey.csv": (frame.drop(columns=["variant"]), r"lacks the columns \['variant'\]"),
+        "text.csv": (frame.assign(nll="abc"), "column 'nll' holds text where numbers belong"),
+        "badseed.csv": (frame.assign(seed=0.5), "has a seed that is not an integer"),
+    }
+    for name, (table, message) in bad.items():
+        table.to_csv(tmp_path / name, index=False)
+        with pytest.raises(RunnerError, match=message):
+            read_reference(tmp_path / name)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(RunnerError, match="is not a readable CSV"):
+        read_reference(tmp_path / "empty.csv")
+    with pytest.raises(RunnerError, match="reference_commit=HEAD needs reference="):
+        reference_of(hydra_compose(overrides=["reference_commit=HEAD"]), ROOT)
+
+
+def test_rows_recomputed_from_changed_inputs_are_listed_not_failed_and_machines_named(finished, tmp_path):
+    """A host change on purpose: rows whose host file differs from the reference's are listed as
+    recomputed from changed inputs; the same numbers under the same inputs must still agree."""
+    frame = reference_frame(tmp_path, finished[1])
+    moved = frame.assign(host_digest="another", rmse=frame["rmse"] * 1.01)
+    outcome = check(moved, frame)
+    assert outcome.ok and not outcome.differing
+    assert "2 recomputed from changed inputs: host=random_v3/dataset=diabetes/seed=0/variant=baseline" in outcome.line()
+    assert not check(frame.assign(rmse=frame["rmse"] * 1.01), frame).ok  # same inputs: a failure
+    assert f"reference computed on {frame['machine'].iloc[0]}; this run on {frame['machine'].iloc[0]}" in outcome.line()
+    assert "; BLAS " in frame["machine"].iloc[0] and "; torch " in frame["machine"].iloc[0]
+
+
+def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeypatch):
+    """Without git, reference_commit=HEAD used to read the working tree as if outside a checkout and
+    report the run reproduced even where HEAD's file differs."""
+    csv = tmp_path / "retrofit_rmse.csv"
+    csv.write_text("host,dataset,seed,variant\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no_git_here"))
+    with pytest.raises(
+        RunnerError, match=r"reference_commit=HEAD needs git, which is not on PATH; .*reference_commit=null"
+    ):
+        read_reference(csv, "HEAD")

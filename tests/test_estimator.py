@@ -310,3 +310,26 @@ def test_cuda_turns_tf32_off(monkeypatch):
         assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def test_the_report_is_read_once_per_patch_and_predict_keeps_its_guarantee(patched, monkeypatch):
+    """The report is read off the models when they are patched; predicting on those same models and
+    wrappers reads nothing again, and a wrapper taken out after patching is still refused."""
+    import retrofit.patched as patched_module
+
+    _, oa_only, X_test = patched
+    reads = []
+    read = patched_module.report_of
+    monkeypatch.setattr(patched_module, "report_of", lambda *a: reads.append(a) or read(*a))
+    oa_only.predict(X_test)
+    oa_only.predict(X_test)
+    assert reads == []
+    unwrapped = copy.deepcopy(oa_only)
+    block = unwrapped.retrofit_report_.blocks[0]
+    index, _, name = block.partition(":")
+    parent, _, child = name.rpartition(".")
+    model = unwrapped.models_[int(index)]
+    setattr(model.get_submodule(parent), child, model.get_submodule(name).base_layer)
+    with pytest.raises(RetrofitError, match=re.escape("no longer run what retrofit_report_ says (3 wrapped blocks")):
+        unwrapped.predict(X_test)
+    assert len(reads) == 1

@@ -24,8 +24,8 @@ from retrofit.hosts import SHIPPED_HOSTS, available, check_checkpoint, get_path,
 from retrofit.hosts.random_host import TINY_ARCHS, VERSION_TAG
 from retrofit.hosts.validation import architecture_name
 from retrofit.metrics import rmse
-from retrofit.runner.sweep_config import case_from_hydra
 from retrofit.runner.store import file_digest
+from retrofit.runner.sweep_config import case_from_hydra
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _data = partial(regression_data, n=120, curved=False)

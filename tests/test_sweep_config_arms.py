@@ -16,8 +16,8 @@ from retrofit.hosts import available, get_path
 from retrofit.results.aggregate import ARM_COLUMNS, aggregate
 from retrofit.results.record import UnitRecord
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.sweep_config import ARMS_FILE, Decomposition, with_arms
 from retrofit.runner.store import case_records
+from retrofit.runner.sweep_config import ARMS_FILE, Decomposition, with_arms
 
 MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))
 ARMS = ["paper", "presence_only", "sink_only", "identity_check"]

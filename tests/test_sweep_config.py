@@ -1,0 +1,248 @@
+"""From a Hydra config to cases and a whole sweep (`retrofit.runner.sweep_config`): bad settings and
+hostile inputs refused before any work, the record sweep's grid covering the committed record, seed
+lists that select no case refused, a sweep's results added beside other rows."""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from hydra.types import RunMode
+from omegaconf import OmegaConf, open_dict
+from processes import host_args, run_hydra
+
+from retrofit.errors import RunnerError
+from retrofit.record_guard import RECORD_DIR, RECORD_ENV
+from retrofit.results.compare import require_covered
+from retrofit.runner import reference_of, results_dir_of
+from retrofit.runner.sweep_config import case_from_hydra, check_seed_selections, sweep_cases
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def host(make_random_host):
+    return make_random_host("tabpfn_v3")
+
+
+BAD_SETTINGS = {
+    "seed-negative": (["seed=-1"], r"seed=-1: must be an integer in \[0, 4294967295\]"),
+    "seed-too-large": (["seed=4294967296"], r"seed=4294967296: must be an integer in \[0, 4294967295\], e.g. seed=1"),
+    "n_estimators-zero": (["n_estimators=0"], r"n_estimators=0: must be an integer in \[1, 10000\]"),
+    "n_estimators-huge": (
+        ["n_estimators=1000000000000"],
+        r"n_estimators=10+: must be an integer in \[1, 10000\]",
+    ),
+    "test_size-zero": (["test_size=0"], r"test_size=0(\.0)?: must be a fraction in \(0, 1\)"),
+    "test_size-one": (["test_size=1.0"], r"test_size=1.0: must be a fraction in \(0, 1\)"),
+    "results_dir-null": (["results_dir=null"], "results_dir is null; give a directory, e.g. results_dir=outputs"),
+    "cache_dir-null": (["cache_dir=null"], r"cache_dir is null; give a directory, e.g. cache_dir=\.cache"),
+    "cache-in-record": (["cache_dir=results/cache"], r"cache_dir=.*results/cache is inside the committed"),
+    "host-name-path": (
+        ["host=checkpoint", "host.path=missing.ckpt", "host.name=../x"],
+        r"host.name='\.\./x' labels results and names unit directories",
+    ),
+}
+"""A well-typed value out of range: refused when the case is built, naming the fix."""
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SETTINGS))
+def test_bad_settings_are_refused_naming_the_fix(hydra_compose, name):
+    overrides, message = BAD_SETTINGS[name]
+    cfg = hydra_compose(overrides=overrides)
+    with pytest.raises(RunnerError, match=message):
+        case_from_hydra(cfg, cfg.hydra)
+
+
+@pytest.mark.parametrize(
+    "make_bad",
+    [
+        lambda tmp: ("results_dir", tmp / "a_file"),
+        lambda tmp: ("cache_dir", tmp / "a_file"),
+        lambda tmp: ("results_dir", tmp / "a_file" / "below"),
+        lambda tmp: ("cache_dir", Path("/sys/retrofit_cache")),  # not writable, even for root
+        lambda tmp: ("results_dir", Path("/sys/retrofit_results")),
+    ],
+    ids=["results-is-file", "cache-is-file", "results-under-file", "cache-unwritable", "results-unwritable"],
+)
+def test_output_dirs_that_are_files_or_unwritable_fail_before_the_case(hydra_compose, tmp_path, make_bad):
+    (tmp_path / "a_file").write_text("not a directory")
+    key, path = make_bad(tmp_path)
+    others = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"} | {key: path}
+    cfg = hydra_compose(overrides=[f"{k}={v}" for k, v in others.items()])
+    with pytest.raises(RunnerError, match=rf"{key}={path} is not (a directory|writable).*choose another {key}"):
+        case_from_hydra(cfg, cfg.hydra)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing created
+
+
+def make_retrofit_overrides(*variables: str) -> list[str]:
+    """The sweep's overrides in `make retrofit`'s recipe as make expands it (`make -n`, with
+    `variables` such as GRID_CHANGED=1), without `-m` and the launcher's `hydra...` ones."""
+    printed = subprocess.run(
+        ["make", "-n", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "retrofit", *variables],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.replace("\\\n", " ")
+    assert f"{RECORD_ENV}=1" in printed.split("experiments/sweep.py", 1)[0]  # the record target's variable
+    sweep = printed.split("experiments/sweep.py", 1)[1].split("&&")[0]  # the sweep's own arguments
+    return [arg for arg in shlex.split(sweep) if arg != "-m" and not arg.startswith("hydra")]
+
+
+@pytest.mark.slow
+def test_make_retrofit_passes_the_record_guard_and_covers_the_committed_record(hydra_compose, monkeypatch):
+    """The Makefile's own overrides (as make expands them): a whole sweep may write results/,
+    against the committed CSV, whose every row one of its units reruns; the same overrides in a
+    single run are refused. GRID_CHANGED=1 adds grid_changed=true, refused on this unchanged grid."""
+    overrides = make_retrofit_overrides()
+    assert "results_dir=results" in overrides
+    assert make_retrofit_overrides("GRID_CHANGED=1") == [*overrides, "grid_changed=true"]
+    monkeypatch.setenv(RECORD_ENV, "1")
+    cfg = hydra_compose(overrides=overrides)
+    with open_dict(cfg):
+        cfg.hydra.runtime.cwd = str(ROOT)
+        cfg.hydra.mode = RunMode.MULTIRUN
+        cfg.hydra.overrides.task = overrides
+        cfg.hydra.overrides.hydra = ["hydra.mode=MULTIRUN"]
+    assert results_dir_of(cfg, cfg.hydra) == RECORD_DIR
+    reference = reference_of(cfg, ROOT)
+    assert reference.require_all and " at HEAD (" in reference.source
+    cases = [case for _, case in sweep_cases(cfg)]
+    assert len(cases) == 54
+    keys = [case.key(unit) for case in cases for unit in case.units]
+    require_covered(reference, keys)
+    with pytest.raises(RunnerError, match="would not rerun 1 of the"):
+        require_covered(reference, keys[1:])
+    with pytest.raises(RunnerError, match="grid_changed=true, but this sweep runs exactly the"):
+        require_covered(replace(reference, grid_changed=True), keys)
+    cfg.hydra.mode = RunMode.RUN
+    with pytest.raises(RunnerError, match="only by a whole sweep"):
+        results_dir_of(cfg, cfg.hydra)
+
+
+@pytest.mark.slow
+def test_a_record_sweep_in_a_fresh_checkout_rewrites_its_record_and_reproduces_head(host, tmp_path):
+    """`make retrofit`'s flags on a copy of the package (whose `results/` is then the record): the
+    whole sweep rewrites it and reproduces the committed CSV, whatever the working tree holds; a
+    sweep covering less than the record is refused before it runs."""
+    repo = tmp_path / "clone"
+    for name in ("retrofit", "experiments", "configs"):
+        shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(repo), RECORD_ENV: "1"}
+
+    def sweep(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "experiments/sweep.py", "-m", "dataset=diabetes", "variant=oa_only", *args]
+        command += [f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={tmp_path / 'multirun'}", *host_args(host)]
+        return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+
+    first = sweep("seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "results_dir=outputs/results")
+    assert first.returncode == 0, first.stderr
+    (repo / "results").mkdir()
+    shutil.copy(repo / "outputs" / "results" / "retrofit_rmse.csv", repo / "results" / "retrofit_rmse.csv")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "results/retrofit_rmse.csv"], ["commit", "-q", "-m", "record"]):
+        subprocess.run([*git, *args], check=True)
+    committed = (repo / "results" / "retrofit_rmse.csv").read_text()
+    edited = pd.read_csv(repo / "results" / "retrofit_rmse.csv")
+    edited.assign(nll=edited["nll"] + 1).to_csv(repo / "results" / "retrofit_rmse.csv", index=False)
+    record = ["results_dir=results", "reference=results/retrofit_rmse.csv", "reference_commit=HEAD"]
+    out = sweep("seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *record)
+    assert out.returncode == 0, out.stderr
+    assert "reproduced: 4/4 rows within 1e-05 (max rel |Δ| 0, " in out.stdout and " at HEAD (" in out.stdout
+    assert (repo / "results" / "retrofit_rmse.csv").read_text() == committed  # rewritten from the sweep
+    stamp = (repo / "results" / "retrofit_rmse.csv").stat().st_mtime_ns
+    partial = sweep("seed=0", *record)
+    assert partial.returncode == 1 and "this sweep would not rerun 2 of the 4 rows of" in partial.stderr
+    assert "e.g. host=random_v3/dataset=diabetes/seed=1/variant=baseline" in partial.stderr
+    assert (repo / "results" / "retrofit_rmse.csv").stat().st_mtime_ns == stamp  # refused before any work
+
+
+def searchpath_with(tmp_path: Path, files: dict[str, str]) -> str:
+    """The override adding a folder with `variant/<name>.yaml` files (`files`: name -> text)."""
+    (tmp_path / "variant").mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (tmp_path / "variant" / f"{name}.yaml").write_text(text)
+    return f"hydra.searchpath=[pkg://retrofit.configs,file://{tmp_path}]"
+
+
+HOSTILE_BEFORE_WORK = {
+    "results-csv-is-a-directory": (
+        lambda tmp: [f"results_dir={tmp / 'r'}"],
+        lambda tmp: (tmp / "r" / "retrofit_rmse.csv").mkdir(parents=True),
+        r"r/retrofit_rmse\.csv is not a file, and this run writes one there; remove it or choose another results_dir",
+    ),
+    "results-png-is-a-directory": (
+        lambda tmp: [f"results_dir={tmp / 'r'}"],
+        lambda tmp: (tmp / "r" / "retrofit_deltas.png").mkdir(parents=True),
+        r"r/retrofit_deltas\.png is not a file",
+    ),
+    "variant-name-too-long": (
+        lambda tmp: [searchpath_with(tmp / "s", {"v" * 240: "adapters: []\n"})],
+        lambda tmp: None,
+        r"variant name 'v{20}'\.\.\. has 240 characters; use at most 100",
+    ),
+    "variant-yaml-python-tag": (
+        lambda tmp: [searchpath_with(tmp / "s", {"evil": 'adapters: !!python/object/apply:os.system ["true"]\n'})],
+        lambda tmp: None,
+        r"variant=evil \(.*evil\.yaml, line 1\) is not plain YAML: could not determine a constructor .*python",
+    ),
+}
+"""Hostile inputs refused in one line when the run is built, before any computing."""
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_BEFORE_WORK))
+def test_hostile_inputs_are_refused_in_one_line_before_any_work(hydra_compose, tmp_path, name):
+    overrides, prepare, message = HOSTILE_BEFORE_WORK[name]
+    prepare(tmp_path)
+    cfg = hydra_compose(overrides=[*overrides(tmp_path), f"cache_dir={tmp_path / 'cache'}"])
+    with pytest.raises(RunnerError, match=message) as refused:
+        case_from_hydra(cfg, cfg.hydra)
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.slow
+def test_two_sweeps_into_one_results_dir_keep_each_others_rows(host, tmp_path):
+    """A sweep used to write exactly its own rows, so of two sweeps into one results_dir the last to
+    finish won; a sweep now adds its rows as single runs do (the record alone is written whole)."""
+    common = [*host_args(host), "variant=oa_only", f"results_dir={tmp_path / 'r'}", f"cache_dir={tmp_path / 'c'}"]
+    for seed in ("0", "1"):
+        out = run_hydra(str(ROOT / "experiments" / "sweep.py"), "-m", f"seed={seed}", *common, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+    frame = pd.read_csv(tmp_path / "r" / "retrofit_rmse.csv")
+    assert sorted(zip(frame.seed, frame.variant, strict=True)) == [
+        (0, "baseline"),
+        (0, "oa_only"),
+        (1, "baseline"),
+        (1, "oa_only"),
+    ]
+
+
+def test_a_variant_listed_twice_is_refused_not_dropped(hydra_compose):
+    """`variant=[oa_only,oa_only]` used to run oa_only once, the repeat dropped in silence."""
+    cfg = hydra_compose("config", ["variant=[oa_only,full_o,oa_only]"])
+    with pytest.raises(RunnerError, match=r"variant=\[\.\.\.\] lists oa_only more than once; list each variant once"):
+        case_from_hydra(cfg, cfg.hydra)
+
+
+def test_seed_lists_that_select_no_case_of_a_sweep_are_refused():
+    """timing.seeds and decomposition.seeds take effect on at least one job of the sweep, or the
+    sweep is refused naming the key and the seeds it runs."""
+
+    def jobs(timing_seeds, arm_seeds, rounds=3):
+        node = {"timing": {"rounds": rounds, "seeds": timing_seeds}, "decomposition": {"seeds": arm_seeds}}
+        return [(OmegaConf.create(node), SimpleNamespace(seed=seed)) for seed in (1, 2)]
+
+    check_seed_selections(jobs(None, None))
+    check_seed_selections(jobs([2], [1, 5]))
+    check_seed_selections(jobs([0], None, rounds=0))  # not timed at all: the list is not used
+    with pytest.raises(RunnerError, match=r"timing.seeds=\[0\] selects no case of this sweep \(its seeds: \[1, 2\]\)"):
+        check_seed_selections(jobs([0], None))
+    with pytest.raises(RunnerError, match=r"decomposition.seeds=\[\] selects no case"):
+        check_seed_selections(jobs(None, []))
