@@ -472,9 +472,11 @@ def checked_sweep(config: DictConfig) -> tuple[list[Case], Reference | None]:
 
 
 def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None, reused: str) -> None:
-    """The sweep's results from its cases' stored units (`retrofit.runner.store`), with the rows
-    already in its results_dir kept (two sweeps into one folder keep each other's rows), except in
-    the committed record, which holds exactly the rows of the sweep that makes it."""
+    """The sweep's results from the stored units of `cases`, the cases `checked_sweep` built before
+    the first job, under the identities they computed then (`retrofit.runner.store.sweep_records`:
+    nothing is built again), with the rows already in its results_dir kept (two sweeps into one
+    folder keep each other's rows), except in the committed record, which holds exactly the rows of
+    the sweep that makes it."""
     sweep_dir = resolve(Path(config.hydra.runtime.cwd), config.hydra.sweep.dir)
     logs = job_logs(sweep_dir, config.hydra.job.name)
     results_dir = results_dir_of(config, config.hydra)
