@@ -9,7 +9,7 @@ from synthetic import diabetes_split, fit_synthetic, regression_data
 
 import retrofit
 from retrofit.adapters import OClosedModel
-from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, ordered_sum
+from retrofit.adapters.tabpfn_v3 import o_grouped_cells, o_standardised_cells, ordered_sum
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.ops.insertion import insert_rows, random_keep_mask
@@ -242,7 +242,7 @@ def test_shipped_host_o_closed_rmse_is_the_baselines(shipped_diabetes):
 def test_rank_rope_is_the_hosts_rope_at_positions_zero_to_s():
     from tabpfn.architectures.tabpfn_v3 import RotaryEmbedding
 
-    from retrofit.adapters.tabpfn_v3_columns import _RankRope
+    from retrofit.adapters.tabpfn_v3 import _RankRope
 
     for interleaved in (False, True):
         rope = RotaryEmbedding(8, theta=100_000, interleaved=interleaved)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import retrofit
-from retrofit.adapters.tabpfn_v3_5_input import o_ecdf_ranks
+from retrofit.adapters.tabpfn_v3_5 import o_ecdf_ranks
 from retrofit.batching import cell_limit, member_inputs, shared_buckets
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
