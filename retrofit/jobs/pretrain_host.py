@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING, DictConfig
 
-from retrofit.pretrain.config import PretrainConfig
+from retrofit.pretrain.pretrain_config import PretrainConfig
 from retrofit.runner.schema import job_config
 
 
