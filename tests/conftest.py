@@ -44,6 +44,23 @@ def make_random_host(tmp_path_factory):
     return make
 
 
+@pytest.fixture(scope="module")
+def fitted(make_random_host):
+    """Factory `fitted(arch, **overrides) -> (regressor, X_test)`: `synthetic.fit_synthetic` on a tiny
+    random host of `arch` (n=80), fitted once per module and overrides."""
+    from synthetic import fit_synthetic
+
+    cache = {}
+
+    def make(arch: str, **overrides):
+        key = (arch, tuple(sorted(overrides.items())))
+        if key not in cache:
+            cache[key] = fit_synthetic(make_random_host(arch), n=80, **overrides)
+        return cache[key]
+
+    return make
+
+
 @pytest.fixture
 def hydra_compose():
     """`hydra_compose(config_name="config", overrides=())`: that root config of the repository's
