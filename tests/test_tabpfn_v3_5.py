@@ -140,6 +140,7 @@ def _check_removal(path, compact, **config):
     assert loo.shape == (N_TRAIN,) and np.isfinite(loo).all() and np.abs(loo).max() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compact", [False, True])
 def test_removal_meets_its_contracts(make_random_host, compact):
     _check_removal(make_random_host("tabpfn_v3_5"), compact)
