@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
 
-from benchmarks.explain.config import ExplainBenchConfig
+from benchmarks.explain.explain_settings import ExplainBenchConfig
 from benchmarks.explain.refits import INDICES, as_array, refit_leave_one_out, refit_shapiq
 from retrofit.data import DatasetSpec
 from retrofit.fitting import load_split

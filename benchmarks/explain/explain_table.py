@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from benchmarks.explain.config import ExplainBenchConfig
 from benchmarks.explain.dataset import Explained, explain_dataset
-from benchmarks.explain.plots import plot_bench, plot_example
+from benchmarks.explain.explain_plots import plot_bench, plot_example
+from benchmarks.explain.explain_settings import ExplainBenchConfig
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.labels import DEVICE_DOC

@@ -1,4 +1,4 @@
-"""The figures of the explanation benchmark (`benchmarks.explain.table`): speed-up and agreement with the
+"""The figures of the explanation benchmark (`benchmarks.explain.explain_table`): speed-up and agreement with the
 refit per host and dataset, and one row's Shapley values per host."""
 
 from collections.abc import Sequence
