@@ -1,5 +1,5 @@
 """Removal explanations, closed removal vs a refit per coalition vs zeroing ->
-results/removal_{bench,stages}.* (`make explain-bench`; `configs/explain_bench.yaml`, `benchmarks.explain`)."""
+results/removal_{bench,stages}.* (`make explain-bench`; `configs/explain_bench.yaml`, `benchmarks.removal_vs_refit`)."""
 
 import dataclasses
 import logging
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from benchmarks.explain.explain_settings import ExplainBenchConfig
+from benchmarks.removal_vs_refit.explain_settings import ExplainBenchConfig
 from retrofit.jobs import launch
 from retrofit.jobs.start import JobStart, job_device
 
@@ -19,7 +19,7 @@ SCHEMA = ExplainBenchConfig
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Explain every dataset of `cfg` by every method on every host; write the tables and plots
     (each checked writable here first) and print the table."""
-    from benchmarks.explain.explain_table import run as explain_benchmark
+    from benchmarks.removal_vs_refit.explain_table import run as explain_benchmark
     from retrofit.runner.config import dataset_specs
 
     logging.getLogger("retrofit").setLevel(logging.INFO)

@@ -1,5 +1,5 @@
 """Removal explanations at tabpfn's default size -> results/removal_scale.csv (`make explain-scale`;
-`configs/explain_scale.yaml`, `benchmarks.explain.removal_at_scale`)."""
+`configs/explain_scale.yaml`, `benchmarks.removal_vs_refit.removal_at_scale`)."""
 
 import dataclasses
 import logging
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from benchmarks.explain.explain_scale_settings import ExplainScaleConfig
+from benchmarks.removal_vs_refit.explain_scale_settings import ExplainScaleConfig
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
 
@@ -19,7 +19,7 @@ SCHEMA = ExplainScaleConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Measure every architecture of `cfg`, write the table and print it."""
-    from benchmarks.explain.removal_at_scale import scale_table
+    from benchmarks.removal_vs_refit.removal_at_scale import scale_table
 
     logging.getLogger("benchmarks").setLevel(logging.INFO)
     logging.getLogger("retrofit.patching").setLevel(logging.WARNING)  # else a line per refit
