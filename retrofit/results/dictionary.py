@@ -28,7 +28,7 @@ TABLES: dict[str, tuple[str, str]] = {
     "noise_floor.csv": ("retrofit.measure.floor_table:COLUMN_DOCS", "each host's noise floor"),
     "sink_mass.csv": ("retrofit.audit.sink:COLUMN_DOCS", "OAttention's sink mass per block and head"),
     "scale.csv": ("benchmarks.scale.scale_rows:COLUMN_DOCS", "every architecture at default size (`make scale-check`)"),
-    "bench_batch.csv": ("benchmarks.batch_throughput:COLUMN_DOCS", "predict_many vs sequential predict"),
+    "bench_batch.csv": ("experiments.bench_batch:COLUMN_DOCS", "predict_many vs sequential predict"),
     "padding_demo.csv": ("experiments.padding_demo:COLUMN_DOCS", "predict_many's padding fed to non-closed hosts"),
     "removal_bench.csv": ("benchmarks.removal_vs_refit.explain_table:COLUMN_DOCS", "the explanation benchmark (`make explain-bench`)"),
     "removal_scale.csv": (
