@@ -1,4 +1,4 @@
-"""The attention benchmark's entry point (`experiments/bench_attention.py`, `benchmarks.attention`)."""
+"""The attention benchmark's entry point (`experiments/bench_attention.py`, `benchmarks.attention_speed`)."""
 
 import pytest
 from processes import run_entry_point

@@ -1,4 +1,4 @@
-"""The sweep-cost benchmark's entry point (`experiments/sweep_cost.py`, `benchmarks.sweep_cost`):
+"""The sweep-cost benchmark's entry point (`experiments/sweep_cost.py`, `benchmarks.phase_costs`):
 CPU seconds per phase of a case, with the shared stages on and off."""
 
 import pandas as pd
