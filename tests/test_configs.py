@@ -28,7 +28,7 @@ BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]
 
 
 def case_of(hydra_compose, *overrides: str):
-    cfg = hydra_compose("config", overrides)
+    cfg = hydra_compose("sweep", overrides)
     return case_from_hydra(cfg, cfg.hydra)
 
 
@@ -77,7 +77,7 @@ def test_the_experiments_over_the_shipped_hosts_list_every_one(hydra_compose):
 
 
 def test_hydra_settings_live_in_one_group(hydra_compose):
-    for name in ("config", "tau_sweep", "host_quality", "audit", "pretrain_host", "sink_mass"):
+    for name in ("sweep", "tau_sweep", "host_quality", "audit", "pretrain_host", "sink_mass"):
         assert hydra_compose(name).hydra.job.chdir is False
     with_chdir = sorted(str(p.relative_to(CONFIGS)) for p in CONFIGS.rglob("*.yaml") if "chdir" in p.read_text())
     assert with_chdir == ["hydra/default.yaml"]
@@ -251,14 +251,14 @@ def test_builtin_variants_are_package_data():
 
 
 def test_relative_paths_are_taken_from_the_start_directory(hydra_compose, tmp_path):
-    cfg = hydra_compose("config", ["cache_dir=out/cache"])
+    cfg = hydra_compose("sweep", ["cache_dir=out/cache"])
     with open_dict(cfg):
         cfg.hydra.runtime.cwd = str(tmp_path)
     assert case_from_hydra(cfg, cfg.hydra).runs_dir == tmp_path / "out" / "cache" / "runs"
 
 
 def test_paper_table_is_54_distinct_cases_on_every_shipped_host_timed_on_seed_0(hydra_compose, benchmark_datasets):
-    cfg = hydra_compose("config", ["+experiment=paper_table"])
+    cfg = hydra_compose("sweep", ["+experiment=paper_table"])
     with open_dict(cfg):
         cfg.hydra.overrides.task = ["+experiment=paper_table"]
     jobs = sweep_jobs(cfg)
@@ -272,7 +272,7 @@ def test_paper_table_is_54_distinct_cases_on_every_shipped_host_timed_on_seed_0(
 
 def test_sweep_expansion_follows_hydras_override_rules(hydra_compose):
     """Hydra's private API is banned by `make lint` (ruff TID251); the expansion is checked here."""
-    cfg = hydra_compose("config", [])
+    cfg = hydra_compose("sweep", [])
     with open_dict(cfg):
         cfg.hydra.overrides.task = ["seed=0,1", "dataset=wage", "seed=2,3,4"]  # a later value of a key wins
     assert sweep_jobs(cfg) == [["seed=2", "dataset=wage"], ["seed=3", "dataset=wage"], ["seed=4", "dataset=wage"]]
@@ -386,7 +386,7 @@ def test_submitit_local_sweep_runs_end_to_end(host, tmp_path):
 
 
 def test_the_slurm_launcher_config_composes(hydra_compose):
-    cfg = hydra_compose("config", ["hydra/launcher=slurm", "hydra.launcher.partition=p"])
+    cfg = hydra_compose("sweep", ["hydra/launcher=slurm", "hydra.launcher.partition=p"])
     assert cfg.hydra.launcher._target_.endswith("SlurmLauncher") and cfg.hydra.launcher.partition == "p"
 
 
@@ -503,7 +503,7 @@ def test_the_sweep_help_lists_the_options_it_finds_and_a_dataset_added_as_one_fi
     (tmp_path / "dataset").mkdir()
     (tmp_path / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
     searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path}]"
-    cfg = hydra_compose("config", [searchpath, "dataset=toy"])
+    cfg = hydra_compose("sweep", [searchpath, "dataset=toy"])
     assert cfg.dataset.name == "toy"
     listed = help_groups(cfg.hydra.help.template)
     assert sorted(listed) == ["dataset", "decomposition", "experiment", "host", "hydra/launcher", "variant"]
@@ -511,7 +511,7 @@ def test_the_sweep_help_lists_the_options_it_finds_and_a_dataset_added_as_one_fi
     assert listed["dataset"] == sorted([*shipped, "toy"]) and listed["variant"] == BUILTIN_VARIANTS
     assert listed["host"] == sorted(path.stem for path in (CONFIGS / "host").glob("*.yaml"))
     assert {"basic", "joblib", "submitit_local"} <= set(listed["hydra/launcher"])
-    assert help_groups(hydra_compose("config").hydra.help.template)["dataset"] == shipped
+    assert help_groups(hydra_compose("sweep").hydra.help.template)["dataset"] == shipped
     out = run("experiments/sweep.py", "--help", searchpath)
     assert out.returncode == 0, out.stderr
     assert help_groups(out.stdout) == listed and "pretrain" not in out.stdout
