@@ -1,20 +1,19 @@
-"""Every entry starts one way (`retrofit.jobs.launch`): what cannot start, does not compose or is
-interrupted ends in one line and a non-zero exit, never a traceback; `python -m retrofit` runs the
-same jobs and lists them. Each entry runs as a subprocess, as a user runs it."""
+"""Where the jobs are and how each starts (`retrofit.jobs`, and `retrofit.__main__` listing them): the
+modules of `experiments/` are the jobs, a new module with its root config is a job with nothing else
+edited, an unknown job or an unusable home directory is one line, `retrofit` alone lists every job,
+and `--help` lists each group's options as Hydra finds them (`group_options`). Each command runs as
+a subprocess, as a user runs it."""
 
-import os
-import signal
+import shutil
 import subprocess
-import sys
-import threading
 import tomllib
 
-import pandas as pd
-import pytest
 from processes import ROOT, run_entry_point, run_python
 
-from retrofit.jobs import USAGE, declared_configs, job_names
-from retrofit.jobs.exits import INTERRUPTED
+from retrofit.jobs import USAGE, job_configs, job_module, job_names, jobs_in, root_config
+from retrofit.runner.config import BUILTIN_SEARCHPATH
+
+CONFIGS = ROOT / "configs"
 
 
 def one_line_error(out: subprocess.CompletedProcess) -> str:
@@ -22,6 +21,86 @@ def one_line_error(out: subprocess.CompletedProcess) -> str:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr[-3000:]
     return lines[0]
+
+
+def test_the_modules_of_a_folder_are_its_jobs(tmp_path):
+    for name in ("__init__.py", "probe.py", "_shared.py", "notes.md", "other.py"):
+        (tmp_path / name).write_text("")
+    assert jobs_in(tmp_path) == ["other", "probe"]
+
+
+def test_every_module_of_experiments_is_a_job_whose_root_config_is_its_name():
+    shipped = jobs_in(ROOT / "experiments")
+    library = ["aggregate", "audit", "compare", "explain", "pretrain_host", "sink_mass", "sweep", "tau_sweep"]
+    assert set(library) <= set(shipped) and set(library) <= set(job_names())
+    assert {job: job_module(job).__name__ for job in library} == {job: f"experiments.{job}" for job in library}
+    assert {job: root_config(job_module(job)) for job in library} == {job: job for job in library} | {
+        "aggregate": "sweep"  # the sweep's root config, with the aggregation's callback (its OVERRIDES)
+    }
+    assert job_configs()["sweep"] == "sweep" and "aggregate" not in job_configs().values()
+
+
+PROBE_JOB = """
+\"\"\"A probe: writes the name Hydra gave the job to `output`.\"\"\"
+
+from dataclasses import dataclass
+
+from omegaconf import MISSING
+
+from retrofit.jobs import launch
+from retrofit.jobs.start import start
+
+
+@dataclass
+class ProbeConfig:
+    output: str = MISSING
+
+
+SCHEMA = ProbeConfig
+
+
+def run(cfg, hydra_cfg):
+    job = start(cfg, hydra_cfg, ProbeConfig, "configs/probe.yaml")
+    (output,) = job.outputs(job.settings.output)
+    output.write_text(hydra_cfg.job.name)
+
+
+if __name__ == "__main__":
+    launch("probe")
+"""
+"""An experiment of its own, as `experiments/probe.py`."""
+
+LAUNCH_FROM_CWD = """
+import sys
+from pathlib import Path
+
+from retrofit import jobs
+
+jobs.CONFIGS_DIR = Path.cwd() / "configs"
+sys.argv = ["probe", *sys.argv[1:]]
+jobs.launch("probe")
+"""
+"""Launches job `probe` from the working directory's `experiments` package (first on the path) with
+the root configs of its `configs/`."""
+
+
+def test_a_module_and_its_root_config_are_a_job_checked_by_its_schema_and_named_after_it(tmp_path):
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "__init__.py").write_text('"""Experiments of their own."""\n')
+    (tmp_path / "experiments" / "probe.py").write_text(PROBE_JOB)
+    shutil.copytree(CONFIGS / "hydra", tmp_path / "configs" / "hydra")
+    defaults = "defaults:\n  - probe_schema\n  - hydra: default\n  - _self_\n"
+    (tmp_path / "configs" / "probe.yaml").write_text(f"{defaults}\noutput: probe.txt\n")
+    refused = run_python("-c", LAUNCH_FROM_CWD, "outpt=x.txt", cwd=tmp_path)
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+        "error: outpt is not a key of this config (did you mean output?)"
+    ]
+    ran = run_python("-c", LAUNCH_FROM_CWD, "output=named.txt", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert (tmp_path / "named.txt").read_text() == "probe"
+    assert [log.relative_to(tmp_path).parts[:2] for log in (tmp_path / "outputs").rglob("probe.log")] == [
+        ("outputs", "probe")
+    ]
 
 
 def test_a_home_directory_that_is_a_file_is_one_line_before_any_import(tmp_path):
@@ -34,39 +113,12 @@ def test_a_home_directory_that_is_a_file_is_one_line_before_any_import(tmp_path)
     assert out.returncode == USAGE and one_line_error(out).startswith(f"error: SKB_DATA_DIRECTORY={home / 'data'} (")
 
 
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        (["n_estimatorz=4"], "error: n_estimatorz is not a key of this config (no key of this config is close"),
-        (["n_nullz=[2]"], "error: n_nullz is not a key of this config (did you mean n_nulls?)"),
-        (["seed=abc"], "error: Error merging override seed=abc"),
-        (["+n_estimatorz=4"], "error: configs/ablation.yaml: bad key 'n_estimatorz'"),
-        (["output_csv=results/ablation.csv"], "is in the committed record"),
-    ],
-    ids=["unknown-key", "misspelt-key", "bad-value", "added-key", "record-output"],
-)
-def test_a_bad_override_is_one_line(tmp_path, overrides, message):
-    out = run_entry_point("ablation.py", *overrides, cwd=ROOT)
-    assert out.returncode == 1 and message in one_line_error(out)
-
-
-def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):
-    marker = tmp_path / "ran"
-    (tmp_path / "conf" / "dataset").mkdir(parents=True)
-    (tmp_path / "conf" / "dataset" / "evil.yaml").write_text(
-        f'name: !!python/object/apply:os.system ["touch {marker}"]\n'
-    )
-    out = run_python("-m", "retrofit", "ablation", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "+dataset=evil")
-    assert out.returncode == 1 and not marker.exists()
-    assert one_line_error(out).startswith("error: could not determine a constructor for the tag 'tag:yaml.org,2002:")
-
-
 def test_an_unknown_job_is_one_line_naming_the_jobs():
     out = run_python("-m", "retrofit", "exactnes")
     assert out.returncode == USAGE and "(did you mean exactness? one of ablation, aggregate, " in one_line_error(out)
 
 
-def test_retrofit_alone_lists_every_job_with_one_line_and_runs_it(tmp_path):
+def test_retrofit_alone_lists_every_job_with_one_line():
     """`python -m retrofit` and the console script's function (`[project.scripts]` names it) list
     every job, the sweep as `sweep`, each with one line, and the root configs another job runs."""
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
@@ -80,54 +132,36 @@ def test_retrofit_alone_lists_every_job_with_one_line_and_runs_it(tmp_path):
     assert all(len(line) > 20 and "\n" not in line for line in described.values())
     others = dict(line.split(maxsplit=1) for line in others_part.splitlines())
     assert others == {"preset_selection": "retrofit host_quality --config-name preset_selection"}
-    assert {*declared_configs(), *others} == {path.stem for path in (ROOT / "configs").glob("*.yaml")}
-    csv, md = tmp_path / "ablation.csv", tmp_path / "ablation.md"
-    tiny = ["d_model=16", "n_heads=2", "d_ffn=32", "n_old=8", "n_nulls=[2]", "batch=1"]
-    out = run_python("-m", "retrofit", "ablation", *tiny, f"output_csv={csv}", f"output_md={md}", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert set(pd.read_csv(csv).n_null) == {2} and "| otransformer |" in md.read_text()
+    assert {*job_configs(), *others} == {path.stem for path in CONFIGS.glob("*.yaml")}
 
 
-def test_compare_runs_as_a_job_and_from_its_entry_point_with_two_bare_paths(tmp_path):
-    record = ROOT / "results" / "retrofit_rmse.csv"
-    as_job = run_python("-m", "retrofit", "compare", f"a={record}", f"b={record}", cwd=tmp_path)
-    bare = run_entry_point("compare.py", str(record), str(record), cwd=tmp_path)
-    assert as_job.returncode == bare.returncode == 0, as_job.stderr[-3000:] + bare.stderr[-3000:]
-    assert as_job.stdout == bare.stdout and f"A = {record}" in as_job.stdout and "rmse" in as_job.stdout
-    missing = run_python("-m", "retrofit", "compare", f"a={tmp_path / 'none.csv'}", f"b={record}", cwd=tmp_path)
-    assert missing.returncode == 1 and "none.csv does not exist" in one_line_error(missing)
+def help_groups(template: str) -> dict[str, list[str]]:
+    """Group -> options, from the `== Configuration groups ==` lines of a help text."""
+    groups = template.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    return {
+        line.split(": ")[0]: line.split(": ")[1].split("   (")[0].split(", ")
+        for line in groups.splitlines()
+        if ": " in line and not line.startswith(" ")
+    }
 
 
-@pytest.mark.slow
-def test_ctrl_c_is_interrupted_exit_130(tmp_path):
-    """SIGINT once the job computes (its progress bar names the first grid point; the whole grid
-    takes minutes): `interrupted`, exit 130, no traceback, no table."""
-    command = [sys.executable, str(ROOT / "experiments" / "exactness.py"), f"output_csv={tmp_path / 'e.csv'}"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    job = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a shell
-    )
-    seen, started = [], threading.Event()
-
-    def read() -> None:
-        for char in iter(lambda: job.stderr.read(1), ""):
-            seen.append(char)
-            if "exactness B=" in "".join(seen[-40:]):
-                started.set()
-        started.set()  # the job ended: nothing more to wait for
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    started.wait()
-    assert job.poll() is None, "".join(seen)[-3000:]
-    job.send_signal(signal.SIGINT)
-    job.wait(timeout=600)
-    reader.join()
-    stderr = "".join(seen)
-    assert job.returncode == INTERRUPTED, stderr[-3000:]
-    assert "interrupted" in stderr and "Traceback" not in stderr and not (tmp_path / "e.csv").exists()
+def test_the_sweep_help_lists_the_options_it_finds_and_a_dataset_added_as_one_file(hydra_compose, tmp_path):
+    """`experiments/sweep.py --help` lists the options of the groups a sweep selects from as Hydra
+    finds them on the search path (`retrofit.jobs.group_options`): a dataset added as one YAML in a
+    folder on the search path composes and is listed; `pretrain`, which is no sweep group, is not."""
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "toy.yaml").write_text("name: toy\nsource: csv\npath: toy.csv\ntarget: y\n")
+    searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path}]"
+    cfg = hydra_compose("sweep", [searchpath, "dataset=toy"])
+    assert cfg.dataset.name == "toy"
+    listed = help_groups(cfg.hydra.help.template)
+    assert sorted(listed) == ["dataset", "decomposition", "experiment", "host", "hydra/launcher", "variant"]
+    shipped = sorted(path.stem for path in (CONFIGS / "dataset").glob("*.yaml"))
+    assert listed["dataset"] == sorted([*shipped, "toy"])
+    assert listed["variant"] == ["baseline", "full_o", "o_closed", "oa_only"]
+    assert listed["host"] == sorted(path.stem for path in (CONFIGS / "host").glob("*.yaml"))
+    assert {"basic", "joblib", "submitit_local"} <= set(listed["hydra/launcher"])
+    assert help_groups(hydra_compose("sweep").hydra.help.template)["dataset"] == shipped
+    out = run_python("experiments/sweep.py", "--help", searchpath, HYDRA_FULL_ERROR="0")
+    assert out.returncode == 0, out.stderr
+    assert help_groups(out.stdout) == listed and "pretrain" not in out.stdout
