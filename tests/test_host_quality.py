@@ -1,8 +1,10 @@
-"""The host quality bar's arithmetic and the extrapolation probe."""
+"""The host quality bar's arithmetic and the extrapolation probe; `experiments/host_quality.py` end to end
+(the quality bar and, with `--config-name preset_selection`, the presets)."""
 
 import numpy as np
 import pandas as pd
 import pytest
+from processes import run_experiment
 from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 from synthetic import regression_data
@@ -71,3 +73,22 @@ def test_every_preset_is_a_config_tabpfn_runs(make_random_host, preset):
 def test_unknown_preset_names_the_choices():
     with pytest.raises(ValueError, match="v2_5_default"):
         inference_config("v9_default")
+
+
+@pytest.mark.slow
+def test_host_quality_scores_a_host_against_the_baselines(tmp_path):
+    settings = ["hosts=[tiny_v3]", "datasets=[diabetes]", "seeds=[0]", "n_estimators=1", "cards_dir=null"]
+    run_experiment("host_quality.py", *settings, f"results_dir={tmp_path}", cwd=tmp_path)
+    scores = pd.read_csv(tmp_path / "host_quality.csv")
+    assert set(scores.model) == {"mean", "ridge", "random_forest", "tiny_v3[stored]"}
+    summary = pd.read_csv(tmp_path / "host_quality_summary.csv").set_index("model")
+    assert summary.loc["mean", "worst_rmse_over_mean"] == 1.0
+    assert set(pd.read_csv(tmp_path / "host_extrapolation.csv").model) == {"tiny_v3[stored]"}
+
+
+@pytest.mark.slow
+def test_preset_selection_scores_every_preset(tmp_path):
+    settings = ["hosts=[tiny_v2]", "datasets=[cpus]", "seeds=[0]", "presets=[stored,lean]", "n_estimators=1"]
+    config = ["--config-name", "preset_selection"]
+    run_experiment("host_quality.py", *config, *settings, f"results_dir={tmp_path}", cwd=tmp_path)
+    assert set(pd.read_csv(tmp_path / "host_quality.csv").model) >= {"tiny_v2[stored]", "tiny_v2[lean]"}
