@@ -1,5 +1,5 @@
 """The attention benchmark's entry point, and the insertion mask the operator experiments share
-(their entry points run in `tests/test_entry_points.py`)."""
+(their entry points run in `tests/test_ablation.py` and `tests/test_exactness.py`)."""
 
 from pathlib import Path
 
