@@ -15,6 +15,7 @@ The module defines
 
 and imports at its top only what `SCHEMA` needs: torch, tabpfn, sklearn, pandas, shapiq, and the
 modules importing them, are imported inside `run` (or the helper using them), so that importing an
-experiment is cheap and a config error is answered before the models load. Nothing under `retrofit`
-or `benchmarks` imports this package (`make lint` checks it); `launch` imports a job by its name.
+experiment is cheap and a config error is answered before the models load. What an experiment
+measures with lives in `benchmarks/` or `retrofit/`; nothing there imports this package (`make lint`
+checks it): `launch` imports a job by its name.
 """

@@ -146,7 +146,7 @@ try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit:
     pass
-jobs = ("retrofit.jobs.", "benchmarks.jobs.", "experiments.")
+jobs = ("retrofit.jobs.", "experiments.")
 print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.startswith(jobs)))
 """
 

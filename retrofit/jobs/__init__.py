@@ -62,21 +62,6 @@ VERBOSE = ("-v", "--verbose")
 """Flags read as `log_level=INFO` (Hydra itself takes only overrides)."""
 HELP = ("--help", "-h", "--hydra-help")
 """Flags that only print help: answered from the root config, before any model is imported."""
-BENCHMARK_JOBS = (
-    "ablation",
-    "bench",
-    "bench_batch",
-    "exactness",
-    "explain_bench",
-    "explain_scale",
-    "host_quality",
-    "noise_floor",
-    "padding_demo",
-    "scale_check",
-    "sweep_cost",
-)
-"""Removed when the benchmarks' jobs move: the jobs still in `benchmarks.jobs`, for which
-`experiments/` holds shims (`experiments/bench_attention.py` for `bench`) until then."""
 
 
 def group_options(group: str, *, _root_: DictConfig) -> str:
@@ -120,9 +105,7 @@ def jobs_in(folder: Traversable) -> list[str]:
 
 def job_names() -> list[str]:
     """The jobs: the modules of the `experiments` package, read off its folder (none imported)."""
-    names = set(jobs_in(files(EXPERIMENTS)))
-    names = names - {"bench_attention"} | set(BENCHMARK_JOBS)  # removed when the benchmarks' jobs move
-    return sorted(names)
+    return jobs_in(files(EXPERIMENTS))
 
 
 def job_module(job: str) -> ModuleType:
@@ -134,8 +117,6 @@ def job_module(job: str) -> ModuleType:
         hint = f"did you mean {close[0]}? " if close else ""
         sys.stderr.write(f"error: no job {job!r} ({hint}one of {', '.join(jobs)}; `retrofit` lists them)\n")
         raise SystemExit(USAGE)
-    if job in BENCHMARK_JOBS:  # removed when the benchmarks' jobs move
-        return import_module(f"benchmarks.jobs.{job}")
     return import_module(f"{EXPERIMENTS}.{job}")
 
 
