@@ -22,6 +22,14 @@ def run_entry_point(script: str, *overrides: str, cwd: Path, **env: str) -> subp
     return run_python(str(ROOT / "experiments" / script), *overrides, cwd=cwd, **env)
 
 
+def run_experiment(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`experiments/<script> *overrides` (`run_entry_point`, full Hydra errors, one OpenMP thread),
+    which must succeed (its stderr's end otherwise)."""
+    out = run_entry_point(script, *overrides, cwd=cwd, HYDRA_FULL_ERROR="1", OMP_NUM_THREADS="1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
 def run_hydra(*args: str, cwd: Path = ROOT, timeout: int = 900, **env: str) -> subprocess.CompletedProcess:
     """`run_python` with Hydra's short errors (`HYDRA_FULL_ERROR=0`), as a user's command shows them."""
     return run_python(*args, cwd=cwd, timeout=timeout, **{"HYDRA_FULL_ERROR": "0", **env})

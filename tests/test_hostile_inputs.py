@@ -3,8 +3,9 @@ the edge of float64, malformed dataset YAML. Each case ends in a one-line Retrof
 problem and the fix, or works with numbers in the user's units; none runs foreign code, reports a
 number that was not computed, or costs what a header claims instead of what a file holds.
 
-The sweep runner's cases (results paths, variant names in a sweep, Ctrl-C, overrides) live in
-tests/test_hostile_runner.py; more library cases in tests/test_hostile_api.py.
+The sweep runner's cases live with its modules (tests/test_store.py, tests/test_sweep_config.py) and
+the entry points' (results paths, Ctrl-C, overrides) in tests/test_preflight_hostile.py; more library
+cases in tests/test_hostile_api.py.
 """
 
 import json
@@ -257,7 +258,7 @@ def test_a_sweep_reads_a_yamls_relative_csv_path_from_its_folder_and_checks_its_
     searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path / 'conf'}]"
 
     def spec(*overrides):
-        cfg = hydra_compose("config", [searchpath, *overrides])
+        cfg = hydra_compose("sweep", [searchpath, *overrides])
         return dataset_spec(cfg.dataset, dataset_file(cfg.hydra, cfg.hydra.runtime.choices.dataset))
 
     assert spec("dataset=t").options["path"] == str(folder / "t.csv")

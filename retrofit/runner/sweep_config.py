@@ -1,4 +1,4 @@
-"""From a composed Hydra config (`configs/config.yaml`, `configs/tau_sweep.yaml`) to `Case`s, with
+"""From a composed Hydra config (`configs/sweep.yaml`, `configs/tau_sweep.yaml`) to `Case`s, with
 Hydra's own composition; the decomposition arms as extra units of a case; a whole sweep checked
 before its first job and finished after its last, with the cases it checked.
 
@@ -29,7 +29,7 @@ untimed unit with `arm_extra=True` otherwise). The labels travel in each unit's 
 (`retrofit.results.record`), so the aggregation tells arm rows apart by what the rows say, never
 by re-reading this config.
 
-A sweep (the Hydra callback `retrofit.jobs.sweep.CheckSweep`): before the first job, every job
+A sweep (the Hydra callback `experiments.sweep.CheckSweep`): before the first job, every job
 composed as Hydra's configured sweeper expands them (`sweep_job_configs`), their cases built and
 checked together (`retrofit.runner.case.check_cases`: each job's data loads and splits; no unit
 that two jobs would run differently) and its seed lists, each notice said once, the reference
@@ -338,11 +338,11 @@ def variant_units(cfg: DictConfig, hydra_cfg: DictConfig, hparams: dict[str, Any
 
 
 def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
-    """The `Case` a composed `configs/config.yaml` describes, with the variant options, search path and
+    """The `Case` a composed `configs/sweep.yaml` describes, with the variant options, search path and
     start directory read off `hydra_cfg` (`HydraConfig.get()` in a job, `cfg.hydra` from compose).
     Raises RunnerError / DatasetError for bad values."""
     base_dir = Path(hydra_cfg.runtime.cwd)
-    cfg = job_config(cfg, SweepConfig, "configs/config.yaml")
+    cfg = job_config(cfg, SweepConfig, "configs/sweep.yaml")
     hparams = with_tau_rule(OmegaConf.to_container(cfg.hparams, resolve=True))
     settings = run_settings(cfg, base_dir)
     results_dir_of(cfg, hydra_cfg)
