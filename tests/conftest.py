@@ -44,6 +44,19 @@ def make_random_host(tmp_path_factory):
     return make
 
 
+@pytest.fixture(scope="session")
+def tiny_v3_fitted():
+    """(the shipped tiny_v3 host fitted with one member, random_state 0, on the first 40 rows of
+    `synthetic.small_regression_data()`, its other 20 rows' features, their targets). Shared by the
+    whole run: `retrofit.retrofit` copies what it patches, so no test changes it."""
+    from synthetic import small_regression_data
+
+    from retrofit.hosts import get_path, make_regressor
+
+    X, y = small_regression_data()
+    return make_regressor(get_path("tiny_v3"), n_estimators=1, random_state=0).fit(X[:40], y[:40]), X[40:], y[40:]
+
+
 @pytest.fixture
 def hydra_compose():
     """`hydra_compose(config_name="config", overrides=())`: that root config of the repository's

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 import retrofit
 from benchmarks.noise_floor import perturb_inputs
@@ -23,7 +22,11 @@ from retrofit.patched import engine_models
 from retrofit.variants import resolve_variant
 
 VARIANTS = ("baseline", "oa_only", "full_o", "o_closed")
+
+
 MAX_REL = 1e-6
+
+
 DATASETS = ("carseats", "hitters")  # numeric and categorical columns; hitters has 19 features
 
 
@@ -88,19 +91,3 @@ def test_the_fingerprint_column_breaks_stability_on_a_host_not_pretrained_with_i
     fitted = _fitted(get_path("tiny_v3_5"), splits, inference_config=inference_config("v2_5_default"))
     moved = _movements(fitted, splits, "baseline")
     assert max(moved) > 100 * MAX_REL
-
-
-def test_no_preset_selection_candidate_carries_the_fingerprint():
-    """Preset selection cannot pick an unstable preset: none of its candidates has the fingerprint."""
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "preset_selection.yaml").read_text())
-    assert config["presets"]
-    assert not [p for p in config["presets"] if inference_config(p)["FINGERPRINT_FEATURE"]]
-
-
-@pytest.mark.parametrize("version", ["v2", "v2_5"])
-def test_a_no_fingerprint_preset_is_tabpfns_default_but_the_fingerprint(version):
-    default, plain = inference_config(f"{version}_default"), inference_config(f"{version}_no_fingerprint")
-    assert (default["FINGERPRINT_FEATURE"], plain["FINGERPRINT_FEATURE"]) == (True, False)
-    assert {k: v for k, v in default.items() if k != "FINGERPRINT_FEATURE"} == {
-        k: v for k, v in plain.items() if k != "FINGERPRINT_FEATURE"
-    }
