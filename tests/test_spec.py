@@ -111,3 +111,21 @@ def test_a_sweep_reads_a_yamls_relative_csv_path_from_its_folder_and_checks_its_
         spec("dataset=u")
     one_line(err)
     assert spec("dataset=t", "dataset.path=data/t.csv").options["path"] == "data/t.csv"  # from the start directory
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"name": "a", "source": "excel", "target": "y"}, "unknown source 'excel'"),
+        ({"name": "../a", "source": "csv", "path": "p", "target": "y"}, "'../a' labels results and names files"),
+        ({"name": "a", "source": "csv", "target": "y"}, "key 'path' is missing"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "colour": 1}, "unknown key 'colour'"),
+        ({"name": "a", "source": "csv", "path": "p"}, "key 'target' is missing"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "max_rows": 0}, "max_rows must be a positive"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "drop": "id"}, "drop must be a list of column"),
+        ({"name": "a", "source": "csv", "path": "p", "target": "y", "categorical": [1]}, "categorical must be a list"),
+    ],
+)
+def test_bad_specs_raise_a_clear_error(raw, message):
+    with pytest.raises(DatasetError, match=message):
+        DatasetSpec.from_mapping(raw)

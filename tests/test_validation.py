@@ -4,6 +4,7 @@ holds: each is refused in one line naming the problem and the fix, within the fi
 
 import dataclasses
 import json
+import pathlib
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,42 @@ def test_header_declaring_5000_layers_is_refused_within_the_files_memory(tmp_pat
 def test_intact_hosts_still_pass():
     for host in ("tiny_v2", "tiny_v3", "tiny_v3_5"):
         assert check_checkpoint(get_path(host)) == get_path(host)
+
+
+class _RunsCode:
+    """A pickle payload that would create a marker file if it were ever unpickled unsafely."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (self.marker,))
+
+
+def test_checkpoint_whose_pickle_runs_code_is_refused_and_the_code_never_runs(tmp_path):
+    path, marker = tmp_path / "evil.ckpt", tmp_path / "code_ran"
+    torch.save({"state_dict": {}, "config": {}, "payload": _RunsCode(marker)}, path)
+    with pytest.raises(RetrofitError, match=r"is refused: its pickle calls .*pathlib.*weights_only=False"):
+        check_checkpoint(path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "content, suffix, message",
+    [
+        (b"not a checkpoint", ".safetensors", "not a readable safetensors"),
+        (b"garbage", ".ckpt", "could not be read"),
+    ],
+)
+def test_unreadable_checkpoint_is_refused(tmp_path, content, suffix, message):
+    path = tmp_path / f"model{suffix}"
+    path.write_bytes(content)
+    with pytest.raises(RetrofitError, match=message):
+        check_checkpoint(path)
+
+
+def test_torch_file_that_is_not_tabpfn_is_refused(tmp_path):
+    path = tmp_path / "other.ckpt"
+    torch.save({"weights": torch.zeros(2)}, path)
+    with pytest.raises(RetrofitError, match="not a TabPFN checkpoint"):
+        check_checkpoint(path)
