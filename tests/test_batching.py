@@ -1,6 +1,7 @@
 """`retrofit.predict_many`: padded, mask-free batches of o_closed regressors equal their own predict."""
 
 import copy
+import functools
 
 import numpy as np
 import pytest
@@ -17,16 +18,26 @@ SHAPES = [(60, 20, 5), (40, 13, 3), (80, 7, 8), (33, 30, 5)]
 """(train rows, test rows, features) of the tables: all different."""
 
 
-def _tables(path, variant="o_closed", n_estimators=2, device="cpu", **hparams):
-    """One fitted, retrofitted regressor per table of `SHAPES` on `device`, with its test rows."""
+@functools.cache
+def _stock_tables(path, n_estimators, device) -> tuple:
+    """One stock regressor fitted per table of `SHAPES` on `device`, with its test rows; fitted once per
+    run for each (path, n_estimators, device): `retrofit` copies what it patches, so no test changes them."""
     rng = np.random.default_rng(0)
     pairs = []
     for i, (n, t, c) in enumerate(SHAPES):
         X = rng.normal(size=(n + t, c))
         y = (i + 1) * X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n + t) + 10 * i
         regressor = make_regressor(path, n_estimators=n_estimators, random_state=i, device=device).fit(X[:n], y[:n])
-        pairs.append((retrofit.retrofit(regressor, variant, **hparams), X[n:]))
-    return pairs
+        pairs.append((regressor, X[n:]))
+    return tuple(pairs)
+
+
+def _tables(path, variant="o_closed", n_estimators=2, device="cpu", **hparams):
+    """One fitted, retrofitted regressor per table of `SHAPES` on `device`, with its test rows."""
+    return [
+        (retrofit.retrofit(regressor, variant, **hparams), X)
+        for regressor, X in _stock_tables(path, n_estimators, device)
+    ]
 
 
 @pytest.fixture(scope="module")
