@@ -18,7 +18,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
+.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -150,6 +150,11 @@ pretrain-v3: $(STAMP) ## pretrain (or resume) the tiny_v3 host
 
 pretrain-v3_5: $(STAMP) ## pretrain (or resume) the tiny_v3_5 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3_5
+
+# The measured figures of README.md and docs/*.md live in their generated regions only (`<!-- generated: <name> -->`),
+# rendered from the committed results/ by retrofit.results.generated_docs; run it after a record target rewrites results/.
+docs: $(STAMP) ## rewrite the generated tables of README.md and docs/*.md from the committed results/
+	$(TIMED) $(PY) -m retrofit.results.generated_docs
 
 clean: ## remove the venv and caches (keeps results/)
 	rm -rf $(VENV) .pytest_cache .hypothesis .import_linter_cache outputs multirun .cache
