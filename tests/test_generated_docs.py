@@ -6,8 +6,7 @@ import shutil
 
 import pytest
 
-from retrofit.results.figure_tables import REGIONS
-from retrofit.results.generated_docs import ROOT, documents, regenerate, region_names, stale
+from retrofit.results.generated_docs import REGIONS, ROOT, documents, regenerate, region_names, stale
 
 
 def test_every_generated_region_is_current_with_the_committed_results():
@@ -28,7 +27,9 @@ def test_a_region_follows_its_results_file(tmp_path):
     shutil.copytree(ROOT / "results", results)
     text = "before\n<!-- generated: ablation -->\nold\n<!-- end generated -->\nafter\n"
     first = regenerate(text, results)
-    assert first.startswith("before\n<!-- generated: ablation -->\n| host |") and first.endswith("<!-- end generated -->\nafter\n")
+    assert first.startswith("before\n<!-- generated: ablation -->\n| host |") and first.endswith(
+        "<!-- end generated -->\nafter\n"
+    )
     assert regenerate(first, results) == first
     csv = results / "ablation.csv"
     csv.write_text(csv.read_text().replace("0.0241259", "0.5", 1))

@@ -46,8 +46,8 @@ TIMES = frozenset(
 class Tolerances:
     """When two values agree: `|A − B| <= atol + rel · |B|`, with `atol` from `delta_atol` for the
     matched deltas (% points, nats, a fraction for coverage) and `atol` elsewhere. Across CPUs
-    float32 kernels round in the last bits (measured: levels within 6e-7 relative, deltas within
-    4e-5 points), far inside these."""
+    float32 kernels round in the last bits, far inside these (`make compare A=<csv> B=<csv>` shows
+    the largest difference per column)."""
 
     rel: float = 1e-5
     atol: float = 1e-12

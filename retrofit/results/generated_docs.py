@@ -6,7 +6,7 @@
 A document holds a generated region as
 
     <!-- generated: <name> -->
-    ...the table `retrofit.results.figure_tables.REGIONS[<name>]` renders from results/...
+    ...the table `REGIONS[<name>]` renders from results/...
     <!-- end generated -->
 
 and prose around it names what is measured and links the results file, never the figures: they live
@@ -16,13 +16,40 @@ fixed formats, so the same results files give the same text byte for byte.
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from retrofit.results.figure_tables import REGIONS
+from retrofit.results import benchmark_figures as bench
+from retrofit.results import figure_tables as sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs")
 """The files (a folder: its `*.md`) whose generated regions this module keeps current, from the root."""
+
+REGIONS: dict[str, Callable[[Path], str]] = {
+    "headline": sweep.headline,
+    "retrofit-main": sweep.retrofit_main,
+    "retrofit-per-dataset": sweep.retrofit_per_dataset,
+    "decomposition": sweep.decomposition,
+    "tau-sweep": sweep.tau_sweep,
+    "audit": bench.audit,
+    "padding-demo": bench.padding_demo,
+    "bench-batch": bench.bench_batch,
+    "host-quality": bench.host_quality,
+    "host-quality-summary": bench.host_quality_summary,
+    "preset-selection": bench.preset_selection,
+    "extrapolation": bench.extrapolation,
+    "noise-floor": bench.noise_floor,
+    "scale": bench.scale,
+    "exactness": bench.exactness,
+    "ablation": bench.ablation,
+    "removal-bench": bench.removal_bench,
+    "removal-stages": bench.removal_stages,
+    "removal-scale": bench.removal_scale,
+    "sweep-cost": bench.sweep_cost,
+}
+"""Region name -> the function that renders it from a `results` folder (`retrofit.results.figure_tables`
+for the sweep's files, `retrofit.results.benchmark_figures` for the benchmarks')."""
 
 REGION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
@@ -48,7 +75,9 @@ def regenerate(text: str, results: Path) -> str:
     def render(match: re.Match) -> str:
         name = match["name"]
         if name not in REGIONS:
-            raise KeyError(f"generated region {name!r} is not one of retrofit.results.figure_tables.REGIONS: {sorted(REGIONS)}")
+            raise KeyError(
+                f"generated region {name!r} is not one of retrofit.results.generated_docs.REGIONS: {sorted(REGIONS)}"
+            )
         return f"{match[1]}{REGIONS[name](results)}{match[4]}"
 
     return REGION.sub(render, text)
