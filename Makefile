@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Targets leave git as they found it, except the record targets, which exist to rewrite the committed
-# results/. A record target runs under RECORD: RETROFIT_RECORD=1 is the only way anything may write
+# results/, and `make docs`, which rewrites the docs' generated tables from them. A record target runs
+# under RECORD: RETROFIT_RECORD=1 is the only way anything may write
 # results/ (retrofit.record_guard), and its wall and CPU time go to results/command_times.csv on success.
 # `$(call RECORD_AS,<row>)` records under another row name (quick-time records `quick`).
 # Every other target runs under TIMED: its time goes to the untracked outputs/command_times.csv
