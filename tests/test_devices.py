@@ -16,7 +16,7 @@ from retrofit.jobs.start import job_device
 MEASURING_JOBS = [
     "ablation",
     "audit",
-    "bench",
+    "bench_attention",
     "bench_batch",
     "exactness",
     "explain_bench",

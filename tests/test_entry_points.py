@@ -76,7 +76,7 @@ try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit:
     pass
-jobs = ("retrofit.jobs.", "benchmarks.jobs.")
+jobs = ("retrofit.jobs.", "experiments.")
 print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.startswith(jobs)))
 """
 
@@ -86,7 +86,7 @@ print(*sorted(m for m in sys.modules if m in ("torch", "tabpfn", "shapiq") or m.
     [
         (
             "exactness.py",
-            ["benchmarks.jobs.exactness", "retrofit.jobs.exits", "retrofit.jobs.preflight", "retrofit.jobs.start"],
+            ["experiments.exactness", "retrofit.jobs.exits", "retrofit.jobs.preflight", "retrofit.jobs.start"],
         ),
         ("audit.py", ["retrofit.jobs.audit", "retrofit.jobs.exits", "retrofit.jobs.preflight", "retrofit.jobs.start"]),
     ],

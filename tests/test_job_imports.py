@@ -1,4 +1,4 @@
-"""A job module, the library's (`retrofit.jobs`) or a benchmark's (`benchmarks.jobs`), imports only
+"""A job module, the library's (`retrofit.jobs`) or a benchmark's (`experiments`), imports only
 what its schema needs (`retrofit.jobs`): importing it, and a config error answered by `launch`,
 leave torch, tabpfn, sklearn, shapiq and pandas unimported. Each check runs in a fresh interpreter,
 as a user's command does."""

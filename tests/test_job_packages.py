@@ -1,5 +1,5 @@
 """Jobs are found in every job package (`retrofit.jobs.JOB_PACKAGES`): the library's own in
-`retrofit.jobs`, the benchmarks' in `benchmarks.jobs`; a name declared twice is refused naming both
+`retrofit.jobs`, the benchmarks' in `experiments`; a name declared twice is refused naming both
 files, and a job added to a job package runs as the shipped ones do, named after its module."""
 
 import shutil
@@ -73,9 +73,9 @@ def test_the_library_jobs_and_the_benchmark_jobs_are_found_in_their_own_packages
         "sweep",
         "tau_sweep",
     ]
-    assert sorted(job for job, package in packages.items() if package == "benchmarks.jobs") == [
+    assert sorted(job for job, package in packages.items() if package == "experiments") == [
         "ablation",
-        "bench",
+        "bench_attention",
         "bench_batch",
         "exactness",
         "explain_bench",
@@ -102,7 +102,7 @@ def test_a_job_or_root_config_declared_twice_is_one_line_naming_both_files(
     with pytest.raises(SystemExit) as refused:
         declared_jobs()
     assert refused.value.code == USAGE
-    both = f"benchmarks/jobs/exactness.py and extra_jobs/{module}.py"
+    both = f"experiments/exactness.py and extra_jobs/{module}.py"
     assert capsys.readouterr().err == f"error: {named} is declared in both {both} (rename one)\n"
 
 

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.ablation import build_hosts, states_with_nulls
+from benchmarks.null_insertion import build_hosts, states_with_nulls
 
 E, H, F = 32, 4, 64
 

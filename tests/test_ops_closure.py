@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from benchmarks.ablation import randomise_
+from benchmarks.null_insertion import randomise_
 from retrofit.ops import OFFN, OInject, ONorm, OStandardize, o_linear, presence
 from retrofit.ops.insertion import insert_rows, keep_mask
 

@@ -360,7 +360,7 @@ def test_explain_bench_small(tmp_path):
 
     from omegaconf import OmegaConf
 
-    from benchmarks.explain.table import COLUMNS, LOO_METHODS, METHODS, run
+    from benchmarks.removal_vs_refit.explain_table import COLUMNS, LOO_METHODS, METHODS, run
     from retrofit.data import DatasetSpec
     from retrofit.removal.stages import CLOSED_STAGES, REFIT_STAGES
 

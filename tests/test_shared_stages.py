@@ -130,7 +130,7 @@ NOT_NUMBERS = ["predict_seconds", "baseline_predict_seconds", "fit_seconds", "da
 def test_a_case_with_and_without_shared_stages_writes_the_same_numbers(make_case, tmp_path):
     """Every unit row of a tiny_v3 case (variants, o_closed, an arm; timed) is the same with the
     shared stages as without them, and `costs` gets the CPU seconds of every phase."""
-    from benchmarks.sweep_cost import PHASES, PhaseCosts
+    from benchmarks.phase_costs import PHASES, PhaseCosts
     from retrofit.runner.case import UnitSpec, run_case
 
     units = (UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("o_closed"), UnitSpec("full_o", PRESENCE, timed=False))

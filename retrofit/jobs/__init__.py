@@ -67,7 +67,7 @@ CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
 USAGE = 2
 """The exit status of a command that cannot start: an unusable home directory, an unknown job."""
-JOB_PACKAGES = ("retrofit.jobs", "benchmarks.jobs")
+JOB_PACKAGES = ("retrofit.jobs", "experiments")
 """The packages whose modules declaring `CONFIG` are the jobs: the library's, then the benchmarks'
 (named here, imported by name only when one of their jobs runs)."""
 VERBOSE = ("-v", "--verbose")

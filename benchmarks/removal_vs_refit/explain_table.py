@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from benchmarks.explain.config import ExplainBenchConfig
-from benchmarks.explain.dataset import Explained, explain_dataset
-from benchmarks.explain.plots import plot_bench, plot_example
+from benchmarks.removal_vs_refit.dataset import Explained, explain_dataset
+from benchmarks.removal_vs_refit.explain_plots import plot_bench, plot_example
+from benchmarks.removal_vs_refit.explain_settings import ExplainBenchConfig
 from retrofit.data import DatasetSpec
 from retrofit.errors import RetrofitError
 from retrofit.labels import DEVICE_DOC
@@ -22,7 +22,7 @@ COLUMN_DOCS = {
     "dataset": ("label", "dataset name"),
     "n_features": ("count", "features explained (the players)"),
     "n_coalitions": ("count", "feature coalitions evaluated per explained row"),
-    "method": ("label", "how a coalition is evaluated (`benchmarks.explain`): ours or a refit reference"),
+    "method": ("label", "how a coalition is evaluated (`benchmarks.removal_vs_refit`): ours or a refit reference"),
     "seconds": ("s", "median seconds of the method over the timing rounds (CPU seconds on the CPU, wall on CUDA)"),
     "speedup_vs_refit": ("ratio", "median per-round reference seconds / the method's"),
     "rank_corr_median": (

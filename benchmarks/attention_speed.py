@@ -14,7 +14,7 @@ slow allocation-heavy methods.
 On a CUDA device (`BenchGrid.device`) the inputs are drawn on the CPU and moved there; time is
 wall time read after `torch.cuda.synchronize()` (`retrofit.hosts.device.device_clock`: a thread's
 CPU time does not count the GPU's work) and memory is torch's allocator peak growth
-(`benchmarks.tools.memory.peak_growth_mib`).
+(`benchmarks.tools.resident_memory.peak_growth_mib`).
 """
 
 import statistics
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs
-from benchmarks.tools.memory import check_linux, peak_growth_mib
+from benchmarks.tools.resident_memory import check_linux, peak_growth_mib
 from retrofit.hosts.device import device_clock, is_cuda
 from retrofit.measure.timing import interleaved_times, paired_ratios, torch_threads
 from retrofit.ops import o_attention, o_attention_materialised

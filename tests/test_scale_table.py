@@ -8,9 +8,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from benchmarks.scale.config import ScaleConfig
-from benchmarks.scale.rows import COLUMNS
-from benchmarks.scale.table import scale_table
+from benchmarks.scale.scale_rows import COLUMNS
+from benchmarks.scale.scale_settings import ScaleConfig
+from benchmarks.scale.scale_table import scale_table
 from benchmarks.scale.verdicts import goal_lines, worst_time_misses
 from retrofit.errors import RetrofitError
 from retrofit.hosts.random_host import TINY_ARCHS

@@ -1,4 +1,5 @@
-"""The jobs measured on fitted benchmark cases: their shared keys (`CasesConfig`) and the cases,
+"""What the experiments measured on fitted benchmark cases share (`experiments/bench_batch.py`,
+`experiments/padding_demo.py`): their keys (`CasesConfig`) and the cases,
 loaded, split and fitted (`fitted_cases`).
 
     job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")

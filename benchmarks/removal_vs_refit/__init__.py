@@ -44,6 +44,7 @@ other jobs). `seconds`: the median per explained row (LOO: per valuation), with 
 the same round (`speedup_min`, `speedup_max`). Agreement with the refit: Spearman rank
 correlation of the attributions per row (median over rows) and the largest absolute difference.
 
-Modules: `config` (the settings, checked), `dataset` (one host on one dataset: every method, timed),
-`refits` (the references), `table` (the rows, the files), `plots` (the figures).
+Modules: `explain_settings` (the settings, checked), `dataset` (one host on one dataset: every method, timed),
+`refits` (the references), `explain_table` (the rows, the files), `explain_plots` (the figures);
+`removal_at_scale` (with its settings `explain_scale_settings`) the same at tabpfn's default size.
 """

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.scale.config import ScaleConfig, fitted
+from benchmarks.scale.scale_settings import ScaleConfig, fitted
 from retrofit.audit import Insertion, audit_host
 
 

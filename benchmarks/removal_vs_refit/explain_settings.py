@@ -11,7 +11,7 @@ from retrofit.typed import typed_object
 
 @dataclass
 class ExplainBenchConfig:
-    """The settings of `benchmarks.explain` (`benchmark_datasets`: the shared list of
+    """The settings of `benchmarks.removal_vs_refit` (`benchmark_datasets`: the shared list of
     `configs/benchmark/` that `datasets` is read from)."""
 
     hosts: list[str] = field(default_factory=lambda: ["tiny_v3", "tiny_v3_5"])
@@ -42,7 +42,7 @@ class ExplainBenchConfig:
     @classmethod
     def from_config(cls, node: Any) -> "ExplainBenchConfig":
         """The typed settings; RetrofitError naming an unknown key, a wrong type or a bad value."""
-        from benchmarks.explain.refits import INDICES
+        from benchmarks.removal_vs_refit.refits import INDICES
         from retrofit.hosts import inference_config
 
         cfg = typed_object(cls, node, "explain_bench config")

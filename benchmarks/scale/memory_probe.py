@@ -1,6 +1,6 @@
 """The scale check's memory: peak and clone memory of a variant, each probed in a fresh process.
 
-On the CPU a probe measures resident memory (`benchmarks.tools.memory`); on CUDA the memory the
+On the CPU a probe measures resident memory (`benchmarks.tools.resident_memory`); on CUDA the memory the
 caching allocator hands out (`torch.cuda.memory_allocated`, its peak `max_memory_allocated`)."""
 
 from concurrent.futures import ProcessPoolExecutor
@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from tabpfn import TabPFNRegressor
 
-from benchmarks.scale.config import ScaleConfig, fitted
-from benchmarks.scale.rows import BASELINE
-from benchmarks.tools.memory import make_rss_track_live_memory, peak_growth_mib, rss_mib
+from benchmarks.scale.scale_rows import BASELINE
+from benchmarks.scale.scale_settings import ScaleConfig, fitted
+from benchmarks.tools.resident_memory import make_rss_track_live_memory, peak_growth_mib, rss_mib
 from retrofit.measure.timing import torch_threads
 from retrofit.patching import retrofit
 

@@ -1,4 +1,4 @@
-"""Removal explanations against refits (benchmarks.explain.scale) on small default-layout hosts:
+"""Removal explanations against refits (benchmarks.removal_vs_refit.removal_at_scale) on small default-layout hosts:
 the contracts hold, the reference is a refit, refusals are named."""
 
 from pathlib import Path
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from benchmarks.explain.scale import COLUMNS, QUANTITIES, scale_table
-from benchmarks.explain.scale_config import ExplainScaleConfig
+from benchmarks.removal_vs_refit.explain_scale_settings import ExplainScaleConfig
+from benchmarks.removal_vs_refit.removal_at_scale import COLUMNS, QUANTITIES, scale_table
 from retrofit.errors import RetrofitError
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "explain_scale.yaml"

@@ -7,15 +7,15 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.scale.audit import audit_changes
-from benchmarks.scale.config import ScaleConfig
-from benchmarks.scale.memory import memory_probe
+from benchmarks.scale.memory_probe import memory_probe
 from benchmarks.scale.memory_saving import memory_saving_row
-from benchmarks.scale.ops import ops_per_predict
+from benchmarks.scale.ops_per_predict import ops_per_predict
 from benchmarks.scale.predict_many import predict_many_row
-from benchmarks.scale.rows import BASELINE, COLUMNS, MEMORY_SAVING, PREDICT_MANY, refused, row
-from benchmarks.scale.timing import predict_timing
-from benchmarks.tools.memory import check_linux
+from benchmarks.scale.predict_timing import predict_timing
+from benchmarks.scale.scale_audit import audit_changes
+from benchmarks.scale.scale_rows import BASELINE, COLUMNS, MEMORY_SAVING, PREDICT_MANY, refused, row
+from benchmarks.scale.scale_settings import ScaleConfig
+from benchmarks.tools.resident_memory import check_linux
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint
@@ -99,7 +99,7 @@ def _size_rows(
     reasons: dict[str, str],
 ) -> list[dict[str, Any]]:
     """The baseline's and each variant's row on the table `size`: time and memory ratios, and the
-    operation counts where `ops` has them (the first size)."""
+    operation counts where `ops_per_predict` has them (the first size)."""
     n_train, n_test, n_features = size
     stock = memory[BASELINE]
     rows = []

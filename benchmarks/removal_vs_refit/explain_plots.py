@@ -1,5 +1,5 @@
-"""The figures of the explanation benchmark (`benchmarks.explain.table`): speed-up and agreement with the
-refit per host and dataset, and one row's Shapley values per host."""
+"""The figures of the explanation benchmark (`benchmarks.removal_vs_refit.explain_table`): speed-up
+and agreement with the refit per host and dataset, and one row's Shapley values per host."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -59,7 +59,7 @@ def _host_bars(table: pd.DataFrame, speed: Any, agreement: Any) -> None:
 
 def plot_example(items: Sequence[Any]) -> Figure:
     """The first explained row's Shapley values per method, one panel per item (a
-    `benchmarks.explain.dataset.Explained`: one host on one dataset)."""
+    `benchmarks.removal_vs_refit.dataset.Explained`: one host on one dataset)."""
     figure = Figure(figsize=(7 * len(items), 3.6))
     for axis, item in zip(figure.subplots(1, len(items), squeeze=False)[0], items, strict=True):
         y = np.arange(len(item.feature_names))

@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from benchmarks.explain.refits import INDICES, as_array
-from benchmarks.explain.scale_config import ExplainScaleConfig
-from benchmarks.scale.config import synthetic_table
+from benchmarks.removal_vs_refit.explain_scale_settings import ExplainScaleConfig
+from benchmarks.removal_vs_refit.refits import INDICES, as_array
+from benchmarks.scale.scale_settings import synthetic_table
 from retrofit.adapters import ARCHITECTURES
 from retrofit.hosts import check_checkpoint, inference_config, make_regressor
 from retrofit.hosts.device import device_clock, device_label
@@ -54,7 +54,10 @@ log = logging.getLogger(__name__)
 
 COLUMN_DOCS = {
     "arch": ("label", "tabpfn architecture at its default size, random weights"),
-    "quantity": ("label", "`values`, `SV`, `k-SII`, `invariance` or `LOO` (see `benchmarks.explain.scale`)"),
+    "quantity": (
+        "label",
+        "`values`, `SV`, `k-SII`, `invariance` or `LOO` (see `benchmarks.removal_vs_refit.removal_at_scale`)",
+    ),
     "device": DEVICE_DOC,
     "status": ("label", "`measured` or `refused`"),
     "n_train": ("count", "training rows of the fitted context"),

@@ -1,4 +1,4 @@
-"""The references of the explanation benchmark (`benchmarks.explain`): shapiq's TabPFN imputer, a
+"""The references of the explanation benchmark (`benchmarks.removal_vs_refit`): shapiq's TabPFN imputer, a
 refit of the regressor per coalition, and a refit without each training row for leave-one-out."""
 
 from collections.abc import Callable

@@ -7,7 +7,7 @@ from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 from synthetic import regression_data
 
-from benchmarks.host_quality import extrapolation_probe, host_regressor, summarise
+from benchmarks.host_baselines import extrapolation_probe, host_regressor, summarise
 from retrofit.hosts.checkpoint import INFERENCE_PRESETS, TABPFN_PRESETS, inference_config
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import torch
 from tabpfn import TabPFNRegressor
 
-from benchmarks.scale.config import ScaleConfig, fitted
-from benchmarks.scale.rows import BASELINE
+from benchmarks.scale.scale_rows import BASELINE
+from benchmarks.scale.scale_settings import ScaleConfig, fitted
 from retrofit.errors import RetrofitError
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
 from retrofit.patching import retrofit

@@ -1,5 +1,5 @@
 """One shipped host on one dataset, explained by every method and index, timed interleaved
-(`explain_dataset`; the methods, indices and timing are described in `benchmarks.explain`)."""
+(`explain_dataset`; the methods, indices and timing are described in `benchmarks.removal_vs_refit`)."""
 
 import logging
 import time
@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
 
-from benchmarks.explain.config import ExplainBenchConfig
-from benchmarks.explain.refits import INDICES, as_array, refit_leave_one_out, refit_shapiq
+from benchmarks.removal_vs_refit.explain_settings import ExplainBenchConfig
+from benchmarks.removal_vs_refit.refits import INDICES, as_array, refit_leave_one_out, refit_shapiq
 from retrofit.data import DatasetSpec
 from retrofit.fitting import load_split
 from retrofit.hosts import get_path, inference_config, make_regressor

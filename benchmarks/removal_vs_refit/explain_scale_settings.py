@@ -1,4 +1,4 @@
-"""The settings of removal explanations at default size (`benchmarks.explain.scale`): the schema of
+"""The settings of removal explanations at default size (`benchmarks.removal_vs_refit.removal_at_scale`): the schema of
 `configs/explain_scale.yaml` (each setting's role is written there). Importing it imports no
 model (torch, tabpfn): those come with the check of the settings."""
 
