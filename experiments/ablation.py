@@ -36,8 +36,6 @@ class AblationConfig:
     device: str = MISSING
 
 
-CONFIG = "ablation"
-"""Its root config, `configs/ablation.yaml`."""
 SCHEMA = AblationConfig
 
 

@@ -31,8 +31,6 @@ class BenchConfig:
     device: str = MISSING
 
 
-CONFIG = "bench_attention"
-"""Its root config, `configs/bench_attention.yaml`."""
 SCHEMA = BenchConfig
 
 

@@ -55,8 +55,6 @@ class BenchBatchConfig(CasesConfig):
     output: str = MISSING
 
 
-CONFIG = "bench_batch"
-"""Its root config, `configs/bench_batch.yaml`."""
 SCHEMA = BenchBatchConfig
 
 

@@ -41,8 +41,6 @@ class ExactnessConfig:
     device: str = MISSING
 
 
-CONFIG = "exactness"
-"""Its root config, `configs/exactness.yaml`."""
 SCHEMA = ExactnessConfig
 
 

@@ -11,8 +11,6 @@ from benchmarks.removal_vs_refit.explain_settings import ExplainBenchConfig
 from retrofit.jobs import launch
 from retrofit.jobs.start import JobStart, job_device
 
-CONFIG = "explain_bench"
-"""Its root config, `configs/explain_bench.yaml`."""
 SCHEMA = ExplainBenchConfig
 
 

@@ -12,8 +12,6 @@ from benchmarks.removal_vs_refit.explain_scale_settings import ExplainScaleConfi
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
 
-CONFIG = "explain_scale"
-"""Its root config, `configs/explain_scale.yaml`."""
 SCHEMA = ExplainScaleConfig
 
 

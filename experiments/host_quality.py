@@ -35,8 +35,6 @@ class HostQualityConfig:
     cards_dir: str | None = MISSING
 
 
-CONFIG = "host_quality"
-"""Its root config, `configs/host_quality.yaml`."""
 SCHEMA = HostQualityConfig
 
 

@@ -33,8 +33,6 @@ class NoiseFloorConfig:
     output: str = MISSING
 
 
-CONFIG = "noise_floor"
-"""Its root config, `configs/noise_floor.yaml`."""
 SCHEMA = NoiseFloorConfig
 
 

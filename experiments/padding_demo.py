@@ -52,8 +52,6 @@ class PaddingDemoConfig(CasesConfig):
     output: str = MISSING
 
 
-CONFIG = "padding_demo"
-"""Its root config, `configs/padding_demo.yaml`."""
 SCHEMA = PaddingDemoConfig
 
 

@@ -12,8 +12,6 @@ from benchmarks.scale.scale_settings import ScaleConfig
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
 
-CONFIG = "scale_check"
-"""Its root config, `configs/scale_check.yaml`."""
 SCHEMA = ScaleConfig
 
 

@@ -4,7 +4,7 @@
     python experiments/sweep_cost.py 'datasets=[wage]' 'seeds=[1]' repeats=1 output=outputs/cost.csv
 
 Each case is the one `make retrofit` runs for that host × dataset × seed (the root config
-`configs/config.yaml` with `+experiment=paper_table`: every variant, the decomposition arms, the
+`configs/sweep.yaml` with `+experiment=paper_table`: every variant, the decomposition arms, the
 timing rounds on seed 0), run afresh into `cache_dir` (`benchmarks.phase_costs`).
 """
 
@@ -38,7 +38,6 @@ class SweepCostConfig:
     output: str = MISSING
 
 
-CONFIG = "sweep_cost"
 SCHEMA = SweepCostConfig
 
 
@@ -47,14 +46,14 @@ def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> "list[Case]":
     from retrofit.runner.case import check_cases
     from retrofit.runner.config import case_from_hydra
 
-    register("config")  # each case is composed from configs/config.yaml, checked by the sweep's schema
+    register("sweep")  # each case is composed from configs/sweep.yaml, checked by the sweep's schema
     loader = GlobalHydra.instance().config_loader()
     cases = []
     for host in settings.hosts:
         for dataset in settings.datasets:
             for seed in settings.seeds:
                 overrides = ["+experiment=paper_table", f"host={host}", f"dataset={dataset}", f"seed={seed}"]
-                cfg = loader.load_configuration("config", [*overrides, f"cache_dir={settings.cache_dir}"], RunMode.RUN)
+                cfg = loader.load_configuration("sweep", [*overrides, f"cache_dir={settings.cache_dir}"], RunMode.RUN)
                 with open_dict(cfg):
                     cfg.hydra.runtime.cwd = str(base_dir)
                 cases.append(case_from_hydra(cfg, cfg.hydra))

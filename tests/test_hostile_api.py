@@ -144,7 +144,7 @@ def test_folder_without_a_checkpoint_says_what_it_holds(tmp_path):
 
 
 def test_a_bare_number_tau_that_is_not_a_number_is_refused_on_the_command_line_in_one_line(hydra_compose):
-    cfg = hydra_compose("config", ["variant=oa_only", "variant.tau=abc"])
+    cfg = hydra_compose("sweep", ["variant=oa_only", "variant.tau=abc"])
     with pytest.raises(RetrofitError, match=r"^variant=oa_only: tau must be a number \(c of the calibrated rule"):
         case_from_hydra(cfg, cfg.hydra)
 

@@ -12,9 +12,8 @@ import retrofit
 from retrofit.batching import decode_members, member_inputs
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
-from retrofit.member_columns import _members
+from retrofit.member_columns import _members, member_feature_columns
 from retrofit.removal import leave_one_out, row_values, shapley, values
-from retrofit.removal.columns import member_feature_columns
 
 REL_BOUND = 1e-5
 """Without compaction, removal matches its reference to this fraction of the prediction scale."""

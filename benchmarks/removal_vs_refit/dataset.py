@@ -18,8 +18,8 @@ from retrofit.fitting import load_split
 from retrofit.hosts import get_path, inference_config, make_regressor
 from retrofit.hosts.device import device_clock, device_label
 from retrofit.measure.timing import interleaved_times, spread
+from retrofit.member_columns import member_feature_columns
 from retrofit.patching import retrofit
-from retrofit.removal.columns import member_feature_columns
 from retrofit.removal.context import evaluate
 from retrofit.removal.features import values
 from retrofit.removal.game import SharedValues, explain

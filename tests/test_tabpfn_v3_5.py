@@ -1,14 +1,18 @@
-"""o_closed on tabpfn_v3_5: its in-context ECDF ranks among the present train rows only
-(`o_ecdf_ranks`), and the payoffs of closure, `predict_many` and `retrofit.removal`, meeting on v3.5
-the contracts they meet on v3 (fast on a tiny random host, slow on the shipped tiny_v3_5). The
-whole-model closure itself is tested with v3's in test_o_closed.py."""
+"""`retrofit.adapters.tabpfn_v3_5`: its in-context block wrapper (what v3's refuses, what the
+estimator runs), its in-context ECDF ranks among the present train rows only (`o_ecdf_ranks`), and
+the payoffs of closure, `predict_many` and `retrofit.removal`, meeting on v3.5 the contracts they
+meet on v3 (fast on a tiny random host, slow on the shipped tiny_v3_5). The whole-model closure
+itself is tested with v3's in test_tabpfn_v3.py."""
 
 import numpy as np
 import pytest
 import torch
+from synthetic import fit_synthetic, regression_data
 
 import retrofit
-from retrofit.adapters.tabpfn_v3_5_input import o_ecdf_ranks
+from retrofit.adapters import AttentionSettings, TauRule, in_context_blocks
+from retrofit.adapters.tabpfn_v3 import OICLBlockV3
+from retrofit.adapters.tabpfn_v3_5 import o_ecdf_ranks
 from retrofit.batching import cell_limit, member_inputs, shared_buckets
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
@@ -136,6 +140,7 @@ def _check_removal(path, compact, **config):
     assert loo.shape == (N_TRAIN,) and np.isfinite(loo).all() and np.abs(loo).max() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compact", [False, True])
 def test_removal_meets_its_contracts(make_random_host, compact):
     _check_removal(make_random_host("tabpfn_v3_5"), compact)
@@ -154,3 +159,36 @@ def test_tiny_v3_5_removal_meets_its_contracts_under_a_column_separable_preset(c
     ).fit(X[:N_TRAIN], y[:N_TRAIN])
     with pytest.raises(RetrofitError, match=r"AddFingerprintFeaturesStep"):
         values(retrofit.retrofit(fitted, "o_closed"), X[N_TRAIN:], COALITIONS)
+
+
+def test_the_v3_wrapper_refuses_a_v3_5_block_naming_its_query_and_key_norms(fitted):
+    """v3.5's in-context attention normalises queries and keys per head; v3's wrapper reads
+    neither, so running it there would compute another map: it must refuse, by name."""
+    regressor, _ = fitted("tabpfn_v3_5")
+    block = in_context_blocks(regressor.models_[0])[0]
+    message = r"holds \['icl_attention.q_norm', 'icl_attention.k_norm'\].*update the spec and wrapper"
+    with pytest.raises(RetrofitError, match=message):
+        OICLBlockV3(block, frozenset({"attention"}), TauRule("calibrated", c=1e-3), AttentionSettings(1e-6))
+
+
+def test_retrofit_regressor_runs_full_o_on_a_v3_5_host(fitted):
+    """`RetrofitRegressor` on a v3.5 checkpoint predicts what retrofitting the stock fit predicts."""
+    regressor, X_test = fitted("tabpfn_v3_5")
+    X, y = regression_data(n=80)
+    path = regressor.model_path
+    estimator = retrofit.RetrofitRegressor("full_o", model_path=path, n_estimators=1, random_state=0, device="cpu").fit(
+        X[:60], y[:60]
+    )
+    assert estimator.regressor_.retrofit_report_.architectures == ("tabpfn_v3_5",)
+    np.testing.assert_array_equal(estimator.predict(X_test), retrofit.retrofit(regressor, "full_o").predict(X_test))
+
+
+def test_v3_5_o_closed_runs_through_the_estimator(make_random_host):
+    """RetrofitRegressor("o_closed") fits and predicts on a v3.5 host: its predictions are those of
+    the same stock regressor retrofitted."""
+    path = make_random_host("tabpfn_v3_5")
+    regressor, X_test = fit_synthetic(path, n_estimators=1, f=5)
+    X, y = regression_data(0, 90, 5, curved=True)
+    estimator = retrofit.RetrofitRegressor("o_closed", model_path=str(path), n_estimators=1, random_state=0)
+    predicted = estimator.fit(X[:60], y[:60]).predict(X_test)
+    np.testing.assert_array_equal(predicted, retrofit.retrofit(regressor, "o_closed").predict(X_test))

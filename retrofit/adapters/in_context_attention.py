@@ -1,8 +1,6 @@
-"""Hidden-carrier OAttention on a tabpfn in-context attention module's own projections.
-
-Shapes: B batch (folded with columns for the v2 family), R rows, N context (train) rows =
-`single_eval_pos`, H query heads, G key/value heads, D head dim, E embedding.
-"""
+"""Hidden-carrier OAttention on a tabpfn in-context attention module's own projections, and
+the OAttention settings (`AttentionSettings`) every wrapper takes. B is the batch, folded with the
+columns for the v2 family; N = `single_eval_pos`."""
 
 import math
 from collections.abc import Callable

@@ -6,7 +6,7 @@ import pytest
 import torch
 from synthetic import fit_synthetic
 from tabpfn.architectures.interface import PerformanceOptions
-from test_o_closed import CLOSED_ARCHITECTURES, _insert_absent, _model_inputs
+from test_tabpfn_v3 import CLOSED_ARCHITECTURES, _insert_absent, _model_inputs
 
 import retrofit
 from retrofit.adapters.chunks import chunk_slices, per_token_in_chunks

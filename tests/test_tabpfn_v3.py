@@ -1,15 +1,16 @@
-"""o_closed: tabpfn_v3 and tabpfn_v3_5 O-closed from the raw input to the readout (fast on a tiny
-random host of each, slow on the shipped tiny_v3 and tiny_v3_5 with trained weights)."""
+"""`retrofit.adapters.tabpfn_v3`'s closed model (o_closed): tabpfn_v3 and tabpfn_v3_5 (its
+subclass) O-closed from the raw input to the readout (fast on a tiny random host of each, slow on
+the shipped tiny_v3 and tiny_v3_5 with trained weights)."""
 
 import numpy as np
 import pytest
 import torch
 from devices import DEVICES
-from synthetic import diabetes_split, fit_synthetic, regression_data
+from synthetic import diabetes_split, fit_synthetic
 
 import retrofit
 from retrofit.adapters import OClosedModel
-from retrofit.adapters.tabpfn_v3_input import o_grouped_cells, o_standardised_cells, ordered_sum
+from retrofit.adapters.tabpfn_v3 import o_grouped_cells, o_standardised_cells, ordered_sum
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.ops.insertion import insert_rows, random_keep_mask
@@ -127,23 +128,6 @@ def test_unpatch_restores_the_stock_models_and_predictions(random_closed):
     np.testing.assert_array_equal(restored.predict(X_test), baseline)
 
 
-def test_v2_family_is_refused_with_the_reason(make_random_host):
-    regressor, _ = fit_synthetic(make_random_host("tabpfn_v2"), n_estimators=2, f=5)
-    with pytest.raises(RetrofitError, match=r"standardise every feature over the train rows.*between features"):
-        retrofit.retrofit(regressor, "o_closed")
-
-
-def test_v3_5_o_closed_runs_through_the_estimator(make_random_host):
-    """RetrofitRegressor("o_closed") fits and predicts on a v3.5 host: its predictions are those of
-    the same stock regressor retrofitted."""
-    path = make_random_host("tabpfn_v3_5")
-    regressor, X_test = fit_synthetic(path, n_estimators=1, f=5)
-    X, y = regression_data(0, 90, 5, curved=True)
-    estimator = retrofit.RetrofitRegressor("o_closed", model_path=str(path), n_estimators=1, random_state=0)
-    predicted = estimator.fit(X[:60], y[:60]).predict(X_test)
-    np.testing.assert_array_equal(predicted, retrofit.retrofit(regressor, "o_closed").predict(X_test))
-
-
 def test_closed_variant_with_stock_in_context_parts_is_refused(random_closed):
     regressor, _ = random_closed
     with pytest.raises(RetrofitError, match=r"leaves the in-context parts \['ffn', 'norm'\] stock"):
@@ -242,7 +226,7 @@ def test_shipped_host_o_closed_rmse_is_the_baselines(shipped_diabetes):
 def test_rank_rope_is_the_hosts_rope_at_positions_zero_to_s():
     from tabpfn.architectures.tabpfn_v3 import RotaryEmbedding
 
-    from retrofit.adapters.tabpfn_v3_columns import _RankRope
+    from retrofit.adapters.tabpfn_v3 import _RankRope
 
     for interleaved in (False, True):
         rope = RotaryEmbedding(8, theta=100_000, interleaved=interleaved)
