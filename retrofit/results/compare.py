@@ -320,8 +320,9 @@ def read_reference(
 ) -> Reference:
     """The CSV at `path`: as in the working tree (`commit` None), or as committed at `commit` (e.g.
     `HEAD`) in the git checkout holding it — outside any checkout, the file as it is, and the source
-    says so; without `git` on PATH a `commit` is refused (the checkout could not be told apart). Its keys are checked now, before any sweep runs. RunnerError when the file (or its
-    committed version) does not exist."""
+    says so; without `git` on PATH a `commit` is refused (the checkout could not be told apart).
+    Its keys are checked now, before any sweep runs. RunnerError when the file (or its committed
+    version) does not exist."""
     path = Path(path).resolve()
     shown = _git(path, "show", f"{commit}:./{path.name}") if commit is not None else None
     if commit is not None and shown is None:
