@@ -1,19 +1,52 @@
-"""Compare two retrofit_rmse.csv files unit by unit (`retrofit.jobs.compare`; make compare A=<csv> B=<csv>).
+"""Two retrofit_rmse.csv files compared unit by unit, printed (`configs/compare.yaml`, `make compare A=<csv> B=<csv>`):
+per numeric column the largest |A − B| over the matched units and where, per host × variant the
+mean ΔRMSE % in A and in B (`retrofit.results.compare`). Prints only; writes nothing.
 
     python experiments/compare.py a=outputs/results/retrofit_rmse.csv b=results/retrofit_rmse.csv
     python experiments/compare.py outputs/results/retrofit_rmse.csv results/retrofit_rmse.csv   # the same
 
-Prints, per numeric column, the largest |A − B| over the matched units and where, and per host ×
-variant the mean ΔRMSE % in A and in B (`retrofit.results.compare`). Two bare file names (what
-`make compare` hands over) are taken as data, character for character: they never pass through
-Hydra's override grammar, which would parse quotes, brackets and `${...}` in them.
+Two bare file names (what `make compare` hands over) are taken as data, character for character:
+they never pass through Hydra's override grammar, which would parse quotes, brackets and `${...}`
+in them.
 """
 
+import os
 import sys
+from dataclasses import dataclass
+
+from omegaconf import MISSING, DictConfig
 
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs import launch
-from retrofit.jobs.compare import show
+from retrofit.jobs.start import start
+
+
+@dataclass
+class CompareConfig:
+    """The schema of `configs/compare.yaml` (each key's role is written there)."""
+
+    a: str = MISSING
+    b: str = MISSING
+
+
+SCHEMA = CompareConfig
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Print the comparison of the files `a` and `b` (relative paths: from where the command started)."""
+    from retrofit.runner.schema import resolve
+
+    job = start(cfg, hydra_cfg, CompareConfig, "configs/compare.yaml")
+    show(*(resolve(job.base_dir, path) for path in (job.settings.a, job.settings.b)))
+
+
+def show(a: str | os.PathLike, b: str | os.PathLike) -> None:
+    """Print the comparison of the files `a` and `b`; RetrofitError naming a file that is not a results table."""
+    from retrofit.results.compare import compare
+
+    print(f"A = {a}\nB = {b}\n")
+    print(compare(a, b).text())
+
 
 if __name__ == "__main__":
     given = sys.argv[1:]

@@ -1,10 +1,96 @@
-"""The retrofit sweep (`retrofit.jobs.sweep`): one case per job; `make retrofit` runs the paper table.
+"""The retrofit sweep, one case (host × dataset × seed, every selected variant) per job.
 
-python experiments/sweep.py dataset=diabetes variant=oa_only results_dir=outputs/quick
-python experiments/sweep.py -m +experiment=paper_table
+    python experiments/sweep.py dataset=<name> seed=<n> results_dir=<dir>   # = python -m retrofit sweep ...
+    python experiments/sweep.py -m dataset=diabetes,auto variant=oa_only,full_o   # a grid: one baseline per case
+    python experiments/sweep.py -m +experiment=paper_table                 # the default grid (make retrofit)
+    python experiments/sweep.py -v ...                                     # per-unit detail on the console too
+
+A single run adds its case's rows to <results_dir>/retrofit_rmse.csv, a sweep (-m) its jobs' rows at
+its end (`retrofit.runner.hydra_callbacks`): rows of other units already there are kept, its own
+replace theirs, and a row of one of its units computed with other settings is refused by name,
+never replaced; the committed record alone holds exactly the rows of the sweep that makes it. With
+reference=<csv>, either checks that its rows reproduce that file. Each job shows a progress bar
+over its units; both end with the headline table and the files written.
 """
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from retrofit.data.csv_file import check_csv_command
+from retrofit.errors import exit_on_any_error
 from retrofit.jobs import launch
+from retrofit.runner import console
+from retrofit.runner.schema import SweepConfig, reference_of, results_dir_of
+
+SCHEMA = SweepConfig
+
+if TYPE_CHECKING:
+    from retrofit.results.compare import Reference
+    from retrofit.runner.case import Case
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`).
+    A CSV named on the command line is checked first (`check_csv_command`), before any model loads."""
+    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))
+    from retrofit.runner.case import reusable, run_case
+    from retrofit.runner.config import case_from_hydra
+    from retrofit.runner.finish import case_records, finish
+
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
+        run_case(case_from_hydra(cfg, hydra_cfg))
+        return
+    with console.collected_notices() as notices:
+        case = case_from_hydra(cfg, hydra_cfg)
+        reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))  # read before the run writes anything
+        reused = console.reused(reusable([case]), len(case.units))
+        rows = run_case(case)
+    log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
+    records = case_records(case, rows)  # checked against the reference: this run's own rows
+    paths = {case.host: case.host_path}
+    finish(
+        results_dir_of(cfg, hydra_cfg),
+        records,
+        log_file,
+        reused,
+        keep=True,
+        reference=reference,
+        notices=notices,
+        host_paths=paths,
+    )
+
+
+class CheckSweep(Callback):
+    """The sweep's Hydra callback (`hydra.callbacks.check_sweep` of `configs/sweep.yaml`): reject an
+    invalid sweep before anything runs; say how many units the store already holds; the sweep's
+    results, headline table and reproduction check after the last job
+    (`retrofit.runner.hydra_callbacks`, imported only by a multirun, so a single run's checks come
+    before any model loads)."""
+
+    def __init__(self) -> None:
+        self.cases: list[Case] = []
+        self.reference: Reference | None = None
+        self.reused = ""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from retrofit.runner.case import reusable
+        from retrofit.runner.hydra_callbacks import checked_sweep
+
+        with exit_on_any_error():
+            self.cases, self.reference = checked_sweep(config)
+            total = len({case.key(unit) for case in self.cases for unit in case.units})
+            self.reused = console.reused(reusable(self.cases), total)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from retrofit.runner.hydra_callbacks import finish_sweep
+
+        with exit_on_any_error():
+            finish_sweep(config, self.cases, self.reference, self.reused)
+
 
 if __name__ == "__main__":
     launch("sweep")

@@ -2,31 +2,28 @@
 as its `experiments/` entry point runs it (`retrofit.jobs.launch`); alone, either lists every job
 with one line saying what it does, and the root configs of `configs/` that another job runs."""
 
-import ast
 import re
 import sys
 
 import yaml
 
-from retrofit.jobs import CONFIGS_DIR, declared_configs, declared_jobs, launch
+from retrofit.jobs import CONFIGS_DIR, job_configs, job_module, job_names, launch
 
 ASIDE = re.compile(r"\s*\([^()]*`[^()]*\)")
 """A parenthesised aside naming code or files (`configs/x.yaml`), left out of a job's one line."""
 
 
 def about(job: str) -> str:
-    """What job `job` does, in one line: the first sentence of its module's docstring (read off its
-    source, so listing imports no job), without its asides naming code or files."""
-    module = declared_jobs()[job].module
-    path = CONFIGS_DIR.parent / f"{module.replace('.', '/')}.py"
-    first = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split("\n\n")[0].split())
+    """What job `job` does, in one line: the first sentence of its module's docstring (the module is
+    imported: it is cheap by contract), without its asides naming code or files."""
+    first = " ".join((job_module(job).__doc__ or "").split("\n\n")[0].split())
     return ASIDE.sub("", first).split(": ")[0].rstrip(".")
 
 
 def other_configs() -> dict[str, str]:
     """Root config -> the command that runs it, for each root config of `configs/` that no job
-    declares: the job of the root config it extends (a plain name in its defaults list) with `--config-name`."""
-    jobs = declared_configs()
+    runs as its own: the job of the root config it extends (a plain name in its defaults list) with `--config-name`."""
+    jobs = job_configs()
     commands = {}
     for path in sorted(CONFIGS_DIR.glob("*.yaml")):
         if path.stem in jobs:
@@ -39,9 +36,9 @@ def other_configs() -> dict[str, str]:
 
 def listing() -> str:
     """Every job with its one line (`about`), then the root configs another job runs (`other_configs`)."""
-    width = max(map(len, [*declared_jobs(), *other_configs()])) + 2
+    width = max(map(len, [*job_names(), *other_configs()])) + 2
     lines = ["usage: retrofit <job> [--help] [-m] [-v] [key=value ...]   (the same: python -m retrofit <job> ...)"]
-    lines += ["jobs:"] + [f"  {job:<{width}}{about(job)}" for job in sorted(declared_jobs())]
+    lines += ["jobs:"] + [f"  {job:<{width}}{about(job)}" for job in job_names()]
     lines += ["root configs run by another job:"] + [f"  {c:<{width}}{cmd}" for c, cmd in other_configs().items()]
     return "\n".join(lines)
 

@@ -23,7 +23,7 @@ RECORD_ENV = "RETROFIT_RECORD"
 """The environment variable (value `1`) that the Makefile's record targets set: only then may a
 command write into `RECORD_DIR`."""
 ELSEWHERE = "outputs/results"
-"""Where the refusals suggest writing results instead (the `results_dir` default of `configs/config.yaml`)."""
+"""Where the refusals suggest writing results instead (the `results_dir` default of `configs/sweep.yaml`)."""
 EXAMPLES = {"results_dir": ELSEWHERE, "cache_dir": ".cache"}
 """An example value per output directory key, for the message refusing a null one."""
 

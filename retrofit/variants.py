@@ -4,7 +4,7 @@ A variant has `name`, `adapters` (registered adapter names), `tau` (`mode` absol
 calibrated with `c`; see `retrofit.adapters.tau`; a bare number is `c` of the calibrated rule,
 `tau_rule`), `eps_den`, `eps_mode` (OAttention's sink semantics,
 `retrofit.ops.EPS_MODES`; absent means `absolute`), `compact` and `closed` (`true` O-closes the whole
-model, from the raw input to the readout, not only the in-context blocks; `retrofit.adapters.closure`).
+model, from the raw input to the readout, not only the in-context blocks; `retrofit.adapters.closed_model`).
 A variant without adapters (the baseline) needs no `tau`, `eps_den` or `eps_mode`.
 
 The built-in variants are `retrofit/configs/variant/<name>.yaml` (package data; Hydra's `variant`

@@ -44,6 +44,23 @@ def make_random_host(tmp_path_factory):
     return make
 
 
+@pytest.fixture(scope="module")
+def fitted(make_random_host):
+    """Factory `fitted(arch, **overrides) -> (regressor, X_test)`: `synthetic.fit_synthetic` on a tiny
+    random host of `arch` (n=80), fitted once per module and overrides."""
+    from synthetic import fit_synthetic
+
+    cache = {}
+
+    def make(arch: str, **overrides):
+        key = (arch, tuple(sorted(overrides.items())))
+        if key not in cache:
+            cache[key] = fit_synthetic(make_random_host(arch), n=80, **overrides)
+        return cache[key]
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def tiny_v3_fitted():
     """(the shipped tiny_v3 host fitted with one member, random_state 0, on the first 40 rows of
@@ -68,7 +85,7 @@ def job_schemas() -> None:
 
 @pytest.fixture
 def hydra_compose(job_schemas):
-    """`hydra_compose(config_name="config", overrides=())`: that root config of the repository's
+    """`hydra_compose(config_name="sweep", overrides=())`: that root config of the repository's
     `configs/` composed (every root config's schema stored, `job_schemas`), its `hydra` node kept;
     Hydra is cleared before and after."""
     from hydra import compose, initialize_config_dir
@@ -76,7 +93,7 @@ def hydra_compose(job_schemas):
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "configs"), version_base="1.3"):
-        yield lambda name="config", overrides=(): compose(name, list(overrides), return_hydra_config=True)
+        yield lambda name="sweep", overrides=(): compose(name, list(overrides), return_hydra_config=True)
     GlobalHydra.instance().clear()
 
 

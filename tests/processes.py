@@ -20,3 +20,11 @@ def run_python(*args: str, cwd: Path = ROOT, timeout: int = 900, **env: str) -> 
 def run_entry_point(script: str, *overrides: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """`experiments/<script> *overrides` through `run_python`."""
     return run_python(str(ROOT / "experiments" / script), *overrides, cwd=cwd, **env)
+
+
+def run_experiment(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`experiments/<script> *overrides` (`run_entry_point`, full Hydra errors, one OpenMP thread),
+    which must succeed (its stderr's end otherwise)."""
+    out = run_entry_point(script, *overrides, cwd=cwd, HYDRA_FULL_ERROR="1", OMP_NUM_THREADS="1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out

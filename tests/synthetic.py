@@ -93,6 +93,17 @@ def fit_synthetic(
     return regressor.fit(X[:n_train], y[:n_train]), X[n_train:]
 
 
+def frozen_stock(regressor: Any) -> Any:
+    """The stock regressor with frozen parameters: tabpfn picks other CPU kernels for frozen
+    weights (1e-7-level differences), so 'stock' means frozen, like every retrofitted clone."""
+    import copy
+
+    stock = copy.deepcopy(regressor)
+    for model in stock.models_:
+        model.requires_grad_(False)
+    return stock
+
+
 def diabetes_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(X_train, X_test, y_train, y_test): scikit-learn's diabetes table (it ships with the package)
     split 70/30 by `train_test_split(random_state=0)`, the real table the trained-host tests share."""

@@ -13,7 +13,7 @@ from retrofit.data import DatasetError, DatasetSpec, frame_table, load_table
 
 
 def csv_node(hydra_compose, *overrides: str) -> dict:
-    return OmegaConf.to_container(hydra_compose("config", ["dataset=csv", *overrides]).dataset, resolve=True)
+    return OmegaConf.to_container(hydra_compose("sweep", ["dataset=csv", *overrides]).dataset, resolve=True)
 
 
 def test_a_csv_on_the_command_line_is_named_by_its_stem_and_read_from_the_start_directory(hydra_compose, tmp_path):

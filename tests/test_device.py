@@ -8,14 +8,14 @@ from omegaconf import open_dict
 import retrofit.fitting
 from retrofit.errors import RetrofitError
 from retrofit.hosts.device import device_clock, device_label
-from retrofit.jobs import declared_jobs, job_module
+from retrofit.jobs import job_module, job_names, root_config
 from retrofit.jobs.exits import schema_keys
 from retrofit.jobs.start import job_device
 
 MEASURING_JOBS = [
     "ablation",
     "audit",
-    "bench",
+    "bench_attention",
     "bench_batch",
     "exactness",
     "explain_bench",
@@ -34,9 +34,8 @@ no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refus
 
 
 def test_every_measuring_job_has_a_device_key():
-    jobs = declared_jobs()
     with_key = {job for job in MEASURING_JOBS if "device" in schema_keys(job_module(job).SCHEMA)}
-    assert set(MEASURING_JOBS) <= set(jobs) and with_key == set(MEASURING_JOBS)
+    assert set(MEASURING_JOBS) <= set(job_names()) and with_key == set(MEASURING_JOBS)
 
 
 @no_cuda
@@ -47,9 +46,8 @@ def test_a_job_refuses_cuda_without_cuda_in_one_line_before_any_work(job, hydra_
 
     monkeypatch.setattr(retrofit.fitting, "load_table", no_work)  # every dataset load goes through it
     monkeypatch.setattr(retrofit.fitting, "make_regressor", no_work)  # every fit too
-    source = declared_jobs()[job]
     overrides = ["device=cuda", f"hydra.runtime.cwd={tmp_path}"]
-    cfg = hydra_compose(source.config, overrides)
+    cfg = hydra_compose(root_config(job_module(job)), overrides)
     hydra_cfg = cfg.hydra
     with open_dict(cfg):  # a job gets its config without the hydra node, as Hydra runs it
         del cfg["hydra"]

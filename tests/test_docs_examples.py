@@ -32,7 +32,7 @@ SKIPPED = {
     r"-m dataset=auto,wage seed=0,1,2,3,4": "a 10-job grid and its re-aggregation (minutes on 2 cores)",
     r"\+experiment=paper_table": "the paper grid (hours); `make retrofit` records it",
     r"^mkdir -p /my/conf": "writes a variant folder outside the scratch directory; the same search path is tested by "
-    "tests/test_configs.py",
+    "tests/test_runner_config.py",
     r"file:///my/conf": "needs the variant folder of the command before it",
 }
 """A pattern (`re.search`) of a command -> why that command is not run here."""

@@ -242,7 +242,7 @@ def test_a_bare_number_tau_is_c_of_the_calibrated_rule_in_the_api_and_on_the_com
     cases = [
         case_from_hydra(cfg, cfg.hydra)
         for cfg in (
-            hydra_compose("config", ["variant=oa_only", tau]) for tau in ("variant.tau=0.01", "variant.tau.c=0.01")
+            hydra_compose("sweep", ["variant=oa_only", tau]) for tau in ("variant.tau=0.01", "variant.tau.c=0.01")
         )
     ]
     (_, by_number), (_, by_key) = (case.units for case in cases)

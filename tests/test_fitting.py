@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.host_quality import score_case
+from benchmarks.host_baselines import score_case
 from retrofit.errors import RetrofitError
 from retrofit.fitting import CaseSpec, fit_case, fit_cases, fit_host, load_split
 from retrofit.metrics import rmse

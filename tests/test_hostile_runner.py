@@ -749,7 +749,7 @@ def test_ctrl_c_under_the_basic_launcher_says_interrupted_and_exits_130(host, tm
     "overrides, message",
     [
         (["variant=evil"], "error: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object"),
-        (["dataset=concrete"], "error: In 'config': Could not find 'dataset/concrete' Available options in 'dataset'"),
+        (["dataset=concrete"], "error: In 'sweep': Could not find 'dataset/concrete' Available options in 'dataset'"),
     ],
     ids=["python-tag-chosen-by-name", "unknown-option"],
 )
@@ -877,17 +877,17 @@ def test_no_override_makes_hydra_write_into_the_record(tmp_path, args, message):
 
 
 def test_a_config_dir_whose_config_its_own_configs_would_hide_is_refused(tmp_path):
-    """`-cd <dir>` with a config.yaml setting n_estimators: 3 used to run with 8 (configs/config.yaml
+    """`-cd <dir>` with a sweep.yaml setting n_estimators: 3 used to run with 8 (configs/sweep.yaml
     comes first on Hydra's search path), silently; a config of its own name takes effect (-cn)."""
-    own = (ROOT / "configs" / "config.yaml").read_text().replace("n_estimators: 8 ", "n_estimators: 3 ")
-    (tmp_path / "config.yaml").write_text(own)
+    own = (ROOT / "configs" / "sweep.yaml").read_text().replace("n_estimators: 8 ", "n_estimators: 3 ")
+    (tmp_path / "sweep.yaml").write_text(own)
     out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert (
-        f"--config-dir {tmp_path}: its config.yaml would not be read, {ROOT / 'configs' / 'config.yaml'} comes first"
+        f"--config-dir {tmp_path}: its sweep.yaml would not be read, {ROOT / 'configs' / 'sweep.yaml'} comes first"
         in out.stderr
     )
-    (tmp_path / "config.yaml").rename(tmp_path / "mine.yaml")
+    (tmp_path / "sweep.yaml").rename(tmp_path / "mine.yaml")
     out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "mine", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 0 and "\nn_estimators: 3\n" in out.stdout, out.stderr
 
@@ -914,7 +914,7 @@ def test_the_check_of_what_hydra_writes_cannot_be_taken_away(tmp_path, override)
 
 
 def test_a_root_config_without_the_write_check_does_not_run(tmp_path):
-    (tmp_path / "bare.yaml").write_text("defaults:\n  - config_schema\n  - paths: default\n  - _self_\n")
+    (tmp_path / "bare.yaml").write_text("defaults:\n  - sweep_schema\n  - paths: default\n  - _self_\n")
     out = run(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "bare", cwd=tmp_path)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "runs without the callback retrofit.jobs.preflight.CheckWrites" in out.stderr
@@ -1040,6 +1040,6 @@ def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
 
 def test_a_variant_listed_twice_is_refused_not_dropped(hydra_compose):
     """`variant=[oa_only,oa_only]` used to run oa_only once, the repeat dropped in silence."""
-    cfg = hydra_compose("config", ["variant=[oa_only,full_o,oa_only]"])
+    cfg = hydra_compose("sweep", ["variant=[oa_only,full_o,oa_only]"])
     with pytest.raises(RunnerError, match=r"variant=\[\.\.\.\] lists oa_only more than once; list each variant once"):
         case_from_hydra(cfg, cfg.hydra)

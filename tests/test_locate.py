@@ -81,7 +81,7 @@ def test_a_huggingface_cache_checkpoint_is_read_by_the_name_given_not_the_blob(t
     link = repo / "snapshots" / REVISION / "tabpfn-v3.5-20260909.safetensors"
     assert [check_checkpoint(given) for given in (link, link.parent, repo)] == [link] * 3
     assert file_digest(check_checkpoint(repo)) == file_digest(shipped_file)  # the host digest is of the bytes
-    cfg = hydra_compose("config", ["host=checkpoint", f"host.path={repo}", "host.name=real_v3_5", "variant=oa_only"])
+    cfg = hydra_compose("sweep", ["host=checkpoint", f"host.path={repo}", "host.name=real_v3_5", "variant=oa_only"])
     assert case_from_hydra(cfg, cfg.hydra).host_path == link
     regressor = make_regressor(repo)
     handed = pathlib.Path(regressor.model_path)

@@ -12,10 +12,10 @@ from retrofit.errors import RetrofitError
 from retrofit.hosts.card import render_card
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.pretrain.borders import quantile_borders
-from retrofit.pretrain.config import PretrainConfig
 from retrofit.pretrain.curriculum import draw_shape, parse_curriculum
+from retrofit.pretrain.held_out import evaluate_host
+from retrofit.pretrain.pretrain_config import PretrainConfig
 from retrofit.pretrain.trainer import Pretrainer
-from retrofit.pretrain.validation import evaluate_host
 
 CURRICULUM = [
     {"from_step": 0, "buckets": [{"rows": [40, 60], "features": [1, 3], "batch_size": 16}]},

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from retrofit.pretrain.validation import evaluate_baselines, make_validation_set
+from retrofit.pretrain.held_out import evaluate_baselines, make_validation_set
 from retrofit.prior import FAMILIES, TableShape, sample_batch, sample_shape, zscore_targets
 from retrofit.prior.inputs import sample_columns
 

@@ -13,9 +13,8 @@ import retrofit
 from retrofit.batching import decode_members, member_inputs
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
-from retrofit.member_columns import _members
+from retrofit.member_columns import _members, member_feature_columns
 from retrofit.removal import leave_one_out, row_values, shapley, values
-from retrofit.removal.columns import member_feature_columns
 
 REL_BOUND = 1e-5
 """Without compaction, removal matches its reference to this fraction of the prediction scale."""
@@ -361,7 +360,7 @@ def test_explain_bench_small(tmp_path):
 
     from omegaconf import OmegaConf
 
-    from benchmarks.explain.table import COLUMNS, LOO_METHODS, METHODS, run
+    from benchmarks.removal_vs_refit.explain_table import COLUMNS, LOO_METHODS, METHODS, run
     from retrofit.data import DatasetSpec
     from retrofit.removal.stages import CLOSED_STAGES, REFIT_STAGES
 

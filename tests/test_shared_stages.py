@@ -36,7 +36,7 @@ def random_v3_5(make_random_host):
     return fit_synthetic(make_random_host("tabpfn_v3_5"), n=100, n_train=70, n_estimators=2)
 
 
-@pytest.mark.parametrize("fixture", ["tiny_v3", "random_v3_5"])
+@pytest.mark.parametrize("fixture", [pytest.param("tiny_v3", marks=pytest.mark.slow), "random_v3_5"])
 def test_predictions_through_the_shared_stages_are_bitwise_the_uncached_ones(fixture, request):
     regressor, X_test = request.getfixturevalue(fixture)
     models = _variants(regressor, closed=fixture == "tiny_v3")
@@ -100,6 +100,7 @@ def test_the_cache_is_left_on_exit_and_architectures_without_shared_stages_run_a
     assert all("_stages_0_to_2" not in vars(model) for model in v3.models_)
 
 
+@pytest.mark.slow
 def test_predict_all_shares_the_stages_and_time_all_runs_full_forwards(tiny_v3, monkeypatch):
     """`predict_all` predicts every model once through the cache, bitwise what a plain predict
     gives; `time_all` calls `predict` without it, `rounds` times each."""
@@ -130,7 +131,7 @@ NOT_NUMBERS = ["predict_seconds", "baseline_predict_seconds", "fit_seconds", "da
 def test_a_case_with_and_without_shared_stages_writes_the_same_numbers(make_case, tmp_path):
     """Every unit row of a tiny_v3 case (variants, o_closed, an arm; timed) is the same with the
     shared stages as without them, and `costs` gets the CPU seconds of every phase."""
-    from benchmarks.sweep_cost import PHASES, PhaseCosts
+    from benchmarks.phase_costs import PHASES, PhaseCosts
     from retrofit.runner.case import UnitSpec, run_case
 
     units = (UnitSpec("baseline"), UnitSpec("oa_only"), UnitSpec("o_closed"), UnitSpec("full_o", PRESENCE, timed=False))
@@ -148,16 +149,3 @@ def test_a_case_with_and_without_shared_stages_writes_the_same_numbers(make_case
     timed = PhaseCosts()
     run_case(replace(case, overwrite=True, timing_rounds=1), costs=timed)
     assert set(timed.seconds) == set(PHASES) and timed.seconds["timing"] > 0
-
-
-def test_the_sweep_cost_entry_point_writes_every_phase_of_both_modes(tmp_path):
-    from processes import run_entry_point
-
-    csv = tmp_path / "cost.csv"
-    settings = ["hosts=[tiny_v3]", "datasets=[hitters]", "seeds=[1]", "repeats=1", f"cache_dir={tmp_path}/cache"]
-    out = run_entry_point("sweep_cost.py", *settings, f"output={csv}", cwd=tmp_path, OMP_NUM_THREADS="1")
-    assert out.returncode == 0, out.stderr[-3000:]
-    table = pd.read_csv(csv)
-    cases = table[table.phase != "import"]
-    assert len(cases) == 2 * 5 and set(cases.shared_stages) == {True, False}  # 5 phases, shared and not
-    assert (cases.cpu_s >= 0).all() and table[table.phase == "import"].cpu_s.item() > 0

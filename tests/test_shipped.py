@@ -3,7 +3,7 @@
 Another CPU's BLAS kernel changes last bits; a host whose predictions jump with them (tabpfn's
 row-hash fingerprint column on a host never pretrained with it) makes a record that reproduces on
 one machine only. The property tested: every numeric input times (1 +- 1e-7)
-(`benchmarks.noise_floor.perturb_inputs`, both phases) moves the test RMSE by at most 1e-6
+(`benchmarks.floor_movements.perturb_inputs`, both phases) moves the test RMSE by at most 1e-6
 relative, on real data, for every shipped host and variant.
 """
 
@@ -21,7 +21,7 @@ from tabpfn.constants import ModelVersion
 from tabpfn.model_loading import resolve_model_version
 
 import retrofit
-from benchmarks.noise_floor import perturb_inputs
+from benchmarks.floor_movements import perturb_inputs
 from retrofit.adapters import ARCHITECTURES, architecture_of
 from retrofit.errors import RetrofitError
 from retrofit.fitting import fit_host, load_split

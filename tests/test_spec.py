@@ -102,7 +102,7 @@ def test_a_sweep_reads_a_yamls_relative_csv_path_from_its_folder_and_checks_its_
     searchpath = f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{tmp_path / 'conf'}]"
 
     def spec(*overrides):
-        cfg = hydra_compose("config", [searchpath, *overrides])
+        cfg = hydra_compose("sweep", [searchpath, *overrides])
         return dataset_spec(cfg.dataset, dataset_file(cfg.hydra, cfg.hydra.runtime.choices.dataset))
 
     assert spec("dataset=t").options["path"] == str(folder / "t.csv")

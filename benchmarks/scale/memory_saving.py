@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.scale.config import ScaleConfig
-from benchmarks.scale.memory import memory_probe
-from benchmarks.scale.rows import BASELINE, MEMORY_SAVING, row
+from benchmarks.scale.memory_probe import memory_probe
+from benchmarks.scale.scale_rows import BASELINE, MEMORY_SAVING, row
+from benchmarks.scale.scale_settings import ScaleConfig
 
 
 def memory_saving_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.scale.config import ScaleConfig, fitted
-from benchmarks.scale.rows import PREDICT_MANY, row
+from benchmarks.scale.scale_rows import PREDICT_MANY, row
+from benchmarks.scale.scale_settings import ScaleConfig, fitted
 from retrofit.batching import cell_limit, member_inputs, predict_many, shared_buckets
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread
 from retrofit.patching import retrofit

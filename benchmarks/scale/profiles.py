@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.scale.config import ScaleConfig, fitted
-from benchmarks.scale.rows import BASELINE
+from benchmarks.scale.scale_rows import BASELINE
+from benchmarks.scale.scale_settings import ScaleConfig, fitted
 from benchmarks.scale.verdicts import worst_time_misses
 from retrofit.hosts.checkpoint import PUBLISHED_FORMATS
 from retrofit.measure.timing import torch_threads
@@ -14,7 +14,7 @@ from retrofit.patching import retrofit
 
 def miss_profiles(table: pd.DataFrame, cfg: ScaleConfig, folder: Path) -> list[str]:
     """`op_profile` of each architecture's worst time miss (`worst_time_misses`), on the host
-    `benchmarks.scale.table.scale_table` wrote into `folder`."""
+    `benchmarks.scale.scale_table.scale_table` wrote into `folder`."""
     lines = []
     for arch, variant in worst_time_misses(table).items():
         path = Path(folder) / arch / PUBLISHED_FORMATS[arch].file_name

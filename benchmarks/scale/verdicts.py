@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from benchmarks.scale.rows import MEMORY_SAVING, PREDICT_MANY
+from benchmarks.scale.scale_rows import MEMORY_SAVING, PREDICT_MANY
 
 GOALS: dict[str, dict[str, float]] = {
     "full_o": {"time_ratio": 1.05, "memory_ratio": 1.10, "clone_memory_ratio": 0.05, "ops_ratio": 1.15},

@@ -1,3 +1,3 @@
-"""What several benchmarks share: resident-memory probes (`memory`) and random OAttention inputs
+"""What several benchmarks share: resident-memory probes (`resident_memory`) and random OAttention inputs
 (`attention_inputs`). Side-by-side timing is the library's (`retrofit.measure.timing`): the sweep
 times its variants with it too."""

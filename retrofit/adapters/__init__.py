@@ -1,13 +1,14 @@
 """Adapters: where each tabpfn architecture keeps its in-context blocks, and the O wrappers.
 
-Importing this package registers tabpfn_v3, tabpfn_v3_5, tabpfn_v2, tabpfn_v2_5, tabpfn_v2_6 and the
-adapters o_attention, o_ffn, o_norm (see `specs`).
+One module per architecture (`tabpfn_v2` for the v2 family, `tabpfn_v3`, `tabpfn_v3_5`) holds its
+wrappers and registers its `ArchitectureSpec`; `registry` registers the adapters o_attention,
+o_ffn, o_norm. Importing this package imports them all, so every architecture is registered.
 """
 
-from retrofit.adapters import specs
-from retrofit.adapters.attention import AttentionSettings
+from retrofit.adapters import tabpfn_v2, tabpfn_v3, tabpfn_v3_5
 from retrofit.adapters.block import KV_CACHE_REFUSAL, OBlock
-from retrofit.adapters.closure import OClosedModel, close_model
+from retrofit.adapters.closed_model import OClosedModel, close_model
+from retrofit.adapters.in_context_attention import AttentionSettings
 from retrofit.adapters.registry import (
     ADAPTERS,
     ARCHITECTURES,
@@ -39,5 +40,7 @@ __all__ = [
     "in_context_blocks",
     "register_adapter",
     "register_architecture",
-    "specs",
+    "tabpfn_v2",
+    "tabpfn_v3",
+    "tabpfn_v3_5",
 ]

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters.attention import AttentionSettings
+from retrofit.adapters.in_context_attention import AttentionSettings
 from retrofit.adapters.registry import PARTS
 from retrofit.adapters.tau import TauRule
 from retrofit.errors import RetrofitError

@@ -4,7 +4,9 @@ An `ArchitectureSpec` is data: where an architecture keeps its in-context blocks
 those blocks must be, and which wrapper (an `OBlock` subclass) reimplements the block's dataflow
 with O parts (the wrapper names the submodules each part takes over). An `AdapterSpec` names one
 O part (the `part` it replaces and the operator it uses). Both registries are filled by
-`register_*` calls, which reject duplicates.
+`register_*` calls, which reject duplicates: the three O adapters below, each architecture in its
+own module (`retrofit.adapters.tabpfn_v2`, `tabpfn_v3`, `tabpfn_v3_5`), which importing
+`retrofit.adapters` imports.
 """
 
 from dataclasses import dataclass
@@ -85,6 +87,15 @@ def _register(registry: dict, spec: ArchitectureSpec | AdapterSpec, *keys: str):
         )
     registry[spec.name] = spec
     return spec
+
+
+register_adapter(
+    AdapterSpec(
+        "o_attention", "attention", "retrofit.ops.o_attention: hidden-carrier OAttention (p_i gates, p_j weighs)"
+    )
+)
+register_adapter(AdapterSpec("o_ffn", "ffn", "retrofit.ops.o_ffn: h + p * FFN(norm(h))"))
+register_adapter(AdapterSpec("o_norm", "norm", "retrofit.ops.o_norm: norm with its bias gated by p (0 -> 0)"))
 
 
 def architecture_of(model: nn.Module) -> ArchitectureSpec:

@@ -3,8 +3,9 @@ of a case that runs it unchanged.
 
 The variants of a case patch the in-context blocks only (o_closed replaces the whole model), so the
 stock, `oa_only`, `full_o` and every arm of a v3-family host compute the same stages before the
-blocks (feature embedding, distribution embedder, column aggregator: about half a tiny_v3 forward)
-on the same preprocessed input of every ensemble member. `ArchitectureSpec.shared_stages` names
+blocks (feature embedding, distribution embedder, column aggregator) on the same preprocessed input
+of every ensemble member; the CPU time a case spends with and without the reuse is measured in
+`results/sweep_cost.csv` (`make sweep-cost`). `ArchitectureSpec.shared_stages` names
 the model method that computes them from its arguments and the model's own modules
 (`_stages_0_to_2` for the v3 family; "" where there is none, as in the v2 family, whose every
 block is wrapped).

@@ -1,4 +1,6 @@
-"""O wrapper for the v2 family's blocks (`TabPFNBlock` of tabpfn_v2, v2_5, v2_6; post-norm).
+"""The v2 family's adapters, registered as the architectures tabpfn_v2, tabpfn_v2_5 and
+tabpfn_v2_6: the O wrapper of their blocks (`TabPFNBlock`, post-norm), and why the whole model
+cannot be O-closed (`V2_REFUSAL`).
 
 Stock block on cells x (B, R, C, E): `x = norm1(x + attention_between_features(x))`,
 `x = norm2(x + attention_between_cells(x))` per column, `x = norm3(x + mlp(x))`.
@@ -14,11 +16,20 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from retrofit.adapters.attention import in_context_qkv, o_in_context_attention
 from retrofit.adapters.block import AttentionRecord, OBlock
 from retrofit.adapters.chunks import per_token_in_chunks
+from retrofit.adapters.in_context_attention import in_context_qkv, o_in_context_attention
+from retrofit.adapters.registry import ArchitectureSpec, register_architecture
 from retrofit.errors import RetrofitError
 from retrofit.ops import o_ffn
+
+V2_REFUSAL = (
+    "the tabpfn_v2 family cannot be O-closed at its input: its encoders standardise every feature over "
+    "the train rows inside the encoder pipeline (an absent row would shift those statistics) and every "
+    "block's attention between features mixes the columns of a row with a stock softmax (an absent column "
+    "would dilute it); neither takes a presence. Use a tabpfn_v3 or tabpfn_v3_5 host for o_closed (tiny_v3, "
+    "tiny_v3_5), or full_o (in-context stage only) on this one."
+)
 
 
 class OTabPFNBlockV2(OBlock):
@@ -121,3 +132,16 @@ class OTabPFNBlockV2(OBlock):
             base.register_forward_pre_hook(block_hook, with_kwargs=True),
             attention.register_forward_pre_hook(attention_hook, with_kwargs=True),
         ]
+
+
+for _name in ("tabpfn_v2", "tabpfn_v2_5", "tabpfn_v2_6"):
+    register_architecture(
+        ArchitectureSpec(
+            name=_name,
+            module=f"tabpfn.architectures.{_name}",
+            blocks="blocks",
+            block_class="TabPFNBlock",
+            wrapper=OTabPFNBlockV2,
+            closed_refusal=V2_REFUSAL,
+        )
+    )

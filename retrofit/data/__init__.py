@@ -16,9 +16,9 @@ from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError
 
 _LAZY = {
-    "IN_MEMORY": "retrofit.data.tables",
-    "frame_table": "retrofit.data.tables",
-    "load_table": "retrofit.data.tables",
+    "IN_MEMORY": "retrofit.data.cleaned_tables",
+    "frame_table": "retrofit.data.cleaned_tables",
+    "load_table": "retrofit.data.cleaned_tables",
     "MIN_ROWS": "retrofit.data.prepare",
     "Split": "retrofit.data.prepare",
     "Table": "retrofit.data.prepare",

@@ -1,57 +1,46 @@
-"""The jobs, and the one way each starts.
+"""The one way each job starts (`launch`), and where the jobs are: the `experiments` package.
 
-A job is a module of a job package (`JOB_PACKAGES`: this one holds the library's own jobs, the
-sweep, the audit, the sink mass, the tau sweep, host pretraining; `benchmarks.jobs` the
-benchmarks') that declares its root config and that config's schema, and
-runs it from the composed config and `HydraConfig.get()`:
+A job is a module of `experiments` (`experiments/<name>.py` is job `<name>`; that package's
+docstring gives the convention): its `SCHEMA`, the dataclass of its root config's keys, and
+`run(cfg, hydra_cfg)`, which runs the composed config with `HydraConfig.get()`. Its root config is
+`configs/<name>.yaml`, or the one its `CONFIG` names, with the Hydra overrides its `OVERRIDES`
+appends to every command line (`aggregate` runs the sweep's with its own callback). The folder is
+the table of jobs (`job_names` lists its files), and `launch` imports the job it runs by its name
+(a string), so this library imports no experiment (`make lint` checks it).
 
-    CONFIG = "exactness"          # configs/exactness.yaml
-    SCHEMA = ExactnessConfig      # its keys and types (a dataclass)
+`launch("sweep")` starts it, the same way for every entry point (`experiments/<name>.py`,
+`python -m retrofit <job>`, the console script `retrofit`): the home directory is checked before
+anything heavy is imported (`check_home`); the schema is stored in Hydra's ConfigStore as
+`<root config>_schema`, which the root config lists first in its defaults, so a key the schema
+lacks or a value of the wrong type fails when the config is composed, naming it; Hydra reads the
+command line (`--help`, `-m`, `--config-name`, overrides; `-v` is `log_level=INFO`) and names the
+job after its module's last name (`hydra.job.name`), which names its log file and, under
+`configs/hydra/default.yaml`, its run folder. Every error a user can fix ends in one line
+`error: <what> (<fix>)` and a non-zero exit, never a traceback: an unknown job (status `USAGE`),
+a config that does not compose (an unknown option or key, a bad value, a `!!python` tag) and
+Ctrl-C (`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input
+through `retrofit.errors.exit_on_user_error`. Before Hydra writes anything, what it would write is
+checked (`retrofit.jobs.preflight`, a callback of every root config): nothing lands in the
+committed record unless a record target runs it. `+key=value` adds a key Hydra leaves unchecked;
+each `run` (`retrofit.jobs.start`) refuses it before any work.
 
-    def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None: ...
-
-A job may run another job's root config with Hydra overrides of its own appended to every command
-line (`OVERRIDES = [...]`: `aggregate` runs the sweep's config with its own callback).
-
-`launch("exactness")` starts it, the same way for every entry point (`experiments/<name>.py`,
-`python -m retrofit <job>`): the home directory is checked before anything heavy is imported
-(`check_home`); the schema is stored in Hydra's ConfigStore as `<CONFIG>_schema`, which the root
-config lists first in its defaults, so a key the schema lacks or a value of the wrong type fails
-when the config is composed, naming it; Hydra reads the command line (`--help`, `-m`,
-`--config-name`, overrides; `-v` is `log_level=INFO`) and names the job after its module's last
-name (`hydra.job.name`: `exactness` for `benchmarks.jobs.exactness`), which names its log file
-and, under `configs/hydra/default.yaml`, its run folder. Every error a user can fix ends in one
-line `error: <what> (<fix>)` and a non-zero exit, never a traceback: a config that does not compose
-(an unknown option or key, a bad value, a `!!python` tag) and Ctrl-C (`interrupted`, exit 130)
-through `retrofit.jobs.exits.entry_errors`, a refused input through
-`retrofit.errors.exit_on_user_error`. Before Hydra writes anything, what it would write is checked
-(`retrofit.jobs.preflight`, a callback of every root config): nothing lands in the committed record
-unless a record target runs it. `+key=value` adds a key Hydra leaves unchecked; each `run`
-(`retrofit.jobs.start`) refuses it before any work.
-
-A job module imports at its top only what its `SCHEMA` needs (dataclasses, omegaconf, the
-schema's module, `retrofit.jobs.start`, `retrofit.errors`); what `run` needs that is heavy (torch,
-tabpfn, sklearn, shapiq, pandas, or a module importing them) it imports inside `run`, or inside the
-helper that uses it. `launch` imports the job to store its schema, so a config error is answered
-before torch loads: in under a second rather than in the seconds the models take to import.
-
-Jobs are found by reading the job packages' sources (`declared_jobs`), so finding one imports none,
-and importing this package imports no job; `launch` imports the job it runs by its module's name (a
-string), so the library has no import of `benchmarks` (`make lint` checks it). It registers the
-resolver `${group_options:<group>}` with which a root config's `hydra.help.template` lists each
-group's options as Hydra finds them.
+An experiment module imports at its top only what its `SCHEMA` needs, and what `run` needs that is
+heavy (torch, tabpfn, sklearn, shapiq, pandas) inside `run`: `launch` imports the job to store its
+schema, so `--help` and a config error are answered before torch loads, in under a second rather
+than in the seconds the models take to import. This package also registers the resolver
+`${group_options:<group>}` with which a root config's `hydra.help.template` lists each group's
+options as Hydra finds them.
 """
 
-import ast
 import difflib
 import functools
 import os
 import sys
 from importlib import import_module
-from importlib.util import find_spec
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
 
 import hydra
 from hydra.core.config_store import ConfigStore
@@ -65,13 +54,14 @@ from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
+EXPERIMENTS = "experiments"
+"""The package whose modules are the jobs, one per file (imported by name only)."""
 USAGE = 2
 """The exit status of a command that cannot start: an unusable home directory, an unknown job."""
-JOB_PACKAGES = ("retrofit.jobs", "benchmarks.jobs")
-"""The packages whose modules declaring `CONFIG` are the jobs: the library's, then the benchmarks'
-(named here, imported by name only when one of their jobs runs)."""
 VERBOSE = ("-v", "--verbose")
 """Flags read as `log_level=INFO` (Hydra itself takes only overrides)."""
+HELP = ("--help", "-h", "--hydra-help")
+"""Flags that only print help: answered from the root config, before any model is imported."""
 
 
 def group_options(group: str, *, _root_: DictConfig) -> str:
@@ -107,122 +97,66 @@ def check_home() -> None:
     raise SystemExit(USAGE)
 
 
-class JobSource(NamedTuple):
-    """Where a job is declared: its module's dotted name, the root config its `CONFIG` names, and
-    the Hydra overrides its `OVERRIDES` appends to every command line (a job that runs another
-    job's root config otherwise, as `aggregate` runs the sweep's with its own callback)."""
-
-    module: str
-    config: str
-    overrides: tuple[str, ...] = ()
-
-
-def _declared(path: Path, name: str) -> object:
-    """The literal that the module source `path` assigns to the top-level `name`, or None."""
-    for node in ast.parse(path.read_text()).body:
-        names = [target.id for target in getattr(node, "targets", []) if isinstance(target, ast.Name)]
-        if names == [name]:
-            return ast.literal_eval(node.value)
-    return None
-
-
-def declared_jobs() -> dict[str, JobSource]:
-    """Job (its module's last name) -> `JobSource`, for every module of `JOB_PACKAGES` that declares
-    `CONFIG`, read from the modules' sources, so no job is imported (`find_spec` imports a job
-    package's parent, never the package). A job or root config declared in two modules exits with
-    one line naming both files."""
-    found: dict[str, JobSource] = {}
-    files: dict[str, str] = {}  # "job 'x'" or "root config 'x'" -> the file declaring it
-    for package in JOB_PACKAGES:
-        folder = Path(find_spec(package).submodule_search_locations[0])
-        for path in sorted(folder.glob("*.py")):
-            config = _declared(path, "CONFIG")
-            if config is None:
-                continue
-            overrides = tuple(_declared(path, "OVERRIDES") or ())
-            file = f"{package.replace('.', '/')}/{path.name}"
-            owned = [f"job {path.stem!r}"] + ([] if overrides else [f"root config {config!r}"])
-            for name in owned:
-                if name in files:
-                    sys.stderr.write(f"error: {name} is declared in both {files[name]} and {file} (rename one)\n")
-                    raise SystemExit(USAGE)
-                files[name] = file
-            found[path.stem] = JobSource(f"{package}.{path.stem}", config, overrides)
-    return found
-
-
-def declared_configs() -> dict[str, str]:
-    """Root config -> the job whose `CONFIG` names it with no `OVERRIDES` (`declared_jobs`)."""
-    return {source.config: job for job, source in declared_jobs().items() if not source.overrides}
+def jobs_in(folder: Traversable) -> list[str]:
+    """The jobs of an experiments folder: its modules' names (`<name>.py`, not `_private.py`)."""
+    names = (entry.name.removesuffix(".py") for entry in folder.iterdir() if entry.name.endswith(".py"))
+    return sorted(name for name in names if not name.startswith("_"))
 
 
 def job_names() -> list[str]:
-    """The jobs of every job package: the modules declaring `CONFIG`."""
-    return sorted(declared_jobs())
-
-
-def job_source(job: str) -> JobSource:
-    """Where job `job` is declared; an unknown job exits with one line naming the jobs."""
-    jobs = declared_jobs()
-    if job not in jobs:
-        close = difflib.get_close_matches(job, jobs, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
-        sys.stderr.write(f"error: no job {job!r} ({hint}one of {', '.join(sorted(jobs))}; `retrofit` lists them)\n")
-        raise SystemExit(USAGE)
-    return jobs[job]
+    """The jobs: the modules of the `experiments` package, read off its folder (none imported)."""
+    return jobs_in(files(EXPERIMENTS))
 
 
 def job_module(job: str) -> ModuleType:
-    """The module of job `job`, imported now by its name (`job_source`)."""
-    return import_module(job_source(job).module)
+    """The module of job `job`, imported now by its name; an unknown job exits with one line
+    naming the closest job and every one (status `USAGE`)."""
+    jobs = job_names()
+    if job not in jobs:
+        close = difflib.get_close_matches(job, jobs, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        sys.stderr.write(f"error: no job {job!r} ({hint}one of {', '.join(jobs)}; `retrofit` lists them)\n")
+        raise SystemExit(USAGE)
+    return import_module(f"{EXPERIMENTS}.{job}")
 
 
-def schema_of(config: str) -> type:
-    """The schema of root config `config`: the `SCHEMA` of the job declaring it (imported now)."""
-    modules = {source.config: source.module for source in declared_jobs().values() if not source.overrides}
-    return import_module(modules[config]).SCHEMA
+def root_config(module: ModuleType) -> str:
+    """The root config of a job's module: the one its `CONFIG` names, else its own name's."""
+    return getattr(module, "CONFIG", module.__name__.rsplit(".", 1)[-1])
 
 
-def register(*configs: str) -> None:
-    """Store the schema of each root config in `configs` (none given: every one) in Hydra's
-    ConfigStore as `<config>_schema`, where the root configs' defaults find it."""
-    for config in configs or declared_configs():
-        ConfigStore.instance().store(name=f"{config}_schema", node=schema_of(config))
+def job_configs() -> dict[str, str]:
+    """Root config -> the job that runs it as its own (without `OVERRIDES`), every job imported."""
+    modules = {job: job_module(job) for job in job_names()}
+    return {root_config(module): job for job, module in modules.items() if not getattr(module, "OVERRIDES", ())}
 
 
-HELP = ("--help", "-h", "--hydra-help")
-"""Flags that only print help: answered without importing the job (its models), in about a second."""
-
-
-def show_help(job: str) -> None:
-    """Hydra's help for job `job` without importing it: its root config (read off its source,
-    `declared_jobs`) composed over an untyped placeholder of its schema, enough to print."""
-    source = job_source(job)
-    ConfigStore.instance().store(name=f"{source.config}_schema", node={})
-
-    def task(cfg: DictConfig) -> None:  # never called: Hydra prints the help and exits
-        pass
-
-    task.__module__ = source.module  # Hydra names the app after the task's module, as for a run
-    hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=source.config)(task)()
+def register(*jobs: str) -> None:
+    """Store the schema of each job of `jobs` (none given: every one) in Hydra's ConfigStore as
+    `<its root config>_schema`, where the root config's defaults find it."""
+    for job in jobs or job_names():
+        module = job_module(job)
+        ConfigStore.instance().store(name=f"{root_config(module)}_schema", node=module.SCHEMA)
 
 
 def launch(job: str) -> None:
-    """Run job `job` (a module of a job package) on the command line in `sys.argv`, as the module
+    """Run job `job` (a module of `experiments`) on the command line in `sys.argv`, as the module
     docstring says."""
     printable_output()
     check_home()
     given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
-    sys.argv = [sys.argv[0], *given, *job_source(job).overrides]  # the job's own overrides are not the user's
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
-    if any(arg in HELP for arg in sys.argv[1:]):
-        with entry_errors():
-            show_help(job)
-        return
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
     with entry_errors(keys):
         module = job_module(job)
-        register(module.CONFIG)
+        config = root_config(module)
+        sys.argv = [sys.argv[0], *given, *getattr(module, "OVERRIDES", ())]  # the job's own are not the user's
+        main = hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=config)
+        if any(arg in HELP for arg in given):  # the root config as written, over an untyped placeholder schema
+            ConfigStore.instance().store(name=f"{config}_schema", node={})
+            main(_named(module, lambda cfg: None))()  # Hydra prints the help and exits
+            return
+        register(job)
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.preflight import check_command_line, require_checked
@@ -230,10 +164,14 @@ def launch(job: str) -> None:
         with exit_on_user_error():  # what would take away the check of what Hydra writes
             check_command_line(given, CONFIGS_DIR)
 
-        @functools.wraps(module.run)  # Hydra names the job after the module of the function it runs
-        def task(cfg) -> None:
+        def task(cfg: DictConfig) -> None:
             with exit_on_user_error():
                 require_checked(HydraConfig.get())
                 module.run(cfg, HydraConfig.get())
 
-        hydra.main(version_base="1.3", config_path=str(CONFIGS_DIR), config_name=module.CONFIG)(task)()
+        main(_named(module, task))()
+
+
+def _named(module: ModuleType, task):
+    """`task` named as `module`'s `run`: Hydra names the job after the module of the function it runs."""
+    return functools.wraps(module.run)(task)

@@ -95,7 +95,7 @@ def require_checked(hydra_cfg: DictConfig) -> None:
     if CALLBACK not in targets:
         raise RunnerError(
             f"config {hydra_cfg.job.config_name!r} runs without the callback {CALLBACK} that checks what "
-            "a run writes; list `- hydra: default` in its defaults (as configs/config.yaml does)"
+            "a run writes; list `- hydra: default` in its defaults (as configs/sweep.yaml does)"
         )
 
 

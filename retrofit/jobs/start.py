@@ -7,7 +7,7 @@ before any work.
     (output,) = job.outputs(job.settings.output)   # RunnerError if results/ may not be written
     job.device                                     # "cpu" or "cuda": what the job's models and tensors run on
 
-It imports no model: the benchmark jobs measured on fitted cases add `benchmarks.jobs.cases`.
+It imports no model: the benchmark jobs measured on fitted cases add `benchmarks.fitted_cases`.
 """
 
 from dataclasses import dataclass

@@ -1,6 +1,6 @@
 """The noise-floor table `results/noise_floor.csv`, read without torch: its columns and each host's floor.
 
-`benchmarks.noise_floor` measures it (`make noise-floor` into the record, `python -m retrofit
+`benchmarks.floor_movements` measures it (`make noise-floor` into the record, `python -m retrofit
 noise_floor` into `OWN_FLOORS`); the sweep's headline reads both (`retrofit.runner.finish.noise_floors`)
 to mark a mean delta inside its host's floor on its device.
 """
@@ -20,7 +20,7 @@ COLUMN_DOCS = {
     "source": (
         "label",
         "the change that should not matter: `input_ulp`, `threads`, `chunked`, `precision`, `device` or `draw` "
-        "(`benchmarks.noise_floor`)",
+        "(`benchmarks.floor_movements`)",
     ),
     "cases": ("count", "dataset × seed cases measured"),
     "median_rel_pct": ("% of RMSE", "median movement 100 · |RMSE(changed) − RMSE| / RMSE over the cases"),

@@ -10,8 +10,8 @@ all far below it gives ~0. `relative` puts it at `log eps_den + log W_i`, so the
 takes the share eps_den / (1 + eps_den) and the output is invariant to shifting the logits of a
 query; only empty support (every visible source null) gives 0.
 
-Shapes: B batch, H query heads, G key/value heads (H % G == 0: GQA/MQA), Q queries, K keys,
-D head dim (Dv for values). `mask` is bool, broadcastable to (B, H, Q, K), True = visible.
+Values may have a head dim Dv of their own. `mask` is bool, broadcastable to (B, H, Q, K), True =
+visible.
 Presences are in [0, 1]; an entry <= 0 is treated as null (p = 0).
 """
 

@@ -7,7 +7,7 @@ be loaded into each and only the operators differ:
 - `StandardBlock`: softmax attention, biased FFN, affine LayerNorm;
 - `OAOnlyBlock`: OAttention inside an otherwise standard block;
 - `OTransformerBlock`: OAttention (compact) + presence-gated out-projection bias + OFFN + ONorm.
-Shapes: B batch, L tokens, E model width, H heads, D = E / H.
+The heads split the width: D = E / H.
 """
 
 import torch

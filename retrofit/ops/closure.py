@@ -1,7 +1,7 @@
 """Zero-absorbing local maps (docs/method.md, "O-Closure"): a null token (h = 0, p = 0) stays exactly 0.
 
-Each map is a functional core, usable on someone else's modules, plus a thin nn.Module.
-Shapes: `x` any leading dims, E features; `p_x` the presence of each row (e.g. `presence`).
+Each map is a functional core, usable on someone else's modules, plus a thin nn.Module. `p_x` is
+the presence of each row of `h_xE` (e.g. `presence`).
 """
 
 import torch

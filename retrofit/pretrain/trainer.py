@@ -28,9 +28,9 @@ from retrofit.hosts.checkpoint import build_host, inference_config, regression_l
 from retrofit.hosts.column_embeddings import pin_drawn
 from retrofit.io import write_atomic
 from retrofit.pretrain.borders import quantile_borders
-from retrofit.pretrain.config import PretrainConfig
 from retrofit.pretrain.curriculum import Stage, draw_shape, parse_curriculum
-from retrofit.pretrain.validation import evaluate_host, make_validation_set
+from retrofit.pretrain.held_out import evaluate_host, make_validation_set
+from retrofit.pretrain.pretrain_config import PretrainConfig
 from retrofit.prior import sample_batch, zscore_targets
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import torch
 from tabpfn import TabPFNRegressor
 from tabpfn.utils import get_autocast_context
 
-from retrofit.adapters.tabpfn_v3_input import o_targets
+from retrofit.adapters.tabpfn_v3 import o_targets
 from retrofit.batching import MemberInput, decode_members, member_inputs
 from retrofit.errors import RetrofitError
 from retrofit.hosts.checkpoint import regression_logits

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from retrofit.batching import closed_regressor
-from retrofit.removal.columns import member_feature_columns
+from retrofit.member_columns import member_feature_columns
 from retrofit.removal.context import MAX_CELLS, check_coalitions, evaluate
 
 
@@ -26,7 +26,7 @@ def values(
 
     `regressor`: `retrofit.retrofit(fitted, "o_closed")` of a fitted TabPFNRegressor (or a fitted
     `retrofit.RetrofitRegressor("o_closed")`), whose preprocessing is column-separable
-    (`retrofit.removal.columns`). `X`: (n_rows, n_features) as `predict` takes it.
+    (`retrofit.member_columns`). `X`: (n_rows, n_features) as `predict` takes it.
     `coalitions`: bool (K, n_features), True = present; the empty coalition is allowed (the
     model given the targets alone). All coalitions run over the one fitted context as batch
     elements of batched forwards, no refit, no padding; one forward holds at most `max_cells`

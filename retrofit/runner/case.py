@@ -273,7 +273,7 @@ class _Untimed:
 def run_case(case: Case, *, costs: Any = None, shared_stages: bool = True) -> list[dict[str, Any]]:
     """Run the unfinished units of `case` with `case.threads` torch threads; return one results row
     per unit (finished ones read back). `costs` (anything with a `phase(name)` context manager, e.g.
-    `benchmarks.sweep_cost.PhaseCosts`) brackets the phases fit, patch, predict, timing and rows;
+    `benchmarks.phase_costs.PhaseCosts`) brackets the phases fit, patch, predict, timing and rows;
     `shared_stages=False` computes every model's stages before the in-context blocks itself (the
     same numbers, bit for bit). Raises DatasetError / RunnerError for user-fixable problems before
     any unit file is written."""

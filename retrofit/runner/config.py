@@ -1,4 +1,4 @@
-"""From a composed Hydra config (`configs/config.yaml`, `configs/tau_sweep.yaml`) to `Case`s, with
+"""From a composed Hydra config (`configs/sweep.yaml`, `configs/tau_sweep.yaml`) to `Case`s, with
 Hydra's own composition: the jobs of a sweep as its configured sweeper expands them (`sweep_jobs`),
 a config group option's node on a job's search path (`group_option`), the variant nodes a case runs.
 
@@ -301,11 +301,11 @@ def variant_units(cfg: DictConfig, hydra_cfg: DictConfig, hparams: dict[str, Any
 
 
 def case_from_hydra(cfg: DictConfig, hydra_cfg: DictConfig) -> Case:
-    """The `Case` a composed `configs/config.yaml` describes, with the variant options, search path and
+    """The `Case` a composed `configs/sweep.yaml` describes, with the variant options, search path and
     start directory read off `hydra_cfg` (`HydraConfig.get()` in a job, `cfg.hydra` from compose).
     Raises RunnerError / DatasetError for bad values."""
     base_dir = Path(hydra_cfg.runtime.cwd)
-    cfg = job_config(cfg, SweepConfig, "configs/config.yaml")
+    cfg = job_config(cfg, SweepConfig, "configs/sweep.yaml")
     hparams = with_tau_rule(OmegaConf.to_container(cfg.hparams, resolve=True))
     settings = run_settings(cfg, base_dir)
     results_dir_of(cfg, hydra_cfg)

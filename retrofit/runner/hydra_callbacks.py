@@ -1,4 +1,4 @@
-"""What the sweep's Hydra callback (`retrofit.jobs.sweep.CheckSweep`) does: check a whole sweep
+"""What the sweep's Hydra callback (`experiments.sweep.CheckSweep`) does: check a whole sweep
 before any job runs and write its results after the last.
 
 Before the first job it composes every job as Hydra's configured sweeper expands them

@@ -65,7 +65,7 @@ class LogLevel(StrEnum):
 
 @dataclass
 class RunConfig:
-    """The keys `configs/config.yaml` and `configs/tau_sweep.yaml` share: where units and results go
+    """The keys `configs/sweep.yaml` and `configs/tau_sweep.yaml` share: where units and results go
     (`configs/paths/`), the host, and the settings every case of the run shares (`retrofit.runner.config.run_settings`).
     Values live in the YAML files; the schema gives their types, so a misspelt or mistyped key fails
     when the config is composed."""
@@ -85,7 +85,7 @@ class RunConfig:
 
 @dataclass
 class SweepConfig(RunConfig):
-    """The schema of `configs/config.yaml` (each key's role is written there). `dataset` is checked
+    """The schema of `configs/sweep.yaml` (each key's role is written there). `dataset` is checked
     by `retrofit.data.DatasetSpec` (its keys depend on its source), `variant` by
     `retrofit.variants.VariantConfig` (a search-path variant is refused naming its file), `hparams` by
     `retrofit.variants.resolve_variant`; `decomposition` and `benchmark_datasets` come with

@@ -1,0 +1,97 @@
+"""How a command ends when Hydra is in the way (`retrofit.jobs.exits`): a config that does not
+compose (an unknown key, named with the closest one; a bad value; an unknown option; a new key
+merged into a mapping; a `!!python` tag) is one line and exit status 1, never a traceback; Ctrl-C
+is `interrupted`, exit 130. Each command runs as a subprocess, as a user runs it."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+from processes import ROOT, run_entry_point, run_python
+
+from retrofit.jobs.exits import INTERRUPTED
+
+
+def one_line_error(out: subprocess.CompletedProcess) -> str:
+    """The one line a refused command writes to stderr (asserting there is nothing else)."""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr[-3000:]
+    return lines[0]
+
+
+CONFIG_ERRORS = [
+    ("ablation", ["n_estimatorz=4"], "error: n_estimatorz is not a key of this config (no key of this config is close"),
+    ("ablation", ["n_nullz=[2]"], "error: n_nullz is not a key of this config (did you mean n_nulls?)"),
+    ("ablation", ["seed=abc"], "error: Error merging override seed=abc"),
+    ("sweep", ["n_estimator=2"], "error: n_estimator is not a key of this config (did you mean n_estimators?)"),
+    ("sweep", ["n_estimators=many"], "error: Error merging override n_estimators=many"),
+    ("sweep", ["dataset=no_such_dataset"], "error: In 'sweep': Could not find 'dataset/no_such_dataset'"),
+    ("scale_check", ["rounds=x"], "error: Error merging override rounds=x"),
+    (
+        "scale_check",
+        ["arch_overrides={tabpfn_v3: {nlayers: 2}}"],
+        "error: arch_overrides.tabpfn_v3 is a new key of the mapping arch_overrides, which an override merges into, "
+        "not replaces (add it with '+arch_overrides.tabpfn_v3=...', or replace the whole mapping with "
+        "'++arch_overrides={tabpfn_v3: {nlayers: 2}}')",
+    ),
+]
+"""(job, overrides, the start of the one line it answers): an unknown key with and without a close
+one, a value of the wrong type, an unknown option and a new key merged into a mapping (with the
+forms that work)."""
+
+
+@pytest.mark.parametrize(
+    ("job", "overrides", "message"), CONFIG_ERRORS, ids=[f"{job} {' '.join(o)}" for job, o, _ in CONFIG_ERRORS]
+)
+def test_a_config_that_does_not_compose_is_one_line(job, overrides, message, tmp_path):
+    out = run_entry_point(f"{job}.py", *overrides, cwd=tmp_path)
+    assert out.returncode == 1 and one_line_error(out).startswith(message)
+
+
+def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset" / "evil.yaml").write_text(
+        f'name: !!python/object/apply:os.system ["touch {marker}"]\n'
+    )
+    out = run_python("-m", "retrofit", "ablation", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "+dataset=evil")
+    assert out.returncode == 1 and not marker.exists()
+    assert one_line_error(out).startswith("error: could not determine a constructor for the tag 'tag:yaml.org,2002:")
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_interrupted_exit_130(tmp_path):
+    """SIGINT once the job computes (its progress bar names the first grid point; the whole grid
+    takes minutes): `interrupted`, exit 130, no traceback, no table."""
+    command = [sys.executable, str(ROOT / "experiments" / "exactness.py"), f"output_csv={tmp_path / 'e.csv'}"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    job = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a shell
+    )
+    seen, started = [], threading.Event()
+
+    def read() -> None:
+        for char in iter(lambda: job.stderr.read(1), ""):
+            seen.append(char)
+            if "exactness B=" in "".join(seen[-40:]):
+                started.set()
+        started.set()  # the job ended: nothing more to wait for
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    started.wait()
+    assert job.poll() is None, "".join(seen)[-3000:]
+    job.send_signal(signal.SIGINT)
+    job.wait(timeout=600)
+    reader.join()
+    stderr = "".join(seen)
+    assert job.returncode == INTERRUPTED, stderr[-3000:]
+    assert "interrupted" in stderr and "Traceback" not in stderr and not (tmp_path / "e.csv").exists()
