@@ -196,7 +196,6 @@ def test_grid_search_over_tau_and_eps_den(taus):
     assert (variant.tau, variant.eps_den) == (TauRule("calibrated", c=best_c), search.best_params_["eps_den"])
 
 
-@pytest.mark.slow
 def test_a_grid_over_tau_at_the_default_seed_moves_by_the_variants_own_delta_rmse():
     """Every fit of a grid draws the same ensemble (random_state 0 by default, as make_regressor's),
     so the grid's spread over tau is the spread of full_o's ΔRMSE against the stock host on the
