@@ -105,7 +105,7 @@ def test_columns_cannot_be_inserted_at_the_in_context_entry():
 
 
 @pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v3_5"])
-@pytest.mark.parametrize("preset", ["lean", pytest.param("v2_5_default", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("preset", ["lean", "v2_5_default"])
 def test_raw_table_insertion_is_deletion_for_o_closed_under_any_preset(arch, preset, make_random_host):
     """Absent rows and columns inserted into the training table before the preprocessing: o_closed,
     told they are absent there, predicts what it predicts on the table without them (bitwise with
