@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Targets leave git as they found it, except the record targets, which exist to rewrite the committed
-# results/. A record target runs under RECORD: RETROFIT_RECORD=1 is the only way anything may write
+# results/, and `make docs`, which rewrites the docs' generated tables from them. A record target runs
+# under RECORD: RETROFIT_RECORD=1 is the only way anything may write
 # results/ (retrofit.record_guard), and its wall and CPU time go to results/command_times.csv on success.
 # `$(call RECORD_AS,<row>)` records under another row name (quick-time records `quick`).
 # Every other target runs under TIMED: its time goes to the untracked outputs/command_times.csv
@@ -18,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost clean
+.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -150,6 +151,11 @@ pretrain-v3: $(STAMP) ## pretrain (or resume) the tiny_v3 host
 
 pretrain-v3_5: $(STAMP) ## pretrain (or resume) the tiny_v3_5 host
 	$(PY) experiments/pretrain_host.py pretrain=tiny_v3_5
+
+# The measured figures of README.md and docs/*.md live in their generated regions only (`<!-- generated: <name> -->`),
+# rendered from the committed results/ by retrofit.results.generated_docs; run it after a record target rewrites results/.
+docs: $(STAMP) ## rewrite the generated tables of README.md and docs/*.md from the committed results/
+	$(TIMED) $(PY) -m retrofit.results.generated_docs
 
 clean: ## remove the venv and caches (keeps results/)
 	rm -rf $(VENV) .pytest_cache .hypothesis .import_linter_cache outputs multirun .cache

@@ -7,9 +7,9 @@ bitwise with `compact`). The stock host has no such guarantee: `experiments/padd
 measures how far the same padding moves its predictions.
 
 Shared forwards are opt-in: by default (`max_padding=None`) every table runs its own `predict`,
-what a loop does, because on the CPUs measured merging tables was slower at the median (18 tiny_v3
-tables: 0.72x a loop's speed with `max_padding=1.5`, `make bench-batch`; tabpfn_v3 / v3.5 at
-default size: 1.19x / 1.08x the loop's time, `make scale-check`).
+what a loop does, because on the CPUs measured merging tables was slower at the median (the 18
+tiny_v3 tables with `max_padding=1.5`, `make bench-batch` -> results/bench_batch.csv; tabpfn_v3 /
+v3.5 at default size, `make scale-check` -> results/scale.csv).
 Given a `max_padding`, which tables share forwards is a function of their shapes and the model's
 embedding width alone (`shared_buckets`), never of a timing, so equal calls batch alike on every
 machine. Two bounds make the rule: the padded work of a bucket is at most `max_padding` times its

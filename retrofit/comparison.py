@@ -6,7 +6,7 @@ Per seed, ONE host regressor is fitted on the seed's split (`retrofit.data.split
 every variant (`retrofit.retrofit(fitted, variant, **hparams)`) predict the same test rows. The
 numbers are the sweep's for the same rows and settings: the same table swept from a CSV file
 (`dataset=csv dataset.path=... dataset.target=...`) gives the same `rmse` (up to torch's
-thread count, which the sweep fixes at 1: ~1e-7 relative). Nothing is stored or timed.
+thread count, which the sweep fixes at 1: last-bit rounding). Nothing is stored or timed.
 """
 
 import os

@@ -61,16 +61,35 @@ def fitted(make_random_host):
     return make
 
 
-@pytest.fixture
-def hydra_compose():
-    """`hydra_compose(config_name="sweep", overrides=())`: that root config of the repository's
-    `configs/` composed, its `hydra` node kept; Hydra is cleared before and after."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+@pytest.fixture(scope="session")
+def tiny_v3_fitted():
+    """(the shipped tiny_v3 host fitted with one member, random_state 0, on the first 40 rows of
+    `synthetic.small_regression_data()`, its other 20 rows' features, their targets). Shared by the
+    whole run: `retrofit.retrofit` copies what it patches, so no test changes it."""
+    from synthetic import small_regression_data
 
+    from retrofit.hosts import get_path, make_regressor
+
+    X, y = small_regression_data()
+    return make_regressor(get_path("tiny_v3"), n_estimators=1, random_state=0).fit(X[:40], y[:40]), X[40:], y[40:]
+
+
+@pytest.fixture(scope="session")
+def job_schemas() -> None:
+    """Every root config's schema stored in Hydra's ConfigStore (`retrofit.jobs.register`), once per
+    run: the store outlives `GlobalHydra.clear()`, and no test stores another schema in-process."""
     from retrofit.jobs import register
 
-    register()  # every root config's schema
+    register()
+
+
+@pytest.fixture
+def hydra_compose(job_schemas):
+    """`hydra_compose(config_name="sweep", overrides=())`: that root config of the repository's
+    `configs/` composed (every root config's schema stored, `job_schemas`), its `hydra` node kept;
+    Hydra is cleared before and after."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "configs"), version_base="1.3"):

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 
 def regression_data(seed: int = 0, n: int = 90, f: int = 4, *, curved: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -14,6 +15,61 @@ def regression_data(seed: int = 0, n: int = 90, f: int = 4, *, curved: bool = Tr
     X = rng.normal(size=(n, f))
     signal = X[:, 0] + np.sin(2 * X[:, 1]) if curved else X[:, 0] - 0.5 * X[:, 1]
     return X, signal + 0.1 * rng.normal(size=n)
+
+
+def small_regression_data() -> tuple[np.ndarray, np.ndarray]:
+    """`regression_data(n=60, f=3, curved=False)`: the small straight-line table the refusal tests fit
+    (its first 40 rows the training rows, the other 20 the test rows)."""
+    return regression_data(n=60, f=3, curved=False)
+
+
+def houses(n: int = 60, seed: int = 0) -> pd.DataFrame:
+    """A small table with a text column and a numeric code, its target `price` a curve of both."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {"area": rng.normal(size=n), "rooms": rng.integers(1, 5, size=n), "zone": rng.choice(["a", "b", "c"], size=n)}
+    )
+    return frame.assign(price=2 * frame.area + frame.rooms**0.5 + (frame.zone == "a") + 0.1 * rng.normal(size=n))
+
+
+def csv_rows(n: int = 30) -> list[str]:
+    """`n` CSV lines of three numbers, the last two equal (seeded)."""
+    rng = np.random.default_rng(0)
+    return [f"{a:.3f},{b:.3f},{b:.3f}" for a, b in rng.normal(size=(n, 2))]
+
+
+def csv_spec(tmp_path: Path, text: str, **spec: Any) -> Any:
+    """`text` written to `tmp_path/table.csv` and `toy_spec` of that file with `spec`."""
+    path = tmp_path / "table.csv"
+    path.write_text(text)
+    return toy_spec(path, **spec)
+
+
+def toy_spec(path: Path | str, **extra: Any) -> Any:
+    """The `DatasetSpec` of the CSV file at `path`, named `toy`, target `y`, plus `extra` keys."""
+    from retrofit.data import DatasetSpec
+
+    return DatasetSpec.from_mapping({"name": "toy", "source": "csv", "path": str(path), "target": "y", **extra})
+
+
+def toy_frame(n: int = 40, seed: int = 0) -> pd.DataFrame:
+    """`n` rows: a number `x`, a text `colour`, an integer `code` and the target `y` (seeded)."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "colour": rng.choice(["red", "green", "blue"], size=n),
+            "code": rng.integers(0, 3, size=n),
+            "y": rng.normal(size=n),
+        }
+    )
+
+
+def write_csv(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    """`frame` written to `tmp_path/toy.csv` without its index; the file's path."""
+    path = tmp_path / "toy.csv"
+    frame.to_csv(path, index=False)
+    return path
 
 
 def fit_synthetic(

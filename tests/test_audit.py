@@ -194,10 +194,12 @@ def test_a_default_size_v3_5_is_closed_from_the_raw_table(tmp_path):
         "hosts=[]",
         "random_hosts=[{arch: tabpfn_v3_5, seed: 0, size: default}]",
         "insertions=[{at: raw_table, kind: rows}, {at: raw_table, kind: columns}]",
+        *(f"~variants.{name}" for name in ("oa_only", "full_o", "full_o_compact")),  # not asserted on here
         f"output={tmp_path}/audit.csv",
     )
     assert run.returncode == 0, run.stderr
     table = pd.read_csv(tmp_path / "audit.csv")
     assert set(table.host) == {"default_size_tabpfn_v3_5_seed0"} and (table.status == "measured").all()
+    assert set(table.variant) == {"baseline", "o_closed", "o_closed_compact"}
     rel = (table.linf_pred / table.max_abs_pred).groupby(table.variant).max()
     assert rel["o_closed"] <= REL_BOUND and rel["o_closed_compact"] == 0 and rel["baseline"] > 1e-3

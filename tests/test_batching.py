@@ -1,11 +1,13 @@
 """`retrofit.predict_many`: padded, mask-free batches of o_closed regressors equal their own predict."""
 
 import copy
+import functools
 
 import numpy as np
 import pytest
 import torch
 from devices import DEVICES
+from refusals import one_line
 
 import retrofit
 from retrofit.batching import MAX_PADDING, MemberInput, bucket_members, cell_limit, pad_members, shared_buckets
@@ -16,16 +18,26 @@ SHAPES = [(60, 20, 5), (40, 13, 3), (80, 7, 8), (33, 30, 5)]
 """(train rows, test rows, features) of the tables: all different."""
 
 
-def _tables(path, variant="o_closed", n_estimators=2, device="cpu", **hparams):
-    """One fitted, retrofitted regressor per table of `SHAPES` on `device`, with its test rows."""
+@functools.cache
+def _stock_tables(path, n_estimators, device) -> tuple:
+    """One stock regressor fitted per table of `SHAPES` on `device`, with its test rows; fitted once per
+    run for each (path, n_estimators, device): `retrofit` copies what it patches, so no test changes them."""
     rng = np.random.default_rng(0)
     pairs = []
     for i, (n, t, c) in enumerate(SHAPES):
         X = rng.normal(size=(n + t, c))
         y = (i + 1) * X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n + t) + 10 * i
         regressor = make_regressor(path, n_estimators=n_estimators, random_state=i, device=device).fit(X[:n], y[:n])
-        pairs.append((retrofit.retrofit(regressor, variant, **hparams), X[n:]))
-    return pairs
+        pairs.append((regressor, X[n:]))
+    return tuple(pairs)
+
+
+def _tables(path, variant="o_closed", n_estimators=2, device="cpu", **hparams):
+    """One fitted, retrofitted regressor per table of `SHAPES` on `device`, with its test rows."""
+    return [
+        (retrofit.retrofit(regressor, variant, **hparams), X)
+        for regressor, X in _stock_tables(path, n_estimators, device)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +255,26 @@ def test_the_cell_bound_follows_the_models_embedding_width(random_v3_path, make_
     assert cell_limit(fitted[1]) == 2 * cell_limit(fitted[0])
     for regressor, width in zip(fitted, widths, strict=True):
         assert cell_limit(regressor) * width * 4 <= retrofit.batching.MAX_ACTIVATION_BYTES
+
+
+def test_predict_many_given_a_bare_regressor_says_it_wants_pairs(tiny_v3_fitted):
+    patched, X_test = retrofit.retrofit(tiny_v3_fitted[0], "o_closed"), tiny_v3_fitted[1]
+    with pytest.raises(RetrofitError, match=r"item 0 is a PatchedTabPFNRegressor, not a \(regressor, X_test\) pair"):
+        retrofit.predict_many([patched])
+    with pytest.raises(RetrofitError, match=r"item 0 is a PatchedTabPFNRegressor"):
+        retrofit.predict_many((patched, X_test))
+    with pytest.raises(RetrofitError, match=r"pair 0 starts with a ndarray, not a fitted regressor"):
+        retrofit.predict_many([(X_test, patched)])
+    assert retrofit.predict_many([(patched, X_test)])[0].shape == (20,)
+
+
+def test_predict_many_takes_a_generator_of_pairs(tiny_v3_fitted):
+    """A generator ended in an IndexError inside the batching."""
+    closed, X_test = retrofit.retrofit(tiny_v3_fitted[0], "o_closed"), tiny_v3_fitted[1]
+    listed = retrofit.predict_many([(closed, X_test), (closed, X_test[:7])])
+    generated = retrofit.predict_many((closed, X) for X in (X_test, X_test[:7]))
+    for a, b in zip(listed, generated, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(RetrofitError, match=r"takes an iterable of \(regressor, X_test\) pairs, got a dict") as err:
+        retrofit.predict_many({closed: X_test})
+    one_line(err)

@@ -351,3 +351,22 @@ def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeyp
         RunnerError, match=r"reference_commit=HEAD needs git, which is not on PATH; .*reference_commit=null"
     ):
         read_reference(csv, "HEAD")
+
+
+def test_a_gpu_unit_is_equal_within_1e5_within_its_hosts_floor_or_it_differs():
+    """`across_devices`: 1e-5 relative is equal; an RMSE moved by 0.004 % on a host whose floor is
+    0.01 % is within the floor; by 0.1 %, or a coverage change, it differs; a missing unit is said."""
+    from test_aggregate import record
+
+    from retrofit.results.compare import across_devices
+
+    cpu = pd.DataFrame([vars(record(d, "oa_only", 1.0)) for d in ("a", "b", "c", "d", "e")])
+    gpu = cpu.copy()
+    gpu.loc[0, "rmse"] *= 1 + 5e-6  # a: equal
+    gpu.loc[1, ["rmse", "delta_rmse_pct"]] = [1.00004, 1.004]  # b: 4e-5 relative, 0.004 points
+    gpu.loc[2, "rmse"] = 1.001  # c: 0.1 %
+    gpu.loc[3, "coverage_90"] = 0.95  # d: not a column the floor speaks to
+    verdicts = across_devices(gpu.drop(index=4), cpu, {"h": 0.01}).set_index("unit")
+    assert verdicts["verdict"].tolist() == ["equal", "within floor", "differs", "differs", "only reference"]
+    assert verdicts["columns"].tolist()[2:4] == ["rmse", "coverage_90"]
+    assert across_devices(gpu, cpu, {})["verdict"].tolist()[1] == "differs"  # no floor: 1e-5 only

@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
-from synthetic import regression_data
+from synthetic import regression_data, small_regression_data
 from tabpfn import TabPFNRegressor
 
 from retrofit import RetrofitRegressor, retrofit, unpatch
@@ -333,3 +333,46 @@ def test_the_report_is_read_once_per_patch_and_predict_keeps_its_guarantee(patch
     with pytest.raises(RetrofitError, match=re.escape("no longer run what retrofit_report_ says (3 wrapped blocks")):
         unwrapped.predict(X_test)
     assert len(reads) == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"n_estimators": 0}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": 2.5}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": True}, r"n_estimators must be an integer in \[1, 10000\]"),
+        ({"n_estimators": 10**6}, r"n_estimators must be an integer in \[1, 10000\] .*got 1000000"),
+        ({"random_state": -1}, r"random_state must be None, an integer >= 0"),
+        ({"random_state": "seed"}, r"random_state must be None, an integer >= 0"),
+    ],
+)
+def test_estimator_refuses_bad_parameters_before_fitting(params, message):
+    """n_estimators=0 used to fit and then fail at predict with an IndexError."""
+    estimator = RetrofitRegressor("oa_only", device="cpu", **{"n_estimators": 1, **params})
+    with pytest.raises(RetrofitError, match=message):
+        estimator.fit(*small_regression_data())
+    assert not hasattr(estimator, "regressor_")
+
+
+def _sparse(X, y):
+    import scipy.sparse
+
+    return scipy.sparse.csr_matrix(X), y
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (_sparse, r"RetrofitRegressor.fit: Sparse data was passed for X, but dense data is required"),
+        (lambda X, y: (X[:1], y[:1]), r"RetrofitRegressor.fit: Found array with 1 sample\(s\) .* a minimum of 2"),
+        (lambda X, y: (np.ones_like(X), y), r"RetrofitRegressor.fit: All features are constant"),
+    ],
+    ids=["scipy-sparse", "one-row", "constant-features"],
+)
+def test_estimator_refuses_unfittable_inputs_in_one_line(inputs, message):
+    """Sparse X, a single row and all-constant features used to end in sklearn's TypeError or tabpfn's
+    TabPFNValidationError, which an entry point shows as a traceback."""
+    estimator = RetrofitRegressor("oa_only", n_estimators=1)
+    with pytest.raises(RetrofitError, match=message):
+        estimator.fit(*inputs(*small_regression_data()))
+    assert not hasattr(estimator, "regressor_")

@@ -1,5 +1,6 @@
 """`retrofit.patching`: retrofit and unpatch on tiny random hosts of every supported architecture
-(fast), the report of what they took over, and on the shipped hosts (slow)."""
+(fast), the report of what they took over, and on the shipped hosts (slow); an unfitted regressor is
+refused; a constant target predicts the constant under every variant, as stock tabpfn does."""
 
 import copy
 import re
@@ -8,10 +9,11 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
-from synthetic import frozen_stock, regression_data
+from synthetic import frozen_stock, regression_data, small_regression_data
 from tabpfn import TabPFNRegressor
 from torch import nn
 
+from retrofit import RetrofitRegressor, predict_many
 from retrofit.adapters import ARCHITECTURES, KV_CACHE_REFUSAL, OBlock, architecture_of
 from retrofit.errors import RetrofitError
 from retrofit.hosts import available, get_path, make_regressor
@@ -213,3 +215,25 @@ def test_identity_check_reproduces_the_stock_host_for_every_variant(fitted, arch
     for variant in supported:
         predicted = retrofit(regressor, variant, **IDENTITY).predict(X_test)
         assert np.abs(predicted - stock).max() <= 1e-5 * np.abs(stock).max(), variant
+
+
+def test_unpatch_of_an_unfitted_regressor_is_refused():
+    with pytest.raises(RetrofitError, match=r"unpatch needs a fitted TabPFNRegressor: this one is not fitted"):
+        unpatch(make_regressor(get_path("tiny_v3")))
+    with pytest.raises(RetrofitError, match=r"unpatch needs a fitted tabpfn.TabPFNRegressor, got RetrofitRegressor"):
+        unpatch(RetrofitRegressor())
+
+
+def test_o_closed_on_a_constant_target_predicts_the_constant_like_stock_tabpfn():
+    """Stock tabpfn predicts a constant target without running a model; so does every variant."""
+    X, _ = small_regression_data()
+    stock = make_regressor(get_path("tiny_v3"), n_estimators=1).fit(X[:40], np.full(40, 2.5))
+    expected = stock.predict(X[40:])
+    np.testing.assert_array_equal(expected, np.full(20, 2.5))
+    for variant in ("baseline", "full_o", "o_closed"):
+        patched = retrofit(stock, variant)
+        np.testing.assert_array_equal(patched.predict(X[40:]), expected)
+    assert patched.retrofit_report_.closed
+    np.testing.assert_array_equal(predict_many([(patched, X[40:])])[0], expected)
+    restored = unpatch(patched)
+    assert type(restored) is TabPFNRegressor and not any(type(m).__name__.startswith("O") for m in restored.models_)

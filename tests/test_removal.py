@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from refusals import one_line
 
 import retrofit
 from retrofit.batching import decode_members, member_inputs
@@ -416,3 +417,17 @@ def test_explain_bench_small(tmp_path):
         run(OmegaConf.merge(cfg, {"feature_shift_method": "shuffle", "hosts": ["tiny_v3"]}), [auto], root)
     with pytest.raises(RetrofitError, match="inference_preset: unknown inference preset 'leen'"):
         run(OmegaConf.merge(cfg, {"inference_preset": "leen"}), [auto], root)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_leave_one_out_refuses_a_query_row_without_a_finite_target(tiny_v3_fitted, bad):
+    """A NaN in y made every value NaN, with no message."""
+    closed, X_test, y_test = (
+        retrofit.retrofit(tiny_v3_fitted[0], "o_closed"),
+        tiny_v3_fitted[1][:4],
+        tiny_v3_fitted[2][:4].copy(),
+    )
+    y_test[2] = bad
+    with pytest.raises(RetrofitError, match=f"y of query row 2 is {bad}") as err:
+        leave_one_out(closed, X_test, y_test)
+    one_line(err)

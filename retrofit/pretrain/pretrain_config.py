@@ -29,7 +29,7 @@ class PretrainConfig:
     threads: int = 1
     border_samples: int = 200_000
     # Share of the border sample drawn uniformly on [-8, 8]: without it the quantile borders leave
-    # one bucket for every z above ~2.7, and the host jumps to z ~ 6-8 when it extrapolates.
+    # one bucket for every z above the sample's top quantile, and the host jumps far out when it extrapolates.
     border_tail_share: float = 0.2
     reborder: bool = False
     val: dict[str, dict] = field(default_factory=dict)

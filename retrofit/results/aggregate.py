@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+
 from retrofit.errors import RunnerError
 from retrofit.io import locked, staged, write_csv, write_text_atomic
 from retrofit.results.long_format import long_frame

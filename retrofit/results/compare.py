@@ -47,8 +47,8 @@ TIMES = frozenset(
 class Tolerances:
     """When two values agree: `|A − B| <= atol + rel · |B|`, with `atol` from `delta_atol` for the
     matched deltas (% points, nats, a fraction for coverage) and `atol` elsewhere. Across CPUs
-    float32 kernels round in the last bits (measured: levels within 6e-7 relative, deltas within
-    4e-5 points), far inside these."""
+    float32 kernels round in the last bits, far inside these (`make compare A=<csv> B=<csv>` shows
+    the largest difference per column)."""
 
     rel: float = 1e-5
     atol: float = 1e-12
@@ -316,8 +316,9 @@ def read_reference(
 ) -> Reference:
     """The CSV at `path`: as in the working tree (`commit` None), or as committed at `commit` (e.g.
     `HEAD`) in the git checkout holding it — outside any checkout, the file as it is, and the source
-    says so; without `git` on PATH a `commit` is refused (the checkout could not be told apart). Its keys are checked now, before any sweep runs. RunnerError when the file (or its
-    committed version) does not exist."""
+    says so; without `git` on PATH a `commit` is refused (the checkout could not be told apart).
+    Its keys are checked now, before any sweep runs. RunnerError when the file (or its committed
+    version) does not exist."""
     path = Path(path).resolve()
     shown = _git(path, "show", f"{commit}:./{path.name}") if commit is not None else None
     if commit is not None and shown is None:

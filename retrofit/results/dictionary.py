@@ -30,12 +30,18 @@ TABLES: dict[str, tuple[str, str]] = {
     "scale.csv": ("benchmarks.scale.scale_rows:COLUMN_DOCS", "every architecture at default size (`make scale-check`)"),
     "bench_batch.csv": ("experiments.bench_batch:COLUMN_DOCS", "predict_many vs sequential predict"),
     "padding_demo.csv": ("experiments.padding_demo:COLUMN_DOCS", "predict_many's padding fed to non-closed hosts"),
-    "removal_bench.csv": ("benchmarks.removal_vs_refit.explain_table:COLUMN_DOCS", "the explanation benchmark (`make explain-bench`)"),
+    "removal_bench.csv": (
+        "benchmarks.removal_vs_refit.explain_table:COLUMN_DOCS",
+        "the explanation benchmark (`make explain-bench`)",
+    ),
     "removal_scale.csv": (
         "benchmarks.removal_vs_refit.removal_at_scale:COLUMN_DOCS",
         "removal explanations at default size against refits (`make explain-scale`)",
     ),
-    "removal_stages.csv": ("benchmarks.removal_vs_refit.explain_table:STAGE_DOCS", "where a coalition's time goes, per stage"),
+    "removal_stages.csv": (
+        "benchmarks.removal_vs_refit.explain_table:STAGE_DOCS",
+        "where a coalition's time goes, per stage",
+    ),
     "exactness.csv": ("benchmarks.attention_exactness:COLUMN_DOCS", "OAttention against its float64 reference"),
     "ablation.csv": ("benchmarks.null_insertion:COLUMN_DOCS", "two-block hosts under null insertion (`make ablation`)"),
     "host_quality.csv": ("benchmarks.host_baselines:SCORE_DOCS", "host RMSE against simple baselines, per case"),

@@ -42,9 +42,7 @@ def plot_explanation(frame: pd.DataFrame, path: Path, title: str) -> Path:
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.6)
         first = terms.iloc[0]
-        ax.set_title(
-            f"row {row}: {first['empty_prediction']:.4g} (no feature) → {first['prediction']:.4g}", fontsize=9
-        )
+        ax.set_title(f"row {row}: {first['empty_prediction']:.4g} (no feature) → {first['prediction']:.4g}", fontsize=9)
         ax.set_xlabel("share of the prediction (target units)", fontsize=8)
     for ax in axes[len(drawn) :]:
         ax.set_visible(False)

@@ -4,7 +4,8 @@
 (`retrofit.results.bootstrap`), the cases above / below zero, the signed largest ΔRMSE %, the
 predict-time ratio and the mean distribution deltas with their CIs; `per_dataset` the baseline RMSE
 and mean ΔRMSE % per host × dataset. `table_markdown` (retrofit_table.md), `arms_markdown`
-(decomposition.md) and `headline` (the README's table, printed at the end of a sweep) render them.
+(decomposition.md) and `headline` (printed at the end of a sweep; the README's table is rendered from the
+record's files by `retrofit.results.figure_tables.headline`) render them.
 Frames are `retrofit.results.record.frame_of` frames; nothing here reads a file or a registry.
 """
 
@@ -197,7 +198,7 @@ def headline(
     floors: Mapping[tuple[str, str], float] | None = None,
     commands: Mapping[tuple[str, str], str] | None = None,
 ) -> str:
-    """The README's table for the hosts and variants in `frame` (main and arm rows): per variant (and
+    """The sweep's closing table for the hosts and variants in `frame` (main and arm rows): per variant (and
     arm other than the variant's own settings), per host, mean ΔRMSE % [95 % CI] (signed largest) and
     the predict-time ratio to the baseline. Rows of different settings are kept apart
     (`settings_apart`) and a line above the table says so. With `floors` ((host, device) -> noise

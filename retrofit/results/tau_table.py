@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from retrofit.labels import DEVICE_DOC
 from retrofit.errors import RunnerError
 from retrofit.io import write_png
+from retrofit.labels import DEVICE_DOC
 from retrofit.results.bootstrap import frame_ci
 from retrofit.results.record import UnitRecord, frame_of
 

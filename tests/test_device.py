@@ -1,7 +1,6 @@
 """Every measuring job takes `device` (cpu | cuda | auto) and refuses `device=cuda` without CUDA in
 one line before any work; what each row says it ran on (`retrofit.hosts.device`)."""
 
-import pandas as pd
 import pytest
 import torch
 from omegaconf import open_dict
@@ -105,33 +104,3 @@ def test_a_shipped_host_predicts_the_same_on_cuda_as_on_the_cpu(host, dataset_sp
         for device in ("cpu", "cuda")
     )
     assert abs(cuda - cpu).max() <= 1e-5 * abs(cpu).max()
-
-
-def test_a_gpu_unit_is_equal_within_1e5_within_its_hosts_floor_or_it_differs():
-    """`across_devices`: 1e-5 relative is equal; an RMSE moved by 0.004 % on a host whose floor is
-    0.01 % is within the floor; by 0.1 %, or a coverage change, it differs; a missing unit is said."""
-    from test_aggregate import record
-
-    from retrofit.results.compare import across_devices
-
-    cpu = pd.DataFrame([vars(record(d, "oa_only", 1.0)) for d in ("a", "b", "c", "d", "e")])
-    gpu = cpu.copy()
-    gpu.loc[0, "rmse"] *= 1 + 5e-6  # a: equal
-    gpu.loc[1, ["rmse", "delta_rmse_pct"]] = [1.00004, 1.004]  # b: 4e-5 relative, 0.004 points
-    gpu.loc[2, "rmse"] = 1.001  # c: 0.1 %
-    gpu.loc[3, "coverage_90"] = 0.95  # d: not a column the floor speaks to
-    verdicts = across_devices(gpu.drop(index=4), cpu, {"h": 0.01}).set_index("unit")
-    assert verdicts["verdict"].tolist() == ["equal", "within floor", "differs", "differs", "only reference"]
-    assert verdicts["columns"].tolist()[2:4] == ["rmse", "coverage_90"]
-    assert across_devices(gpu, cpu, {})["verdict"].tolist()[1] == "differs"  # no floor: 1e-5 only
-
-
-@no_cuda
-def test_the_gpu_record_is_refused_in_one_line_without_cuda(tmp_path, capsys):
-    from benchmarks.gpu_record import NO_CUDA, main
-
-    with pytest.raises(SystemExit) as refused:
-        main(["--out", str(tmp_path / "gpu")])
-    err = capsys.readouterr().err
-    assert refused.value.code == NO_CUDA and err.count("\n") == 1 and "needs a CUDA device" in err
-    assert not (tmp_path / "gpu").exists()  # nothing written

@@ -1,12 +1,16 @@
-"""Hosts written as tabpfn publishes each version load through validation and tabpfn alike."""
+"""`retrofit.hosts.checkpoint`: hosts written as tabpfn publishes each version load through validation and
+tabpfn alike; the inference presets without tabpfn's fingerprint column."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 from safetensors import safe_open
 from synthetic import fit_synthetic
 
-from retrofit.hosts import check_checkpoint
+from retrofit.hosts import check_checkpoint, inference_config
 from retrofit.hosts.checkpoint import PUBLISHED_FORMATS
 from retrofit.hosts.random_host import TINY_ARCHS, default_size_host
 
@@ -28,3 +32,19 @@ def test_published_layout_validates_and_predicts_with_its_borders(tmp_path, arch
         checkpoint = torch.load(path, weights_only=True)  # plain containers only, as tabpfn loads it
         assert checkpoint.get("architecture_name") == layout.architecture_name
         assert ("inference_config" in checkpoint) == (layout.inference_version is not None)
+
+
+def test_no_preset_selection_candidate_carries_the_fingerprint():
+    """Preset selection cannot pick an unstable preset: none of its candidates has the fingerprint."""
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "preset_selection.yaml").read_text())
+    assert config["presets"]
+    assert not [p for p in config["presets"] if inference_config(p)["FINGERPRINT_FEATURE"]]
+
+
+@pytest.mark.parametrize("version", ["v2", "v2_5"])
+def test_a_no_fingerprint_preset_is_tabpfns_default_but_the_fingerprint(version):
+    default, plain = inference_config(f"{version}_default"), inference_config(f"{version}_no_fingerprint")
+    assert (default["FINGERPRINT_FEATURE"], plain["FINGERPRINT_FEATURE"]) == (True, False)
+    assert {k: v for k, v in default.items() if k != "FINGERPRINT_FEATURE"} == {
+        k: v for k, v in plain.items() if k != "FINGERPRINT_FEATURE"
+    }

@@ -1,0 +1,89 @@
+"""A user's own CSV (`retrofit.data.csv_file`): a path and a target on the command line (`dataset=csv`),
+or the same table as a DataFrame in memory, give one table; a missing key, column or file is named in
+one line."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+from synthetic import csv_spec, houses, toy_frame, toy_spec
+
+from retrofit.data import DatasetError, DatasetSpec, frame_table, load_table
+
+
+def csv_node(hydra_compose, *overrides: str) -> dict:
+    return OmegaConf.to_container(hydra_compose("sweep", ["dataset=csv", *overrides]).dataset, resolve=True)
+
+
+def test_a_csv_on_the_command_line_is_named_by_its_stem_and_read_from_the_start_directory(hydra_compose, tmp_path):
+    (tmp_path / "data").mkdir()
+    houses().to_csv(tmp_path / "data" / "my_houses.csv", index=False)
+    spec = DatasetSpec.from_mapping(csv_node(hydra_compose, "dataset.path=data/my_houses.csv", "dataset.target=price"))
+    assert (spec.name, spec.source, spec.target, spec.options) == (
+        "my_houses",
+        "csv",
+        "price",
+        {"path": "data/my_houses.csv"},
+    )
+    table = load_table(spec, tmp_path)
+    assert table.X.shape == (60, 3) and table.categorical == ("zone",)
+    named = csv_node(hydra_compose, "dataset.path=data/my_houses.csv", "dataset.target=price", "dataset.name=flats")
+    assert DatasetSpec.from_mapping(named).name == "flats"
+    dropped = csv_node(hydra_compose, "dataset.path=data/my_houses.csv", "dataset.target=price", "dataset.drop=[rooms]")
+    assert list(load_table(DatasetSpec.from_mapping(dropped), tmp_path).X.columns) == ["area", "zone"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["dataset.target=price"], "key 'path' is missing.*dataset=csv dataset.path=<file.csv> dataset.target="),
+        (["dataset.path=my_houses.csv"], "dataset 'my_houses': key 'target' is missing"),
+        (["dataset.path='my houses.csv'", "dataset.target=price"], "'my houses' is not a label.*dataset.name=<label>"),
+    ],
+)
+def test_a_csv_on_the_command_line_missing_a_key_says_what_to_add(hydra_compose, overrides, message):
+    with pytest.raises(DatasetError, match=message) as err:
+        DatasetSpec.from_mapping(csv_node(hydra_compose, *overrides))
+    assert "\n" not in str(err.value)
+
+
+def test_a_frame_in_memory_is_the_table_its_csv_file_gives(tmp_path):
+    houses().to_csv(tmp_path / "houses.csv", index=False)
+    from_file = load_table(
+        DatasetSpec.from_mapping({"source": "csv", "path": "houses.csv", "target": "price"}), tmp_path
+    )
+    in_memory = frame_table(pd.read_csv(tmp_path / "houses.csv"), "price", name="houses")
+    pd.testing.assert_frame_equal(in_memory.X, from_file.X)
+    pd.testing.assert_series_equal(in_memory.y, from_file.y)
+    assert in_memory.categorical == from_file.categorical == ("zone",)
+    with pytest.raises(DatasetError, match="no target column 'cost'"):
+        frame_table(houses(), "cost")
+
+
+def test_error_listing_a_wide_tables_columns_is_bounded(tmp_path):
+    """A malformed 100,000-column CSV once produced a message of hundreds of MB; it now lists 20 names."""
+    n = 100_000
+    spec = csv_spec(tmp_path, ",".join(f"c{i}" for i in range(n)) + "\n" + ",".join(["1"] * n) + "\n")
+    with pytest.raises(DatasetError, match=rf"no target column 'y'; columns: .*'c19'\] and {n - 20} more") as err:
+        load_table(spec, tmp_path)
+    assert len(str(err.value)) < 1_000
+
+
+def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
+    (tmp_path / "houses.csv").mkdir()
+    spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
+    with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix `path`"):
+        load_table(spec, tmp_path)
+
+
+def test_csv_path_relative_to_the_start_directory(tmp_path):
+    (tmp_path / "data").mkdir()
+    toy_frame().to_csv(tmp_path / "data" / "toy.csv", index=False)
+    assert load_table(toy_spec("data/toy.csv"), tmp_path).X.shape == (40, 3)
+    assert load_table(toy_spec(tmp_path / "data" / "toy.csv"), Path("/")).X.shape == (40, 3)
+
+
+def test_missing_csv_names_the_file(tmp_path):
+    with pytest.raises(DatasetError, match=r"toy\.csv does not exist"):
+        load_table(toy_spec("nowhere/toy.csv"), tmp_path)

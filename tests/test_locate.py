@@ -1,0 +1,148 @@
+"""`retrofit.hosts.locate`: a checkpoint path that cannot be resolved, or a folder without one, is refused
+saying what it holds."""
+
+import hashlib
+import os
+import pathlib
+import time
+from functools import partial
+
+import numpy as np
+import pytest
+import torch
+from synthetic import regression_data
+from tabpfn.checkpoint import Checkpoint
+from tabpfn.constants import ModelVersion
+from tabpfn.model_loading import resolve_model_version
+from tabpfn.settings import settings
+
+from retrofit.errors import RetrofitError
+from retrofit.hosts import check_checkpoint, get_path, make_regressor
+from retrofit.hosts.validation import architecture_name
+from retrofit.runner.store import file_digest
+from retrofit.runner.sweep_config import case_from_hydra
+
+
+def test_symlink_loop_is_refused(tmp_path):
+    loop = tmp_path / "loop-v3.safetensors"
+    os.symlink(loop, loop)
+    with pytest.raises(RetrofitError, match=r"cannot be resolved .*symlink"):
+        check_checkpoint(loop)
+
+
+def test_folder_without_a_checkpoint_says_what_it_holds(tmp_path):
+    (tmp_path / "notes.txt").write_text("weights elsewhere")
+    with pytest.raises(RetrofitError, match=r"holds no TabPFN regressor checkpoint .*it holds \['notes.txt'\]\); pass"):
+        check_checkpoint(tmp_path)
+
+
+_data = partial(regression_data, n=120, curved=False)
+
+
+def test_missing_checkpoint_fails_fast_without_download(tmp_path):
+    start = time.perf_counter()
+    with pytest.raises(RetrofitError, match="does not exist"):
+        make_regressor(tmp_path / "nope-v3.ckpt")
+    assert time.perf_counter() - start < 5.0  # offline validation, not a hub timeout
+
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _hub_cache(root: pathlib.Path, model: str, files: dict[str, pathlib.Path]) -> pathlib.Path:
+    """The HuggingFace hub cache folder of `Prior-Labs/<model>` as a download leaves it: each of
+    `files` (name -> source) a blob named by its sha256 in `blobs/`, linked from
+    `snapshots/<REVISION>/<name>` by a relative symlink; `refs/main` names the revision."""
+    repo = root / f"models--Prior-Labs--{model}"
+    snapshot = repo / "snapshots" / REVISION
+    for folder in (repo / "refs", repo / "blobs", snapshot):
+        folder.mkdir(parents=True)
+    (repo / "refs" / "main").write_text(REVISION)
+    for name, source in files.items():
+        data = source.read_bytes()
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / name).symlink_to(os.path.relpath(blob, snapshot))
+    return repo
+
+
+def _predictions(path, **kw) -> np.ndarray:
+    X, y = _data()
+    return make_regressor(path, n_estimators=1, random_state=0, **kw).fit(X[:80], y[:80]).predict(X[80:])
+
+
+def test_a_huggingface_cache_checkpoint_is_read_by_the_name_given_not_the_blob(tmp_path, monkeypatch, hydra_compose):
+    """A `.safetensors` symlinked to its hash-named blob was read as a torch file ("Unsupported
+    operand 176"); given as the file, its snapshot folder, the model's folder or on the command line,
+    it is the weights of the file it links to, and tabpfn gets them under the given name."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user_cache"))
+    shipped_file = get_path("tiny_v3_5")
+    repo = _hub_cache(tmp_path / "hub", "tabpfn_3_5", {"tabpfn-v3.5-20260909.safetensors": shipped_file})
+    link = repo / "snapshots" / REVISION / "tabpfn-v3.5-20260909.safetensors"
+    assert [check_checkpoint(given) for given in (link, link.parent, repo)] == [link] * 3
+    assert file_digest(check_checkpoint(repo)) == file_digest(shipped_file)  # the host digest is of the bytes
+    cfg = hydra_compose("sweep", ["host=checkpoint", f"host.path={repo}", "host.name=real_v3_5", "variant=oa_only"])
+    assert case_from_hydra(cfg, cfg.hydra).host_path == link
+    regressor = make_regressor(repo)
+    handed = pathlib.Path(regressor.model_path)
+    digest = hashlib.sha256(shipped_file.read_bytes()).hexdigest()
+    assert handed == tmp_path / "user_cache" / "retrofit" / "checkpoints" / digest / link.name
+    assert not handed.is_symlink() and handed.stat().st_ino == link.resolve().stat().st_ino  # a hard link
+    assert resolve_model_version(handed) == ModelVersion.V3_5
+    np.testing.assert_array_equal(_predictions(repo), _predictions(shipped_file))
+
+
+def test_a_tabpfn_model_name_is_its_file_in_tabpfns_model_cache(tmp_path, monkeypatch):
+    """ "v3", "auto" (tabpfn's default version, here v3) and the published file name are the file
+    tabpfn keeps in its model cache, here a symlink into a HuggingFace cache (a `.ckpt`: tabpfn reads
+    its blob as the torch file it is); a model not there is refused naming where it looked and the
+    download that puts it there."""
+    cache = tmp_path / "tabpfn_cache"
+    monkeypatch.setattr(settings.tabpfn, "model_cache_dir", cache)
+    monkeypatch.setattr(settings.tabpfn, "model_version", ModelVersion.V3)
+    torch.save(Checkpoint(get_path("tiny_v3")).load(), tmp_path / "v3.ckpt")
+    name = "tabpfn-v3-regressor-v3_default.ckpt"
+    repo = _hub_cache(tmp_path / "hub", "tabpfn_3", {name: tmp_path / "v3.ckpt"})
+    cache.mkdir()
+    (cache / name).symlink_to(repo / "snapshots" / REVISION / name)
+    assert [check_checkpoint(given, base_dir=tmp_path) for given in ("v3", "auto", name)] == [cache / name] * 3
+    assert get_path("v3") == cache / name
+    assert architecture_name(cache / name) == "tabpfn_v3"
+    np.testing.assert_array_equal(_predictions("v3"), _predictions(get_path("tiny_v3")))
+    missing = cache / "tabpfn-v2.5-regressor-v2.5_default.ckpt"
+    with pytest.raises(RetrofitError) as err:
+        check_checkpoint("v2.5")
+    assert str(err.value) == (
+        f"tabpfn model 'v2.5' is not in tabpfn's model cache (looked for {missing}; nothing is downloaded): put the "
+        f"file there (online: hf download Prior-Labs/tabpfn_2_5 {missing.name} --local-dir {cache}), or set "
+        "TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>"
+    )
+    with pytest.raises(RetrofitError, match=rf"checkpoint {tmp_path / 'v3'} does not exist; pass host.path="):
+        check_checkpoint("./v3", base_dir=tmp_path)  # a version name is never a path, and a path never a name
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            ["tabpfn-v2-regressor-a.safetensors", "tabpfn-v2-regressor-b.safetensors", "tabpfn-v2-classifier.ckpt"],
+            r"holds 2 regressor checkpoints \['tabpfn-v2-regressor-a.safetensors', "
+            r"'tabpfn-v2-regressor-b.safetensors'\]; pass host.path=<one of them>, "
+            r"e.g. host.path=.*/tabpfn-v2-regressor-a.safetensors$",
+        ),
+        (
+            ["tabpfn-v2-classifier.ckpt", "config.json"],
+            r"holds no TabPFN regressor checkpoint \(a .ckpt or .safetensors file not named \*classifier\*; it holds "
+            r"\['config.json', 'tabpfn-v2-classifier.ckpt'\]\); pass host.path=<a TabPFN .ckpt/.safetensors file",
+        ),
+    ],
+)
+def test_a_folder_without_exactly_one_regressor_checkpoint_is_refused_naming_its_files(tmp_path, files, message):
+    repo = _hub_cache(tmp_path, "tabpfn_2", dict.fromkeys(files, get_path("tiny_v2")))
+    for given in (repo, repo / "snapshots" / REVISION):
+        with pytest.raises(RetrofitError, match=message):
+            check_checkpoint(given)
+    (repo / "refs" / "main").unlink()
+    (repo / "snapshots" / "other").mkdir()
+    with pytest.raises(RetrofitError, match=r"has 2 snapshots \['0123.*', 'other'\] and no refs/main naming one"):
+        check_checkpoint(repo)
