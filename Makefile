@@ -60,7 +60,7 @@ quick-time: $(STAMP) ## make quick, its wall and CPU time recorded in results/co
 
 # The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.record_guard). The sweep
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
-# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.compare).
+# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.reproduction).
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check

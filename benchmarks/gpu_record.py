@@ -14,7 +14,7 @@ Refused in one line, before anything runs, where torch sees no CUDA device. Othe
 - `scale.csv`: `experiments/scale_check.py device=cuda` (unless `--no-scale`);
 - `command_times.csv`: each command's wall and CPU time (`retrofit.runtimes`);
 - `cpu_agreement.csv`: every unit of the GPU grid against the CPU record (`--reference`,
-  `results/retrofit_rmse.csv`; `retrofit.results.compare.across_devices`): equal within 1e-5
+  `results/retrofit_rmse.csv`; `retrofit.results.reproduction.across_devices`): equal within 1e-5
   relative, or within its host's noise floor (the largest over its sources on the CPU and on this
   GPU, `retrofit.runner.store.noise_floors`), else it differs.
 
@@ -99,7 +99,7 @@ def timed(name: str, command: Sequence[str], times: Path) -> int:
 def agreement(out: Path, reference: Path, device: str) -> tuple[bool, str]:
     """Check `<out>/retrofit_rmse.csv` against `reference` (`across_devices`), write
     `<out>/cpu_agreement.csv`, and say whether every unit agrees and the counts in one line."""
-    from retrofit.results.compare import across_devices, read_results
+    from retrofit.results.reproduction import across_devices, read_results
     from retrofit.runner.store import noise_floors
 
     floors: dict[str, float] = {}

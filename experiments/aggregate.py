@@ -42,7 +42,7 @@ OVERRIDES = [
 of running them, and logs under outputs/aggregate/."""
 
 if TYPE_CHECKING:
-    from retrofit.results.compare import Reference
+    from retrofit.results.reproduction import Reference
     from retrofit.runner.case import Case
 
 

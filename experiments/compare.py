@@ -1,6 +1,6 @@
 """Two retrofit_rmse.csv files compared unit by unit, printed (`configs/compare.yaml`, `make compare A=<csv> B=<csv>`):
 per numeric column the largest |A − B| over the matched units and where, per host × variant the
-mean ΔRMSE % in A and in B (`retrofit.results.compare`). Prints only; writes nothing.
+mean ΔRMSE % in A and in B (`retrofit.results.reproduction`). Prints only; writes nothing.
 
     python experiments/compare.py a=outputs/results/retrofit_rmse.csv b=results/retrofit_rmse.csv
     python experiments/compare.py outputs/results/retrofit_rmse.csv results/retrofit_rmse.csv   # the same
@@ -42,7 +42,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
 
 def show(a: str | os.PathLike, b: str | os.PathLike) -> None:
     """Print the comparison of the files `a` and `b`; RetrofitError naming a file that is not a results table."""
-    from retrofit.results.compare import compare
+    from retrofit.results.reproduction import compare
 
     print(f"A = {a}\nB = {b}\n")
     print(compare(a, b).text())

@@ -29,7 +29,7 @@ from retrofit.runner import SweepConfig, reference_of, results_dir_of
 SCHEMA = SweepConfig
 
 if TYPE_CHECKING:
-    from retrofit.results.compare import Reference
+    from retrofit.results.reproduction import Reference
     from retrofit.runner.case import Case
 
 

@@ -15,7 +15,7 @@ import retrofit
 from retrofit import fitting
 from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
-from retrofit.results import aggregate as agg
+from retrofit.results import run_files as agg
 from retrofit.runner import case as case_module
 from retrofit.runner import store as units_module
 from retrofit.runner.case import UnitSpec, check_cases, run_case

@@ -10,7 +10,7 @@ import pytest
 
 from retrofit.errors import RunnerError
 from retrofit.metrics import BarPredictive
-from retrofit.results import aggregate as agg
+from retrofit.results import run_files as agg
 from retrofit.results.tables import table_markdown
 from retrofit.runner import case as case_module
 from retrofit.runner.case import UnitSpec, predict_all, run_case, time_all, timing_columns

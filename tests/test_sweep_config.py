@@ -25,7 +25,7 @@ from retrofit.data import DatasetError
 from retrofit.errors import RunnerError
 from retrofit.hosts import available
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV
-from retrofit.results.compare import require_covered
+from retrofit.results.reproduction import require_covered
 from retrofit.runner import reference_of, results_dir_of
 from retrofit.runner.case import check_cases
 from retrofit.runner.sweep_config import (

@@ -13,8 +13,8 @@ import retrofit.adapters.block as block
 from retrofit.errors import RunnerError
 from retrofit.fitting import fit_case
 from retrofit.hosts import available, get_path
-from retrofit.results.aggregate import ARM_COLUMNS, aggregate
 from retrofit.results.record import UnitRecord
+from retrofit.results.run_files import ARM_COLUMNS, aggregate
 from retrofit.runner.case import UnitSpec, run_case
 from retrofit.runner.store import case_records
 from retrofit.runner.sweep_config import ARMS_FILE, Decomposition, with_arms

@@ -22,7 +22,7 @@ TABLES: dict[str, tuple[str, str]] = {
         "retrofit.results.long_format:COLUMN_DOCS",
         "the sweep in long format: one row per method × dataset × fold × metric",
     ),
-    "decomposition.csv": ("retrofit.results.aggregate:ARM_DOCS", "the decomposition's arm rows of the sweep"),
+    "decomposition.csv": ("retrofit.results.run_files:ARM_DOCS", "the decomposition's arm rows of the sweep"),
     "tau_sweep.csv": ("retrofit.results.tau_table:COLUMN_DOCS", "mean ΔRMSE against tau's c (`make tau-sweep`)"),
     "audit.csv": ("retrofit.audit.run:COLUMN_DOCS", "the O-closure audit (`make audit`)"),
     "noise_floor.csv": ("retrofit.measure.floor_table:COLUMN_DOCS", "each host's noise floor"),

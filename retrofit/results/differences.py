@@ -1,5 +1,5 @@
 """How two aligned arrays of result values differ, and the largest differences as the reproduction
-line says them (`retrofit.results.compare`).
+line says them (`retrofit.results.reproduction`).
 
 Per value: |A − B| and |A − B| / |B|. Equal values (NaN in both included) differ by 0. Where B is 0
 and A is not, there is no relative difference: that |A − B| is said on its own. A value in one file

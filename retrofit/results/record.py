@@ -133,7 +133,7 @@ SETTINGS = ["n_estimators", "device", "test_size", "precision", "threads", "host
 """The columns of settings that change a number: rows that differ in one are never pooled."""
 INPUTS = ["host_digest", "data_digest"]
 """The columns naming the bytes a row was computed from: a row whose inputs differ from a reference's
-was recomputed from changed inputs (`retrofit.results.compare`)."""
+was recomputed from changed inputs (`retrofit.results.reproduction`)."""
 IDENTITY = [
     "test_size",
     "precision",
@@ -147,7 +147,8 @@ IDENTITY = [
 ]
 """The appended columns that say what a row was computed from (not results: never compared as such)."""
 NUMERIC = [name for name, kind in get_type_hints(UnitRecord).items() if kind in (int, float, bool) and name not in KEY]
-"""Every numeric or flag column but the key's (a text value in one is refused by name: `retrofit.results.compare`)."""
+"""Every numeric or flag column but the key's (a text value in one is refused by name:
+`retrofit.results.reproduction`)."""
 _TYPES = get_type_hints(UnitRecord)
 _OPTIONAL = {f.name: f.default for f in fields(UnitRecord) if f.default is not MISSING}
 """The appended columns and their blank values (an older file lacks them)."""

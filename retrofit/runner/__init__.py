@@ -38,7 +38,7 @@ from retrofit.record_guard import check_record_outputs, in_record, writable_dir
 from retrofit.typed import typed
 
 if TYPE_CHECKING:  # pandas only where the record is read
-    from retrofit.results.compare import Reference
+    from retrofit.results.reproduction import Reference
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def runs_dir(cfg: DictConfig, base_dir: Path) -> Path:
 
 def reference_of(cfg: DictConfig, base_dir: Path) -> "Reference | None":
     """The reproduction reference `cfg` names (`reference`, read at commit `reference_commit` or,
-    null, from the working tree; `retrofit.results.compare.read_reference`), or None. A run that
+    null, from the working tree; `retrofit.results.reproduction.read_reference`), or None. A run that
     writes the committed record must reproduce every reference row (`Reference.require_all`),
     unless `grid_changed=true` says the grid changed on purpose (`Reference.grid_changed`)."""
     if not cfg.reference:
@@ -160,7 +160,7 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> "Reference | None":
             if cfg.get(key) not in (None, False):
                 raise RunnerError(f"{key}={cfg.get(key)} needs reference=<a retrofit_rmse.csv>")
         return None
-    from retrofit.results.compare import read_reference
+    from retrofit.results.reproduction import read_reference
 
     path, commit, grid_changed = resolve(base_dir, cfg.reference), cfg.get("reference_commit"), cfg.get("grid_changed")
     record = bool(cfg.results_dir) and in_record(resolve(base_dir, cfg.results_dir))
@@ -172,7 +172,7 @@ def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
     files a run writes (`FILES`) is a directory or other non-file, and the
     committed record only from its make target (`retrofit.record_guard.check_record_outputs`) in
     a whole sweep (`-m`) checked against a reference (`make retrofit`). RunnerError otherwise."""
-    from retrofit.results.aggregate import FILES
+    from retrofit.results.run_files import FILES
 
     path = writable_dir(cfg.results_dir and resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir), "results_dir")
     blocked = [name for name in FILES if (path / name).exists() and not (path / name).is_file()]

@@ -15,7 +15,7 @@ and interrupted runs leave whole files or none.
 A run's end (`finish`): the records of its cases' units, read by the identities its cases computed
 (`sweep_records`: exactly those files, whatever else the store holds; a unit without one is named
 and nothing is written) and labelled as its cases label them, written as results
-(`retrofit.results.aggregate`), shown on the console with each host's noise floor, and checked
+(`retrofit.results.run_files`), shown on the console with each host's noise floor, and checked
 against a reference when one was named. This module reads cases, never builds one: no torch,
 tabpfn or fitting.
 """
@@ -42,8 +42,8 @@ from retrofit.unit_key import UnitKey, key_of
 if TYPE_CHECKING:  # a case is read here (its units and identities), never built
     import pandas as pd
 
-    from retrofit.results.compare import Reference
     from retrofit.results.record import UnitRecord
+    from retrofit.results.reproduction import Reference
     from retrofit.runner.case import Case
 
 log = logging.getLogger(__name__)
@@ -295,9 +295,9 @@ def finish(
     (`log_files`) and how many units were reused (`reused`); with a `reference` (read before the
     run), check the run's own rows against it (`reproduction.txt`; RunnerError if they differ).
     `host_paths` (host -> checkpoint) completes the command that measures a missing noise floor."""
-    from retrofit.results.aggregate import aggregate, headline, outputs
-    from retrofit.results.compare import verify
     from retrofit.results.record import frame_of
+    from retrofit.results.reproduction import verify
+    from retrofit.results.run_files import aggregate, headline, outputs
 
     frame = aggregate(results_dir, records, keep=keep)
     written = [results_dir / name for name in outputs(frame)]

@@ -66,7 +66,7 @@ from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.labels import check_label
 from retrofit.record_guard import in_record, outside_record, writable_dir
-from retrofit.results.compare import Reference, require_covered
+from retrofit.results.reproduction import Reference, require_covered
 from retrofit.runner import (
     DecompositionConfig,
     HostConfig,

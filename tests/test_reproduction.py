@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from processes import run_entry_point
-from test_aggregate import synthetic_rows
+from test_run_files import synthetic_rows
 
 from retrofit.errors import RunnerError
-from retrofit.results import aggregate as agg
-from retrofit.results.compare import TIMES as NOT_COMPARED
-from retrofit.results.compare import TOLERANCES, Reference, check, compare, read_reference, require_covered, verify
+from retrofit.results import run_files as agg
+from retrofit.results.reproduction import TIMES as NOT_COMPARED
+from retrofit.results.reproduction import TOLERANCES, Reference, check, compare, read_reference, require_covered, verify
 from retrofit.runner import reference_of
 from retrofit.unit_key import UnitKey
 
@@ -356,9 +356,9 @@ def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeyp
 def test_a_gpu_unit_is_equal_within_1e5_within_its_hosts_floor_or_it_differs():
     """`across_devices`: 1e-5 relative is equal; an RMSE moved by 0.004 % on a host whose floor is
     0.01 % is within the floor; by 0.1 %, or a coverage change, it differs; a missing unit is said."""
-    from test_aggregate import record
+    from test_run_files import record
 
-    from retrofit.results.compare import across_devices
+    from retrofit.results.reproduction import across_devices
 
     cpu = pd.DataFrame([vars(record(d, "oa_only", 1.0)) for d in ("a", "b", "c", "d", "e")])
     gpu = cpu.copy()

@@ -16,10 +16,10 @@ from processes import run_python
 
 from retrofit.errors import RunnerError
 from retrofit.metrics import matched_deltas
-from retrofit.results import aggregate as agg
-from retrofit.results.aggregate import aggregate, headline, outputs
+from retrofit.results import run_files as agg
 from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
 from retrofit.results.record import COLUMNS, UnitRecord, read_records
+from retrofit.results.run_files import aggregate, headline, outputs
 from retrofit.runner.store import UnitStore, floor_commands, noise_floors
 
 
@@ -105,7 +105,7 @@ def test_the_long_format_has_a_row_per_unit_and_metric_that_gives_back_the_wide_
 AGGREGATE_A_STORE = """
 import sys
 from pathlib import Path
-from retrofit.results.aggregate import aggregate
+from retrofit.results.run_files import aggregate
 from retrofit.results.record import UnitRecord
 from retrofit.runner.store import UnitStore
 rows = [UnitStore(Path(sys.argv[1])).read(path) for path in sorted(Path(sys.argv[1]).rglob("*.json"))]
