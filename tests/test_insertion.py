@@ -1,5 +1,5 @@
 """`retrofit.ops.insertion`: the insertion mask the operator experiments share (their entry points
-run in `tests/test_entry_points.py`)."""
+run in `tests/test_ablation.py` and `tests/test_exactness.py`)."""
 
 import pytest
 
