@@ -29,19 +29,32 @@ RANDOM_HOSTS: dict[tuple[str, int], Path] = {}
 """(arch_name, seed) -> the random host checkpoint written for this pytest run."""
 
 
+def _random_host(tmp_path_factory, arch_name: str, seed: int = 0) -> Path:
+    """The tiny random host checkpoint of (`arch_name`, `seed`), written on first use in this run."""
+    from retrofit.hosts.random_host import random_host
+
+    if (arch_name, seed) not in RANDOM_HOSTS:
+        folder = tmp_path_factory.mktemp(f"host_{arch_name}")
+        RANDOM_HOSTS[(arch_name, seed)] = random_host(arch_name, folder, seed)
+    return RANDOM_HOSTS[(arch_name, seed)]
+
+
 @pytest.fixture(scope="module")
 def make_random_host(tmp_path_factory):
     """Factory `make_random_host(arch_name, seed=0) -> Path` of a tiny random host checkpoint
     (`retrofit.hosts.random_host`; each written once per pytest run; loads in `TabPFNRegressor`)."""
-    from retrofit.hosts.random_host import random_host
+    return lambda arch_name, seed=0: _random_host(tmp_path_factory, arch_name, seed)
 
-    def make(arch_name: str, seed: int = 0) -> Path:
-        if (arch_name, seed) not in RANDOM_HOSTS:
-            folder = tmp_path_factory.mktemp(f"host_{arch_name}")
-            RANDOM_HOSTS[(arch_name, seed)] = random_host(arch_name, folder, seed)
-        return RANDOM_HOSTS[(arch_name, seed)]
 
-    return make
+@pytest.fixture(scope="session")
+def removal_case(tmp_path_factory):
+    """(regressor, X_train, y_train, X_test, y_test): `synthetic.closed_fit` of the random tabpfn_v3
+    host on `synthetic.removal_table()`, fitted once for the whole run and shared by the removal
+    tests (values, row values and Shapley values read it; none changes it)."""
+    from synthetic import closed_fit, removal_table
+
+    X_train, y_train, X_test, y_test = removal_table()
+    return closed_fit(_random_host(tmp_path_factory, "tabpfn_v3"), X_train, y_train), X_train, y_train, X_test, y_test
 
 
 @pytest.fixture(scope="module")

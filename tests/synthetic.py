@@ -1,5 +1,6 @@
-"""The tables the tests share: synthetic ones, fits on them, and one real split (imported by the test
-modules; pytest puts tests/ on the path)."""
+"""The tables the tests share: synthetic ones, fits on them, one real split, and the settings that
+the removal, audit and pretraining tests share (imported by the test modules; pytest puts tests/ on
+the path)."""
 
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,83 @@ def diabetes_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
     X, y = load_diabetes(return_X_y=True)
     return tuple(train_test_split(X, y, test_size=0.3, random_state=0))
+
+
+REMOVAL_REL_BOUND = 1e-5
+"""Without compaction, removal matches its reference to this fraction of the prediction scale."""
+N_TRAIN, N_TEST, N_FEATURES = 60, 6, 5
+FIXED_ORDER = {"FEATURE_SHIFT_METHOD": None}
+"""Feature removal refuses feature shuffling (each member's column order is drawn for the feature count)."""
+COALITIONS = np.array([[1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]], dtype=bool)
+"""The feature coalitions the removal tests evaluate (the full and the empty one among them)."""
+
+
+def removal_table(seed=0):
+    """(X_train, y_train, X_test, y_test): N_TRAIN + N_TEST rows of N_FEATURES standard-normal
+    features with a curved, interacting target (the removal tests' table)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N_TRAIN + N_TEST, N_FEATURES))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3] + 0.1 * rng.normal(size=len(X))
+    return X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
+
+
+def closed_fit(path, X_train, y_train, compact=False, **config):
+    """The o_closed retrofit of a 2-member regressor on `path` fitted on (X_train, y_train), with the
+    inference config entries `config` over the host's stored preset without feature shuffling."""
+    import retrofit
+    from retrofit.hosts import make_regressor
+
+    fitted = make_regressor(path, n_estimators=2, random_state=0, inference_config={**FIXED_ORDER, **config})
+    return retrofit.retrofit(fitted.fit(X_train, y_train), "o_closed", compact=compact)
+
+
+def removal_close(a, b, scale, compact):
+    """Bitwise equal with `compact`, else within REMOVAL_REL_BOUND of `scale`."""
+    if compact:
+        return np.array_equal(a, b)
+    return float(np.abs(a - b).max()) <= REMOVAL_REL_BOUND * scale
+
+
+AUDIT_VARIANTS = {
+    "baseline": {"variant": "baseline"},
+    "full_o": {"variant": "full_o"},
+    "full_o_compact": {"variant": "full_o", "compact": True},
+    "o_closed": {"variant": "o_closed"},
+    "o_closed_compact": {"variant": "o_closed", "compact": True},
+}
+"""The variants the audit tests measure (`retrofit.audit.audit_host`'s `variants`)."""
+
+
+def audit_rows(rows, variant, at=None, kind=None):
+    """The audit rows of `variant`, of insertion place `at` and null kind `kind` when given."""
+    return [
+        r for r in rows if r["variant"] == variant and at in (None, r["inserted_at"]) and kind in (None, r["null_kind"])
+    ]
+
+
+CURRICULUM = [
+    {"from_step": 0, "buckets": [{"rows": [40, 60], "features": [1, 3], "batch_size": 16}]},
+    {"from_step": 3, "buckets": [{"rows": [60, 80], "features": [2, 4], "batch_size": 8}]},
+]
+"""The pretraining tests' curriculum: two stages, the second from step 3."""
+
+
+def pretrain_config(tmp_path: Path, arch_name: str = "tabpfn_v2", **kw: Any) -> Any:
+    """A `PretrainConfig` of a tiny `arch_name` host run in `tmp_path / "run"` on CURRICULUM (no timed
+    evaluation or checkpoint), with the fields `kw` over those."""
+    from retrofit.hosts.random_host import TINY_ARCHS
+    from retrofit.pretrain.pretrain_config import PretrainConfig
+
+    defaults = dict(
+        host_name="test_host",
+        arch_name=arch_name,
+        arch=dict(TINY_ARCHS[arch_name]),
+        run_dir=str(tmp_path / "run"),
+        curriculum=CURRICULUM,
+        border_samples=5000,
+        eval_every_s=1e9,
+        checkpoint_every_s=1e9,
+        val={"small": {"seed": 1, "n_batches": 2, "batch_size": 16, "rows": [40, 60], "features": [1, 3]}},
+    )
+    defaults.update(kw)
+    return PretrainConfig(**defaults)
