@@ -8,6 +8,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TABPFN_DISABLE_TELEMETRY", "1")
 
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,12 @@ def make_random_host(tmp_path_factory):
     """Factory `make_random_host(arch_name, seed=0) -> Path` of a tiny random host checkpoint
     (`retrofit.hosts.random_host`; each written once per pytest run; loads in `TabPFNRegressor`)."""
     return lambda arch_name, seed=0: _random_host(tmp_path_factory, arch_name, seed)
+
+
+@pytest.fixture(scope="module")
+def host(make_random_host):
+    """The tiny random tabpfn_v3 host most runner and removal tests run (a file may define its own)."""
+    return make_random_host("tabpfn_v3")
 
 
 @pytest.fixture(scope="session")
@@ -136,6 +143,24 @@ def make_case(dataset_spec):
         )
 
     return make
+
+
+@pytest.fixture(scope="module")
+def diabetes_case(make_case):
+    """`make_case` on diabetes with baseline and oa_only, one member."""
+    from retrofit.runner.case import UnitSpec
+
+    return partial(make_case, units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1)
+
+
+@pytest.fixture
+def case_on(make_case):
+    """`make_case` on carseats with the units `synthetic.CASE_VARIANTS`, one member."""
+    from synthetic import CASE_VARIANTS
+
+    from retrofit.runner.case import UnitSpec
+
+    return partial(make_case, dataset="carseats", units=tuple(UnitSpec(v) for v in CASE_VARIANTS), n_estimators=1)
 
 
 @pytest.fixture(scope="module")

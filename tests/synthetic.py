@@ -193,3 +193,7 @@ def pretrain_config(tmp_path: Path, arch_name: str = "tabpfn_v2", **kw: Any) -> 
     )
     defaults.update(kw)
     return PretrainConfig(**defaults)
+
+
+CASE_VARIANTS = ("baseline", "oa_only", "full_o")
+"""The units of conftest's `case_on` (a carseats case, one member)."""

@@ -3,13 +3,13 @@ identity covering every setting and input that changes a number, and refusals be
 
 import json
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from synthetic import CASE_VARIANTS
 
 import retrofit
 from retrofit import fitting
@@ -20,26 +20,6 @@ from retrofit.runner import case as case_module
 from retrofit.runner import store as units_module
 from retrofit.runner.case import UnitSpec, check_cases, run_case
 from retrofit.runner.store import UnitStore
-
-
-@pytest.fixture(scope="module")
-def diabetes_case(make_case):
-    """`make_case` on diabetes with baseline and oa_only, one member."""
-    return partial(make_case, units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1)
-
-
-VARIANTS = ("baseline", "oa_only", "full_o")
-
-
-@pytest.fixture
-def case_on(make_case):
-    """`make_case` with this file's defaults: carseats, baseline / oa_only / full_o, one member."""
-    return partial(make_case, dataset="carseats", units=tuple(UnitSpec(v) for v in VARIANTS), n_estimators=1)
-
-
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
 
 
 def unit_files(runs_dir: Path) -> list[Path]:
@@ -230,8 +210,8 @@ def test_a_case_split_is_made_once_per_process_and_each_variant_resolved_once(ho
     case_module._resolved.cache_clear()
     check_cases([case_on(host, tmp_path, seed=5)])
     rows = run_case(case_on(host, tmp_path, seed=5))
-    assert len(loads) == 1 and len(rows) == len(VARIANTS)
-    assert sorted(name for name, *_ in resolved) == sorted(VARIANTS)  # the baseline's model and unit share one
+    assert len(loads) == 1 and len(rows) == len(CASE_VARIANTS)
+    assert sorted(name for name, *_ in resolved) == sorted(CASE_VARIANTS)  # the baseline's model and unit share one
     other = case_on(host, tmp_path, seed=6)
     check_cases([other])
     assert len(loads) == 2 and case_module.case_split(other) is case_module.case_split(other)

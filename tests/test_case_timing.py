@@ -3,7 +3,6 @@
 and their range, the timing settings part of a timed unit's identity."""
 
 import math
-from functools import partial
 
 import numpy as np
 import pytest
@@ -14,26 +13,6 @@ from retrofit.results import run_files as agg
 from retrofit.results.tables import table_markdown
 from retrofit.runner import case as case_module
 from retrofit.runner.case import UnitSpec, predict_all, run_case, time_all, timing_columns
-
-
-@pytest.fixture(scope="module")
-def diabetes_case(make_case):
-    """`make_case` on diabetes with baseline and oa_only, one member."""
-    return partial(make_case, units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1)
-
-
-VARIANTS = ("baseline", "oa_only", "full_o")
-
-
-@pytest.fixture
-def case_on(make_case):
-    """`make_case` with this file's defaults: carseats, baseline / oa_only / full_o, one member."""
-    return partial(make_case, dataset="carseats", units=tuple(UnitSpec(v) for v in VARIANTS), n_estimators=1)
-
-
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
 
 
 def test_timed_case_records_median_times_and_paired_ratios(host, tmp_path, case_on):

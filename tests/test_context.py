@@ -8,11 +8,6 @@ from synthetic import COALITIONS, N_FEATURES, REMOVAL_REL_BOUND, closed_fit, rem
 from retrofit.removal import values
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 def test_batch_bound_changes_nothing_but_the_number_of_forwards(removal_case):
     regressor, _, _, X_test, _ = removal_case
     one_per_forward = values(regressor, X_test, COALITIONS, max_cells=1)

@@ -24,11 +24,6 @@ from retrofit.member_columns import member_feature_columns
 from retrofit.removal import values
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 def test_full_coalition_is_predict(removal_case):
     regressor, _, _, X_test, _ = removal_case
     full = values(regressor, X_test, np.ones((1, N_FEATURES), dtype=bool))[0]

@@ -11,11 +11,6 @@ from retrofit.fitting import CaseSpec, fit_case, fit_cases, fit_host, load_split
 from retrofit.metrics import rmse
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host) -> Path:
-    return make_random_host("tabpfn_v3")
-
-
 def test_a_case_refits_to_the_same_predictions_and_another_seed_splits_otherwise(host, dataset_spec):
     spec = CaseSpec(dataset_spec("diabetes"), 3, host, Path("."), n_estimators=1)
     first, again = fit_case(spec), fit_case(spec)

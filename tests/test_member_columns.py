@@ -14,11 +14,6 @@ from retrofit.member_columns import _members
 from retrofit.removal import values
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 @pytest.mark.parametrize(
     ("config", "step"),
     [

@@ -20,11 +20,6 @@ from retrofit.record_guard import RECORD_DIR, RECORD_ENV
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "command, recording, message",

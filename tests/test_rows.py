@@ -15,11 +15,6 @@ from retrofit.errors import RetrofitError
 from retrofit.removal import leave_one_out, row_values
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 def test_all_rows_is_predict_and_a_row_set_is_the_reduced_context(removal_case):
     regressor, _, _, X_test, _ = removal_case
     rows = np.ones((3, N_TRAIN), dtype=bool)

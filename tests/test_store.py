@@ -90,11 +90,6 @@ def test_code_digest_follows_what_the_code_does_not_what_it_says(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
-@pytest.fixture(scope="module")
 def case_on(make_case):
     """`make_case` with this file's defaults: diabetes, baseline and oa_only, one member."""
     return partial(make_case, units=(UnitSpec("baseline"), UnitSpec("oa_only")), n_estimators=1)

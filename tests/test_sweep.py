@@ -22,11 +22,6 @@ BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]
 run = partial(run_python, HYDRA_FULL_ERROR="0")
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 def host_args(host: Path) -> list[str]:
     return ["host=checkpoint", f"host.path={host}", "host.name=random_v3", "n_estimators=1", "timing.rounds=0"]
 

@@ -40,11 +40,6 @@ from retrofit.variants import resolve_variant
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 BAD_SETTINGS = {
     "seed-negative": (["seed=-1"], r"seed=-1: must be an integer in \[0, 4294967295\]"),
     "seed-too-large": (["seed=4294967296"], r"seed=4294967296: must be an integer in \[0, 4294967295\], e.g. seed=1"),

@@ -10,11 +10,6 @@ from retrofit.errors import RunnerError
 from retrofit.runner.case import run_case
 
 
-@pytest.fixture(scope="module")
-def host(make_random_host):
-    return make_random_host("tabpfn_v3")
-
-
 @pytest.mark.parametrize("key", ["c_values", "variants"])
 def test_an_empty_tau_sweep_list_is_refused_naming_it(hydra_compose, key):
     cfg = hydra_compose("tau_sweep", [f"{key}=[]"])
