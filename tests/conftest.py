@@ -8,6 +8,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TABPFN_DISABLE_TELEMETRY", "1")
 
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -26,18 +27,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-RANDOM_HOSTS: dict[tuple[str, int], Path] = {}
-"""(arch_name, seed) -> the random host checkpoint written for this pytest run."""
+BUILT: dict[tuple, object] = {}
+"""What this pytest run built once and every test shares: (what, *its arguments) -> it."""
+
+
+def built_once(key: tuple, make: Callable[[], object]) -> object:
+    """`make()`, called on the first use of `key` in this pytest run and kept for every later one."""
+    if key not in BUILT:
+        BUILT[key] = make()
+    return BUILT[key]
 
 
 def _random_host(tmp_path_factory, arch_name: str, seed: int = 0) -> Path:
     """The tiny random host checkpoint of (`arch_name`, `seed`), written on first use in this run."""
     from retrofit.hosts.random_host import random_host
 
-    if (arch_name, seed) not in RANDOM_HOSTS:
-        folder = tmp_path_factory.mktemp(f"host_{arch_name}")
-        RANDOM_HOSTS[(arch_name, seed)] = random_host(arch_name, folder, seed)
-    return RANDOM_HOSTS[(arch_name, seed)]
+    def write() -> Path:
+        return random_host(arch_name, tmp_path_factory.mktemp(f"host_{arch_name}"), seed)
+
+    return built_once(("random_host", arch_name, seed), write)
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +61,19 @@ def host(make_random_host):
     return make_random_host("tabpfn_v3")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def removal_case(tmp_path_factory):
     """(regressor, X_train, y_train, X_test, y_test): `synthetic.closed_fit` of the random tabpfn_v3
-    host on `synthetic.removal_table()`, fitted once for the whole run and shared by the removal
-    tests (values, row values and Shapley values read it; none changes it)."""
+    host on `synthetic.removal_table()`, fitted once for the whole run (`built_once`) and shared by
+    the removal tests (values, row values and Shapley values read it; none changes it)."""
     from synthetic import closed_fit, removal_table
 
-    X_train, y_train, X_test, y_test = removal_table()
-    return closed_fit(_random_host(tmp_path_factory, "tabpfn_v3"), X_train, y_train), X_train, y_train, X_test, y_test
+    def fit() -> tuple:
+        X_train, y_train, X_test, y_test = removal_table()
+        host = _random_host(tmp_path_factory, "tabpfn_v3")
+        return closed_fit(host, X_train, y_train), X_train, y_train, X_test, y_test
+
+    return built_once(("removal_case",), fit)
 
 
 @pytest.fixture(scope="module")
@@ -81,26 +93,31 @@ def fitted(make_random_host):
     return make
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tiny_v3_fitted():
     """(the shipped tiny_v3 host fitted with one member, random_state 0, on the first 40 rows of
-    `synthetic.small_regression_data()`, its other 20 rows' features, their targets). Shared by the
-    whole run: `retrofit.retrofit` copies what it patches, so no test changes it."""
+    `synthetic.small_regression_data()`, its other 20 rows' features, their targets). Fitted once for
+    the whole run (`built_once`): `retrofit.retrofit` copies what it patches, so no test changes it."""
     from synthetic import small_regression_data
 
     from retrofit.hosts import get_path, make_regressor
 
-    X, y = small_regression_data()
-    return make_regressor(get_path("tiny_v3"), n_estimators=1, random_state=0).fit(X[:40], y[:40]), X[40:], y[40:]
+    def fit() -> tuple:
+        X, y = small_regression_data()
+        regressor = make_regressor(get_path("tiny_v3"), n_estimators=1, random_state=0).fit(X[:40], y[:40])
+        return regressor, X[40:], y[40:]
+
+    return built_once(("tiny_v3_fitted",), fit)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def job_schemas() -> None:
     """Every root config's schema stored in Hydra's ConfigStore (`retrofit.jobs.register`), once per
-    run: the store outlives `GlobalHydra.clear()`, and no test stores another schema in-process."""
+    run (`built_once`): the store outlives `GlobalHydra.clear()`, and no test stores another schema
+    in-process."""
     from retrofit.jobs import register
 
-    register()
+    built_once(("job_schemas",), register)
 
 
 @pytest.fixture
