@@ -58,11 +58,10 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
         kept_models, kept_wrappers = getattr(self, "retrofit_modules_", ((), ()))
         if len(models) != len(kept_models) or any(m is not k for m, k in zip(models, kept_models, strict=True)):
             return False
-        paths = [block.partition(":") for block in self.retrofit_report_.blocks]
-        if len(paths) != len(kept_wrappers):
-            return False
-        wrappers = (models[int(index)].get_submodule(name) for index, _, name in paths)
-        return all(now is kept for now, kept in zip(wrappers, kept_wrappers, strict=True))
+        wrappers = block_wrappers(self.retrofit_report_, models)
+        return len(wrappers) == len(kept_wrappers) and all(
+            now is kept for now, kept in zip(wrappers, kept_wrappers, strict=True)
+        )
 
     def __sklearn_clone__(self) -> TabPFNRegressor:
         return sklearn_clone(TabPFNRegressor(**self.get_params(deep=False)))
@@ -91,6 +90,11 @@ def as_patched(clone: TabPFNRegressor, variant: Variant, models: list[nn.Module]
     report: RetrofitReport = report_of(variant, models)
     clone.__class__ = PatchedTabPFNRegressor
     clone.retrofit_report_ = report
-    blocks = [block.partition(":") for block in report.blocks]
-    clone.retrofit_modules_ = (tuple(models), tuple(models[int(i)].get_submodule(name) for i, _, name in blocks))
+    clone.retrofit_modules_ = (tuple(models), block_wrappers(report, models))
     return clone
+
+
+def block_wrappers(report: RetrofitReport, models: list[nn.Module]) -> tuple[nn.Module, ...]:
+    """The modules of `models` at the paths of `report.blocks` (`<model index>:<dotted name>`), in order."""
+    paths = (block.partition(":") for block in report.blocks)
+    return tuple(models[int(index)].get_submodule(name) for index, _, name in paths)
