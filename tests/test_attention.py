@@ -326,3 +326,28 @@ def test_float_mask_is_rejected():
     q = k = v = torch.rand(2, 2, 4, 8)
     with pytest.raises(ValueError, match="bool"):
         o_attention(q, k, v, torch.rand(2, 4), torch.rand(2, 4), mask=torch.zeros(4, 4))
+
+
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_key_presence_at_or_below_zero_or_nan_is_null_with_or_without_a_gradient(dtype, eps_mode):
+    """A key with p = 0, -0.0, p < 0 or p NaN weighs exactly nothing: the output equals that with
+    p = 0 there, bit for bit, whether p carries a gradient or not; with one, p's gradient is 0 at
+    those keys, not NaN. The direct evaluation (one computation, with or without autograd) gives
+    the same bits either way: the two evaluations of the log-presence bias agree."""
+    g = torch.Generator().manual_seed(0)
+    x = random_attention_inputs(2, 2, 1, 6, 9, 8, dtype=dtype, score_std=1.0, null_fraction=0.0, generator=g)
+    odd_k = x.p_k.clone()
+    odd_k[:, :5] = torch.tensor([0.0, -0.0, -0.5, math.nan, torch.finfo(torch.float32).tiny / 4])
+    null_k = odd_k.clone()
+    null_k[:, :4] = 0.0
+    for op in (o_attention, o_attention_reference):
+        expected = op(x.q, x.k, x.v, x.p_q, null_k, eps_mode=eps_mode)
+        assert torch.equal(op(x.q, x.k, x.v, x.p_q, odd_k, eps_mode=eps_mode), expected)
+        p_k = odd_k.clone().requires_grad_()
+        out = op(x.q, x.k, x.v, x.p_q, p_k, eps_mode=eps_mode)
+        assert torch.equal(out.detach(), op(x.q, x.k, x.v, x.p_q, null_k.clone().requires_grad_(), eps_mode=eps_mode).detach())
+        if op is o_attention_reference:
+            assert torch.equal(out.detach(), expected)
+        out.float().square().sum().backward()
+        assert (p_k.grad[:, :4] == 0).all() and torch.isfinite(p_k.grad).all()

@@ -11,7 +11,7 @@ from refusals import one_line
 import retrofit
 from retrofit.adapters import TauRule
 from retrofit.errors import RetrofitError
-from retrofit.ops.presence import squared_norm
+from retrofit.ops.presence import presence_ratio, squared_norm
 
 
 def test_tau_of_squared_norms_is_tau_of_the_carriers():
@@ -29,6 +29,37 @@ def test_tau_calibration_ignores_null_carriers():
     assert torch.equal(rule.tau(h_BXE), rule.tau(with_nulls))
     median = h_BXE.square().sum(-1).median(dim=1).values
     assert torch.allclose(rule.tau(h_BXE), 1e-3 * median)
+
+
+FLOAT32 = torch.finfo(torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_calibrated_tau_is_finite_and_positive_on_every_context(dtype):
+    """Per batch element: an all-null context gives c; a c * median below the dtype's normal range
+    gives its smallest normal, one above it (c large, or an overflowed, infinite squared norm) its
+    largest; a subnormal squared norm is a carrier like any other (only exact zeros are null). The
+    presence of a null carrier stays exactly 0 under each."""
+    finfo = torch.finfo(dtype)
+    sq_BX = torch.tensor(
+        [
+            [0.0, 0.0, 0.0, 0.0],  # all null
+            [finfo.tiny, finfo.tiny, 0.0, 2.0],  # c * median underflows the normal range
+            [math.inf, math.inf, 1.0, 0.0],  # median +inf
+            [finfo.tiny / 8, 0.0, 0.0, 0.0],  # one subnormal carrier
+            [4.0, 0.0, 1.0, 9.0],  # ordinary: the lower median of the non-null carriers is 4
+        ],
+        dtype=dtype,
+    )
+    c = 1e-3
+    ordinary = torch.tensor(4.0, dtype=dtype) * c
+    expected_B = torch.tensor([c, finfo.tiny, finfo.max, finfo.tiny, ordinary.item()], dtype=dtype)
+    for keepdim in (False, True):
+        tau_B = TauRule("calibrated", c=c).tau_of_squared(sq_BX, keepdim=keepdim)
+        assert tau_B.dtype == dtype and torch.equal(tau_B, expected_B[:, None] if keepdim else expected_B)
+    assert (presence_ratio(torch.zeros_like(sq_BX), tau_B) == 0).all()
+    overflowing = TauRule("calibrated", c=FLOAT32.max).tau_of_squared(torch.tensor([[4.0, 0.0]]))
+    assert overflowing.item() == FLOAT32.max
 
 
 @pytest.mark.parametrize(

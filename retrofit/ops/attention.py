@@ -216,9 +216,17 @@ def _gather_mask(mask: torch.Tensor, iq_BN: torch.Tensor | None, ik_BM: torch.Te
 
 def _log_presence(p: torch.Tensor) -> torch.Tensor:
     """log p with log(0) = -inf for every entry <= 0 (or NaN) and a zero (not NaN) gradient at
-    those entries: the logarithm of `where(p > 0, p, 0)`, whose backward gives p nothing where it
-    picked the constant."""
-    return torch.where(p > 0, p, 0.0).log()
+    those entries.
+
+    With a gradient to carry (`p.requires_grad`): the logarithm of `where(p > 0, p, 0)`, whose
+    backward gives p nothing where it picked the constant. Without one: `log p` with its NaNs
+    (from p < 0 or p NaN) set to -inf, one operation fewer and the same values bit for bit
+    (log(0) is already -inf; +inf and every finite log pass unchanged). Decided on a Python
+    attribute: nothing is dispatched for the choice.
+    """
+    if p.requires_grad:
+        return torch.where(p > 0, p, 0.0).log()
+    return p.log().nan_to_num(nan=-math.inf, posinf=math.inf, neginf=-math.inf)
 
 
 def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, dtype):
