@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs, with_null_keys
 from retrofit.errors import RetrofitError
-from retrofit.ops import EPS_MODES, o_attention, o_attention_materialised, o_attention_reference
+from retrofit.ops import (
+    EPS_MODES,
+    o_attention,
+    o_attention_materialised,
+    o_attention_query_sets,
+    o_attention_reference,
+)
 from retrofit.ops.insertion import insert_rows, keep_mask
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -352,3 +358,21 @@ def test_key_presence_at_or_below_zero_or_nan_is_null_with_or_without_a_gradient
             assert torch.equal(out.detach(), expected)
         out.float().square().sum().backward()
         assert (p_k.grad[:, :4] == 0).all() and torch.isfinite(p_k.grad).all()
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("eps_mode", EPS_MODES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_query_sets_are_each_o_attention_on_their_heads(dtype, eps_mode, compact):
+    """`o_attention_query_sets` (the key-side terms computed once) gives each set bitwise what
+    `o_attention` gives it on its first `kv_heads` key/value heads."""
+    g = torch.Generator().manual_seed(3)
+    x = random_attention_inputs(2, 4, 2, 11, 9, 8, dtype=dtype, score_std=1.0, null_fraction=0.3, generator=g)
+    x.p_k[1] = 0.0  # batch 1: empty support
+    sets = [(x.q[:, :, :7], x.p_q[:, :7], 2), (x.q[:, :, 7:], x.p_q[:, 7:], 1)]
+    kwargs = {"eps_mode": eps_mode, "compact": compact}
+    outs = o_attention_query_sets(sets, x.k, x.v, x.p_k, **kwargs)
+    for out, (q, p_q, g) in zip(outs, sets, strict=True):
+        assert torch.equal(out, o_attention(q, x.k[:, :g], x.v[:, :g], p_q, x.p_k, **kwargs))
+    with pytest.raises(ValueError, match="multiple of"):
+        o_attention_query_sets([(x.q[:, :3], x.p_q, 2)], x.k, x.v, x.p_k)

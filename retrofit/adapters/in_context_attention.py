@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from retrofit.errors import RetrofitError
-from retrofit.ops import check_eps_mode, o_attention
+from retrofit.ops import check_eps_mode, o_attention_query_sets
 
 
 @dataclass(frozen=True)
@@ -93,16 +93,18 @@ def o_in_context_attention(
     q_BRHD, k_BNGD, v_BNGD = in_context_qkv(attention, h_BRE, N, scale_queries, qk_norm)
 
     p_BN = p_BR[:, :N]
-    k_BGND, v_BGND = k_BNGD.transpose(1, 2), v_BNGD.transpose(1, 2)
-
-    def attend(q_BSHD: torch.Tensor, kv_heads: int, p_BS: torch.Tensor) -> torch.Tensor:
-        k_BgND, v_BgND = (k_BGND, v_BGND) if kv_heads == G else (k_BGND[:, :kv_heads], v_BGND[:, :kv_heads])
-        out_BHSD = o_attention(q_BSHD.transpose(1, 2), k_BgND, v_BgND, p_BS, p_BN, **settings.kwargs())
-        return out_BHSD.transpose(1, 2)
-
     G = k_BNGD.shape[2]
     if test_kv_heads is None or N == R:
-        out_BRHD = attend(q_BRHD, G, p_BR)
+        query_sets = [(q_BRHD, p_BR, G)]
     else:
-        out_BRHD = torch.cat([attend(q_BRHD[:, :N], G, p_BN), attend(q_BRHD[:, N:], test_kv_heads, p_BR[:, N:])], dim=1)
+        query_sets = [(q_BRHD[:, :N], p_BN, G), (q_BRHD[:, N:], p_BR[:, N:], test_kv_heads)]
+    outs_BHSD = o_attention_query_sets(
+        [(q_BSHD.transpose(1, 2), p_BS, kv_heads) for q_BSHD, p_BS, kv_heads in query_sets],
+        k_BNGD.transpose(1, 2),
+        v_BNGD.transpose(1, 2),
+        p_BN,
+        **settings.kwargs(),
+    )
+    outs_BSHD = [out_BHSD.transpose(1, 2) for out_BHSD in outs_BHSD]
+    out_BRHD = outs_BSHD[0] if len(outs_BSHD) == 1 else torch.cat(outs_BSHD, dim=1)
     return attention.out_projection(out_BRHD.reshape(B, R, -1))

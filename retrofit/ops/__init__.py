@@ -8,6 +8,7 @@ from retrofit.ops.attention import (
     check_eps_mode,
     o_attention,
     o_attention_materialised,
+    o_attention_query_sets,
     o_attention_reference,
 )
 from retrofit.ops.blocks import OAOnlyBlock, OTransformerBlock, StandardBlock
@@ -27,6 +28,7 @@ __all__ = [
     "check_eps_mode",
     "o_attention",
     "o_attention_materialised",
+    "o_attention_query_sets",
     "o_attention_reference",
     "o_ffn",
     "o_inject",

@@ -16,6 +16,8 @@ Presences are in [0, 1]; an entry <= 0 is treated as null (p = 0).
 """
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -61,6 +63,44 @@ def o_attention(
     return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
 
 
+def o_attention_query_sets(
+    query_sets: Sequence[tuple[torch.Tensor, torch.Tensor, int]],
+    k_BGKD: torch.Tensor,
+    v_BGKD: torch.Tensor,
+    p_BK: torch.Tensor,
+    *,
+    eps_den: float = 1e-6,
+    eps_mode: str = "absolute",
+    compact: bool = False,
+) -> list[torch.Tensor]:
+    """OAttention of several query sets on the same keys, each set `(q_BHQD, p_BQ, kv_heads)` on
+    the first `kv_heads` key/value heads (e.g. a model whose test rows read fewer heads than its
+    train rows); returns one (B, H, Q, Dv) per set.
+
+    Contract: each result is bitwise `o_attention(q, k[:, :kv_heads], v[:, :kv_heads], p_q, p_k,
+    ...)` (no mask), with the same checks; the key-side terms (the log-presence bias and, with
+    `absolute`, the sink logit) are computed once for all sets instead of once per set. With
+    `compact` each set is gathered on its own, as `o_attention` does.
+    """
+    G = k_BGKD.shape[1]
+    heads = [(k_BGKD, v_BGKD) if g == G else (k_BGKD[:, :g], v_BGKD[:, :g]) for _, _, g in query_sets]
+    for (q_BHQD, p_BQ, _), (k_BgKD, v_BgKD) in zip(query_sets, heads, strict=True):
+        _check_inputs(q_BHQD, k_BgKD, v_BgKD, p_BQ, p_BK, None, eps_den, eps_mode)
+    if compact:
+        return [
+            _compact(q_BHQD, k_BgKD, v_BgKD, p_BQ, p_BK, None, eps_den, eps_mode)
+            for (q_BHQD, p_BQ, _), (k_BgKD, v_BgKD) in zip(query_sets, heads, strict=True)
+        ]
+    terms: dict[torch.dtype, _KeyTerms] = {}
+    outs = []
+    for (q_BHQD, p_BQ, _), (k_BgKD, v_BgKD) in zip(query_sets, heads, strict=True):
+        acc_dtype = accumulation_dtype(q_BHQD.dtype)
+        if acc_dtype not in terms:
+            terms[acc_dtype] = _key_terms(p_BK, None, eps_den, eps_mode, acc_dtype)
+        outs.append(_attend(q_BHQD, k_BgKD, v_BgKD, p_BQ, terms[acc_dtype], eps_den, eps_mode))
+    return outs
+
+
 def o_attention_reference(
     q_BHQD: torch.Tensor,
     k_BGKD: torch.Tensor,
@@ -103,27 +143,50 @@ def o_attention_materialised(
 
 
 def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
-    """SDPA with the log-presence bias, then receiver gating.
+    """SDPA with the log-presence bias, then receiver gating (`_key_terms`, then `_attend`)."""
+    terms = _key_terms(p_BK, mask, eps_den, eps_mode, accumulation_dtype(q_BHQD.dtype))
+    return _attend(q_BHQD, k_BGKD, v_BGKD, p_BQ, terms, eps_den, eps_mode)
 
-    absolute: one extra sink key (logit log eps_den, value 0) in the same kernel call, appended
-    by padding keys, values and bias (one operation each).
-    relative: the keys alone; rows with no visible present key get a zero bias (so the kernel
-    never meets an all -inf row) and a zero gate; the others the gate p_q / (1 + eps_den).
-    Dtype casts that would not change the dtype are skipped (nothing dispatched for them).
-    """
-    B, G, K, _ = k_BGKD.shape
-    acc_dtype = accumulation_dtype(q_BHQD.dtype)
+
+@dataclass(frozen=True)
+class _KeyTerms:
+    """What OAttention computes from the keys' presences (and the mask) alone, in the accumulation
+    dtype: the additive bias `log p_k` (-inf where masked), with `absolute` the sink key's logit
+    `log eps_den` appended; with `relative` the rows with no visible present key (`empty_bhQ1`),
+    whose bias is set to 0 so the kernel never meets an all -inf row."""
+
+    bias_bhQK: torch.Tensor
+    empty_bhQ1: torch.Tensor | None
+
+
+def _key_terms(p_BK, mask, eps_den, eps_mode, acc_dtype) -> _KeyTerms:
+    """`_KeyTerms` of keys with presences `p_BK` (B, K); the sink logit appended by padding the
+    bias (one operation). Dtype casts that would not change the dtype are skipped."""
+    B, K = p_BK.shape
     bias_bhQK = _log_presence(as_dtype(p_BK, acc_dtype)).view(B, 1, 1, K)
     if mask is not None:
         bias_bhQK = torch.where(mask, bias_bhQK, -math.inf)
+    if eps_mode == "absolute":
+        return _KeyTerms(F.pad(bias_bhQK, (0, 1), value=math.log(eps_den)), None)
+    empty_bhQ1 = (bias_bhQK == -math.inf).all(-1, keepdim=True)
+    return _KeyTerms(bias_bhQK.masked_fill(empty_bhQ1, 0.0), empty_bhQ1)
+
+
+def _attend(q_BHQD, k_BGKD, v_BGKD, p_BQ, terms: _KeyTerms, eps_den, eps_mode):
+    """SDPA of the queries on `terms`' bias, then receiver gating.
+
+    absolute: one extra sink key (value 0) in the same kernel call, appended by padding keys and
+    values (one operation each); the gate p_q. relative: the keys alone; a zero gate on rows with
+    empty support, p_q / (1 + eps_den) on the others.
+    Dtype casts that would not change the dtype are skipped (nothing dispatched for them).
+    """
+    B, G = k_BGKD.shape[:2]
+    acc_dtype = accumulation_dtype(q_BHQD.dtype)
     gate_bhQ1 = as_dtype(p_BQ, acc_dtype).view(B, 1, p_BQ.shape[1], 1)
     if eps_mode == "absolute":
         k_BGKD, v_BGKD = F.pad(k_BGKD, (0, 0, 0, 1)), F.pad(v_BGKD, (0, 0, 0, 1))
-        bias_bhQK = F.pad(bias_bhQK, (0, 1), value=math.log(eps_den))
     else:
-        empty_bhQ1 = (bias_bhQK == -math.inf).all(-1, keepdim=True)
-        bias_bhQK = bias_bhQK.masked_fill(empty_bhQ1, 0.0)
-        gate_bhQ1 = torch.where(empty_bhQ1, 0.0, gate_bhQ1 / (1 + eps_den))
+        gate_bhQ1 = torch.where(terms.empty_bhQ1, 0.0, gate_bhQ1 / (1 + eps_den))
     H = q_BHQD.shape[1]
     if G == 1 < H:
         # MQA as a stride-0 view of the one key/value head: the same bits as SDPA's GQA path,
@@ -131,7 +194,7 @@ def _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode):
         k_BGKD = k_BGKD.expand(B, H, *k_BGKD.shape[2:])
         v_BGKD = v_BGKD.expand(B, H, *v_BGKD.shape[2:])
     out_BHQD = F.scaled_dot_product_attention(
-        q_BHQD, k_BGKD, v_BGKD, attn_mask=bias_bhQK, enable_gqa=k_BGKD.shape[1] != H
+        q_BHQD, k_BGKD, v_BGKD, attn_mask=terms.bias_bhQK, enable_gqa=k_BGKD.shape[1] != H
     )
     if out_BHQD.dtype == acc_dtype and not out_BHQD.requires_grad:
         return out_BHQD.mul_(gate_bhQ1)  # in place: saves one output-sized buffer
