@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.tools.attention_inputs import AttentionInputs, random_attention_inputs, with_null_keys
+from benchmarks.tools.op_count import dispatched_ops
 from retrofit.errors import RetrofitError
 from retrofit.ops import (
     EPS_MODES,
@@ -374,5 +375,8 @@ def test_query_sets_are_each_o_attention_on_their_heads(dtype, eps_mode, compact
     outs = o_attention_query_sets(sets, x.k, x.v, x.p_k, **kwargs)
     for out, (q, p_q, g) in zip(outs, sets, strict=True):
         assert torch.equal(out, o_attention(q, x.k[:, :g], x.v[:, :g], p_q, x.p_k, **kwargs))
+    if not compact:  # the log-presence bias is computed once for both sets
+        counts = dispatched_ops(lambda: o_attention_query_sets(sets, x.k, x.v, x.p_k, **kwargs))
+        assert counts["aten.log.default"] == 1
     with pytest.raises(ValueError, match="multiple of"):
         o_attention_query_sets([(x.q[:, :3], x.p_q, 2)], x.k, x.v, x.p_k)

@@ -73,13 +73,16 @@ class TauRule:
         """`tau` from the context carriers' squared norms `sq_BX = squared_norm(context_BXE)` (B, X),
         in their dtype (`retrofit.ops.presence.squared_norm`: float32 or wider); what a block that
         also needs the carriers' presence calls, so the norms are computed once. (B,), or (B, 1)
-        with `keepdim`. Always finite and > 0 (clamped to the dtype's normal range), so it feeds
-        `retrofit.ops.presence.presence_ratio` without a check: an empty context gives `c`."""
+        with `keepdim`. Always finite and > 0, so it feeds `retrofit.ops.presence.presence_ratio`
+        without a check: an all-null context gives `c`; a `c * median` below the dtype's normal
+        range gives its smallest normal number, one above it (or an infinite median, from an
+        overflowed squared norm) its largest. Only exact zeros are null: a subnormal squared norm
+        counts as a carrier."""
         if self.mode == "absolute":
             shape = (sq_BX.shape[0], 1) if keepdim else sq_BX.shape[:1]
             return self._taken(torch.full(shape, self.value, dtype=sq_BX.dtype, device=sq_BX.device))
         # A squared norm is >= 0 or NaN, so `threshold` (x > 0 kept, else NaN) marks exactly the
-        # null carriers NaN, for nanmedian to leave out: one operation where `x == 0` and a fill are two.
+        # null carriers NaN, for nanmedian to leave out (one operation; a comparison and a fill are two).
         median_BX = torch.nanmedian(F.threshold(sq_BX, 0.0, torch.nan), dim=1, keepdim=keepdim).values
         finfo = torch.finfo(sq_BX.dtype)
         return self._taken((self.c * median_BX).clamp(finfo.tiny, finfo.max).nan_to_num(self.c))
