@@ -1,5 +1,6 @@
-"""o_closed under tabpfn's memory saving: the closed model runs in tabpfn's chunks
-(`retrofit.adapters.chunks`), agrees with its unchunked run and stays closed."""
+"""o_closed under tabpfn's memory saving and chunked inference: the closed model runs in tabpfn's
+chunks (`retrofit.adapters.chunks`; rows of the stages before the in-context blocks,
+`OClosedTabPFNV3.row_chunk_size`), agrees with its unchunked run and stays closed."""
 
 import numpy as np
 import pytest
@@ -13,6 +14,27 @@ from retrofit.adapters.chunks import chunk_slices, per_token_in_chunks
 
 CHUNKED = PerformanceOptions(save_peak_memory_factor=3)
 """A factor that leaves uneven chunks on the tiny tables below."""
+ROW_CHUNKED = PerformanceOptions(use_chunkwise_inference=True)
+"""tabpfn_v3's default in inference: the stages before the blocks in chunks of rows."""
+ROWS_PER_CHUNK = 7
+"""Rows per chunk the tests below size `inference_chunk_cells` for (uneven on their tables)."""
+
+
+def _row_chunks(monkeypatch, model, B, C):
+    """Size `model`'s chunked inference for `ROWS_PER_CHUNK` rows of B tables x C columns and
+    chunks of 2 columns where the inducing points read the train rows; returns the list each call
+    of the closed model's `aggregated` (one per row chunk) appends its row count to."""
+    monkeypatch.setattr(model.base_layer, "inference_chunk_cells", ROWS_PER_CHUNK * B * C)
+    monkeypatch.setattr(model.base_layer, "inference_col_chunk_size", 2)
+    rows = []
+    aggregated = type(model).aggregated
+
+    def counted(self, x_BRCE, *args):
+        rows.append(x_BRCE.shape[1])
+        return aggregated(self, x_BRCE, *args)
+
+    monkeypatch.setattr(type(model), "aggregated", counted)
+    return rows
 
 
 @pytest.fixture(scope="module", params=CLOSED_ARCHITECTURES)
@@ -75,3 +97,48 @@ def test_memory_saving_predicts_as_without(make_random_host, monkeypatch, mode):
     unchunked, chunked = retrofit.retrofit(plain, "o_closed").predict(X_test), patched.predict(X_test)
     assert factors and all(f is not None and f > 1 for f in factors)
     np.testing.assert_allclose(chunked, unchunked, rtol=1e-6, atol=1e-6 * np.abs(unchunked).max())
+
+
+def test_row_chunked_o_closed_agrees_with_unchunked(closed_model_inputs, monkeypatch):
+    model, x, y = closed_model_inputs
+    R, B, C = x.shape
+    with torch.inference_mode():
+        whole = model(x, y)
+        rows = _row_chunks(monkeypatch, model, B, C)
+        chunked = model(x, y, performance_options=ROW_CHUNKED)
+    assert rows == [len(range(R)[s]) for s in chunk_slices(R, -(-R // ROWS_PER_CHUNK))]
+    assert float((chunked - whole).abs().max()) <= 1e-6 * float(whole.abs().max())
+
+
+def test_row_chunked_o_closed_stays_closed(closed_model_inputs, monkeypatch):
+    model, x, y = closed_model_inputs
+    with torch.inference_mode():
+        reference = model(x, y)
+        x_pad, y_pad, presence, old_test = _insert_absent(x, y, k=5)
+        rows = _row_chunks(monkeypatch, model, x_pad.shape[1], x_pad.shape[2])
+        padded = model(x_pad, y_pad, performance_options=ROW_CHUNKED, **presence)
+    assert len(rows) > 1
+    assert torch.all(padded[~old_test] == 0)
+    assert float((padded[old_test] - reference).abs().max()) <= 1e-5 * float(reference.abs().max())
+
+
+@pytest.mark.parametrize("arch", ["tabpfn_v3", "tabpfn_v3_5"])
+def test_predict_runs_the_row_chunks_tabpfn_runs(make_random_host, monkeypatch, arch):
+    """Through `predict` (tabpfn's engine asks for chunked inference): the closed model makes as
+    many row chunks as the stock model does with the same `inference_chunk_cells`, and predicts
+    what it predicts unchunked up to rounding (a CPU matmul may round a row differently with
+    another number of rows beside it)."""
+    regressor, X_test = fit_synthetic(make_random_host(arch), n_estimators=2, f=5)
+    unchunked = retrofit.retrofit(regressor, "o_closed").predict(X_test)
+    patched = retrofit.retrofit(regressor, "o_closed")
+    (x, _), closed = _model_inputs(patched, X_test), patched.models_[0]
+    rows = _row_chunks(monkeypatch, closed, x.shape[1], x.shape[2])
+    stock_chunks = []
+    stock = regressor.models_[0]
+    monkeypatch.setattr(stock, "inference_chunk_cells", closed.base_layer.inference_chunk_cells)
+    process = stock._process_row_chunk
+    monkeypatch.setattr(stock, "_process_row_chunk", lambda **kw: stock_chunks.append(kw) or process(**kw))
+    chunked = patched.predict(X_test)
+    regressor.predict(X_test)
+    assert len(rows) == len(stock_chunks) > 1
+    np.testing.assert_allclose(chunked, unchunked, rtol=1e-5, atol=1e-5 * np.abs(unchunked).max())

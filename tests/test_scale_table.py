@@ -44,6 +44,7 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
             "audit_n_test": 10,
             "tables": [[40, 10, 4], [60, 5, 3]],
             "memory_saving_table": [60, 20, 4],
+            "memory_saving_chunk_cells": 200,
         }
     )
     table = scale_table(cfg, tmp_path).set_index(["arch", "variant"])
@@ -83,6 +84,7 @@ def test_scale_table_measures_what_runs_and_names_what_is_refused(tmp_path):
         ({"tables": [[10, 5]]}, "tables"),
         ({"max_padding": 0.5}, "max_padding must be a finite number >= 1"),
         ({"memory_saving_table": [5000, 0, 50]}, "memory_saving_table"),
+        ({"memory_saving_chunk_cells": 0}, "memory_saving_chunk_cells"),
         ({"device": "tpu"}, "device must be one of"),
     ],
 )

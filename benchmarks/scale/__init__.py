@@ -23,10 +23,11 @@ forwards (`retrofit.batching.shared_buckets`, a function of the shapes and the m
 the stock model's (`ops_per_predict`, counted by `benchmarks.tools.op_count`; the same on every device, so a
 CPU run holds what bounds a GPU's kernel launches); one `variant=o_closed_memory_saving` row
 (`memory_saving`): o_closed's peak predict memory over the stock model's with tabpfn's memory
-saving forced on, on `memory_saving_table`, and its largest difference from the unchunked o_closed
-prediction. `device` (`configs/scale_check.yaml`: cpu, cuda or auto) says where it all runs: on
-CUDA every call is synchronised, memory is the allocator's peak and the timed tables are
-`cuda_sizes`; every row names its device and table (`n_train`, `n_test`, `n_features`).
+saving forced on and its chunked inference in chunks of `memory_saving_chunk_cells` cells, on
+`memory_saving_table`, and its largest difference from the unchunked o_closed prediction.
+`device` (`configs/scale_check.yaml`: cpu, cuda or auto) says where it all runs: on CUDA every
+call is synchronised, memory is the allocator's peak and the timed tables are `cuda_sizes`;
+every row names its device and table (`n_train`, `n_test`, `n_features`).
 `load_start`, `load_end`: the machine's 1-minute load average when the architecture's
 measurements began and ended (other jobs share the cores; ratios are paired per round, but a
 loaded machine widens their spread). `scale_table` runs it all; `verdicts` states each ratio against

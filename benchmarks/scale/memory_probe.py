@@ -19,11 +19,17 @@ from retrofit.patching import retrofit
 
 
 def memory_probe(
-    path: Path, variant: str, cfg: ScaleConfig, size: tuple[int, int, int], memory_saving: bool = False
+    path: Path,
+    variant: str,
+    cfg: ScaleConfig,
+    size: tuple[int, int, int],
+    memory_saving: bool = False,
+    chunk_cells: int | None = None,
 ) -> dict[str, Any]:
     """`probe` of `variant` on the table `size` (n_train, n_test, n_features) in a fresh process
-    (spawned, so no memory of this one is counted); `memory_saving` forces tabpfn's memory saving."""
-    args = (str(path), variant, *size, cfg.n_estimators, cfg.threads, cfg.seed, cfg.device, memory_saving)
+    (spawned, so no memory of this one is counted); `memory_saving` forces tabpfn's memory saving,
+    `chunk_cells` sets the host's `inference_chunk_cells` (None: tabpfn's)."""
+    args = (str(path), variant, *size, cfg.n_estimators, cfg.threads, cfg.seed, cfg.device, memory_saving, chunk_cells)
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         return pool.submit(probe, *args).result()
 
@@ -39,10 +45,13 @@ def probe(
     seed: int,
     device: str = "cpu",
     memory_saving: bool = False,
+    chunk_cells: int | None = None,
 ) -> dict[str, Any]:
     """In this (fresh) process: the peak memory growth of one predict by `variant` (the stock model
     for baseline), the memory that a second retrofit of `variant` adds (the first one loads the
-    adapters), the model's weight MiB and the predictions (of the probed predict)."""
+    adapters), the model's weight MiB and the predictions (of the probed predict). `chunk_cells`:
+    the fitted models' `inference_chunk_cells` (tabpfn_v3's chunked inference: cells per chunk of
+    rows of the stages before the in-context blocks; a retrofit's clone keeps it)."""
     cuda = device == "cuda"
     if not cuda:
         make_rss_track_live_memory()
@@ -50,6 +59,8 @@ def probe(
     with torch_threads(threads):
         overrides = {"device": device, "memory_saving_mode": memory_saving}
         regressor, X_test = fitted(Path(path), n_train, n_test, n_features, n_estimators, seed, **overrides)
+        for model in regressor.models_ if chunk_cells is not None else ():
+            model.inference_chunk_cells = chunk_cells
         first = retrofit(regressor, variant)
         before = now_mib()
         second = retrofit(regressor, variant)

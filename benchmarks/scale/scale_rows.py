@@ -9,7 +9,7 @@ COLUMN_DOCS = {
     "variant": (
         "label",
         "retrofit variant, `baseline` (the stock model), `predict_many` or `o_closed_memory_saving` "
-        "(o_closed against the stock model, both under tabpfn's forced memory saving)",
+        "(o_closed against the stock model, both under tabpfn's forced memory saving and chunked inference)",
     ),
     "status": ("label", "`measured` or `refused`"),
     "device": ("label", "where the row was measured: `cpu` or the CUDA device's name (`torch.cuda.get_device_name`)"),
@@ -24,7 +24,8 @@ COLUMN_DOCS = {
     "memory_ratio": (
         "ratio",
         "peak memory of one patched predict / of one stock predict: resident-memory growth on the CPU, "
-        "`torch.cuda.max_memory_allocated` growth on CUDA (memory-saving row: both with memory saving forced on)",
+        "`torch.cuda.max_memory_allocated` growth on CUDA (memory-saving row: both with memory saving forced on "
+        "and chunked inference in chunks of `memory_saving_chunk_cells` cells)",
     ),
     "clone_memory_ratio": ("ratio", "resident memory one more retrofit adds / the model's weight bytes"),
     "audit_rows_rel": ("relative change", "largest relative prediction change when absent train rows are inserted"),

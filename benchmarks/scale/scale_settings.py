@@ -37,6 +37,7 @@ class ScaleConfig:
     device: str = MISSING
     cuda_sizes: list[list[int]] = MISSING
     memory_saving_table: list[int] = MISSING
+    memory_saving_chunk_cells: int = MISSING
     arch_overrides: dict[str, dict[str, Any]] = MISSING
     seed: int = MISSING
     output: str = MISSING
@@ -53,8 +54,10 @@ class ScaleConfig:
         unknown = [a for a in [*cfg.archs, *cfg.arch_overrides] if a not in DEFAULT_SIZE_HEADS]
         if unknown:
             raise RetrofitError(f"scale_check archs: {unknown} unknown; use some of {list(DEFAULT_SIZE_HEADS)}")
-        if min(cfg.rounds, cfg.threads, cfg.n_estimators, cfg.n_null) < 1:
-            raise RetrofitError("scale_check: rounds, threads, n_estimators and n_null must be >= 1")
+        if min(cfg.rounds, cfg.threads, cfg.n_estimators, cfg.n_null, cfg.memory_saving_chunk_cells) < 1:
+            raise RetrofitError(
+                "scale_check: rounds, threads, n_estimators, n_null and memory_saving_chunk_cells must be >= 1"
+            )
         check_bounds(cfg.max_padding, 1)
         tables = {"tables": cfg.tables, "cuda_sizes": cfg.cuda_sizes, "memory_saving_table": [cfg.memory_saving_table]}
         for key, value in tables.items():

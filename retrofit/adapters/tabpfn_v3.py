@@ -28,8 +28,11 @@ Stages, each on the host's own submodules:
               the projection runs per batch element on its present test rows alone).
 With tabpfn's memory saving on (forced or automatic: `performance_options.save_peak_memory_factor`)
 the distribution embedder, the column aggregator and the in-context blocks run in the chunks
-tabpfn runs the stock model in (`retrofit.adapters.chunks`); tabpfn's row chunking of the stages
-before the blocks (`inference_chunk_cells`) and its KV cache are not used. Regression hosts only.
+tabpfn runs the stock model in (`retrofit.adapters.chunks`), and with tabpfn's chunked inference
+(`use_chunkwise_inference`, tabpfn_v3's default) the stages before the blocks run in its chunks of
+rows (`inference_chunk_cells`) after the inducing points have read the train rows in its chunks of
+columns (`inference_col_chunk_size`), as the stock model runs them; tabpfn's halving of those
+chunks after running out of memory and its KV cache are not used. Regression hosts only.
 """
 
 from collections.abc import Callable
@@ -323,9 +326,13 @@ def o_distribution_embedder(
     attention: AttentionSettings,
     qk_norm: bool = False,
     save_peak_memory_factor: int | None = None,
+    inducing_hidden: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """`FeatureDistributionEmbedder` on cells (B, R, C, E) with presence (B, R, C); same shape.
 
+    The inducing points attend to the first `num_train` rows (the train cells), unless
+    `inducing_hidden` (`o_inducing_hidden` of the train cells) gives their result: then any rows
+    may be passed (tabpfn's row chunks) and `num_train` is not read.
     `attention`: the OAttention settings (`AttentionSettings`); `qk_norm`: the host normalises
     queries and keys per head (see the column stage's comment above); `save_peak_memory_factor`: each layer
     runs in that many chunks of the B * C columns, as tabpfn's memory saving runs it
@@ -335,29 +342,67 @@ def o_distribution_embedder(
     B, R, C, E = x_BRCE.shape
     x_bRE = x_BRCE.transpose(1, 2).reshape(B * C, R, E)
     p_bR = p_BRC.transpose(1, 2).reshape(B * C, R)
-    for layer in embedder.layers:
+    for i, layer in enumerate(embedder.layers):
         induced = partial(_o_induced_block, layer, num_train=num_train, attention=attention, qk_norm=qk_norm)
-        x_bRE = replace_in_chunks(induced, save_peak_memory_factor, x_bRE, p_bR)
+        hidden = () if inducing_hidden is None else (inducing_hidden[i],)
+        x_bRE = replace_in_chunks(induced, save_peak_memory_factor, x_bRE, p_bR, *hidden)
     return x_bRE.view(B, C, R, E).transpose(1, 2)
+
+
+def o_inducing_hidden(
+    embedder: nn.Module, x_BNCE: torch.Tensor, p_BNC: torch.Tensor, attention: AttentionSettings, qk_norm: bool = False
+) -> list[torch.Tensor]:
+    """The inducing points' hidden states (B * C, I, E) after they attend to the train cells, one
+    per layer of the `FeatureDistributionEmbedder`, from the train cells (B, N, C, E) with presence
+    (B, N, C): what `o_distribution_embedder` computes from the train rows it is given, for calls on
+    other rows (tabpfn's row chunks). Columns folded batch-major, as `o_distribution_embedder` folds
+    them (column chunks of the same B tables concatenate along C)."""
+    B, N, C, E = x_BNCE.shape
+    x_bNE = x_BNCE.transpose(1, 2).reshape(B * C, N, E)
+    p_bN = p_BNC.transpose(1, 2).reshape(B * C, N)
+    hidden_L = []
+    for i, layer in enumerate(embedder.layers):
+        hidden_L.append(_o_inducing(layer, x_bNE, p_bN, attention, qk_norm))
+        if i + 1 < len(embedder.layers):
+            x_bNE = _o_cross_block(
+                layer.cross_attn_block2, x_bNE, hidden_L[-1], p_bN, _all_present(p_bN, hidden_L[-1]), attention, qk_norm
+            )
+    return hidden_L
 
 
 def _o_induced_block(
     layer: nn.Module,
     x_bRE: torch.Tensor,
     p_bR: torch.Tensor,
+    hidden_bIE: torch.Tensor | None = None,
     *,
     num_train: int,
     attention: AttentionSettings,
     qk_norm: bool,
 ) -> torch.Tensor:
     """tabpfn_v3 `InducedSelfAttentionBlock` on columns (b, R, E): the inducing points attend to
-    the column's train cells, then every cell attends to the inducing points."""
-    inducing_bIE = layer.inducing_vectors.expand(x_bRE.shape[0], -1, -1)
-    p_bI = p_bR.new_ones(inducing_bIE.shape[:2])
-    hidden_bIE = _o_cross_block(
-        layer.cross_attn_block1, inducing_bIE, x_bRE[:, :num_train], p_bI, p_bR[:, :num_train], attention, qk_norm
+    the column's first `num_train` (train) cells, unless their result `hidden_bIE` is given, then
+    every cell attends to the inducing points."""
+    if hidden_bIE is None:
+        hidden_bIE = _o_inducing(layer, x_bRE[:, :num_train], p_bR[:, :num_train], attention, qk_norm)
+    return _o_cross_block(
+        layer.cross_attn_block2, x_bRE, hidden_bIE, p_bR, _all_present(p_bR, hidden_bIE), attention, qk_norm
     )
-    return _o_cross_block(layer.cross_attn_block2, x_bRE, hidden_bIE, p_bR, p_bI, attention, qk_norm)
+
+
+def _o_inducing(
+    layer: nn.Module, x_bNE: torch.Tensor, p_bN: torch.Tensor, attention: AttentionSettings, qk_norm: bool
+) -> torch.Tensor:
+    """The inducing points (b, I, E) of `layer` after they attend to the train cells `x_bNE`."""
+    inducing_bIE = layer.inducing_vectors.expand(x_bNE.shape[0], -1, -1)
+    return _o_cross_block(
+        layer.cross_attn_block1, inducing_bIE, x_bNE, _all_present(p_bN, inducing_bIE), p_bN, attention, qk_norm
+    )
+
+
+def _all_present(p_bX: torch.Tensor, x_bIE: torch.Tensor) -> torch.Tensor:
+    """Presence 1 (in `p_bX`'s dtype) for every token of `x_bIE`: the inducing points are always present."""
+    return p_bX.new_ones(x_bIE.shape[:2])
 
 
 def o_column_aggregator(
@@ -501,6 +546,11 @@ class _RankRope:
 # The whole model, O-closed.
 
 
+ROW_CHUNKING = ("inference_chunk_cells", "inference_col_chunk_size")
+"""The host attributes that size tabpfn's chunked inference of the stages before the in-context
+blocks, which the closed model reads to run in the same chunks (`OClosedTabPFNV3.row_chunk_size`)."""
+
+
 class OClosedTabPFNV3(OClosedModel):
     """A tabpfn_v3 regression model O-closed from input to readout (see the module docstring).
 
@@ -541,7 +591,7 @@ class OClosedTabPFNV3(OClosedModel):
 
     def __init__(self, base_layer: nn.Module, *, attention: AttentionSettings):
         super().__init__(base_layer)
-        missing = [name for name in self.required if not hasattr(base_layer, name)]
+        missing = [name for name in (*self.required, *ROW_CHUNKING) if not hasattr(base_layer, name)]
         if missing:
             raise RetrofitError(
                 f"{type(self).__name__} cannot wrap {type(base_layer).__name__}: it lacks {missing}; this tabpfn "
@@ -591,8 +641,22 @@ class OClosedTabPFNV3(OClosedModel):
         p_BC = _structural(column_presence, (B, C), "column_presence", x_RBC)
         y_BN = o_targets(y, p_BR[:, :N])
         factor = getattr(performance_options, "save_peak_memory_factor", None)
-        x_BRCE = self.column_tokens(x_RBC, y_BN, p_BR, p_BC, save_peak_memory_factor=factor)
-        return self.forward_tokens(x_BRCE, y_BN, p_BR, p_BC, performance_options, only_return_standard_out)
+        rows = self.row_chunk_size(performance_options, B, C)
+        if rows >= R:
+            x_BRCE = self.column_tokens(x_RBC, y_BN, p_BR, p_BC, save_peak_memory_factor=factor)
+            x_BRD = self.aggregated(x_BRCE, p_BR, p_BC, factor)
+        else:
+            x_BRD = self._aggregated_in_row_chunks(x_RBC, y_BN, p_BR, p_BC, rows, factor)
+        return self._in_context_and_readout(x_BRD, y_BN, p_BR, factor, only_return_standard_out)
+
+    def row_chunk_size(self, performance_options: Any, B: int, C: int) -> int:
+        """The rows per chunk of the stages before the in-context blocks, as tabpfn chunks them
+        (`_stages_0_to_2`): with `performance_options.use_chunkwise_inference` (tabpfn_v3's default
+        in inference), `inference_chunk_cells` cells of the B tables' C columns per chunk, at least
+        one row; otherwise every row at once (a size no table reaches)."""
+        if not getattr(performance_options, "use_chunkwise_inference", False) or self.base_layer.training:
+            return torch.iinfo(torch.int64).max
+        return max(1, self.base_layer.inference_chunk_cells // (B * C))
 
     def column_tokens(
         self,
@@ -615,22 +679,92 @@ class OClosedTabPFNV3(OClosedModel):
         column presence. Explicit `groups_BUG` (all of whose columns must be present) give
         tokens that are all present; by default an absent column's token is 0.
         `save_peak_memory_factor`: the distribution embedder in tabpfn's memory-saving chunks."""
-        base = self.base_layer
         N = y_BN.shape[1]
-        p_BRC = present_cells(p_BR, p_BC)
-        channels = self.cell_channels(x_RBC.transpose(0, 1), p_BR, p_BC, N)
-        if groups_BUG is None:
-            groups_BUG, p_BRU = o_column_groups(p_BC, base.feature_group_size), p_BRC
-        else:
-            p_BRU = p_BR[:, :, None].expand(*p_BR.shape, groups_BUG.shape[1])
-        grouped_BRUG = torch.cat([gathered_groups(cells_BRC, groups_BUG) for cells_BRC in channels], -1)
-        x_BRUE = o_inject(base.x_embed(grouped_BRUG), p_BRU)
-        label_BN1E = embed_col_y(base, y_BN, **self.task)[:, :, None, :]
-        x_BRUE = torch.cat([x_BRUE[:, :N] + o_inject(label_BN1E, p_BRU[:, :N]), x_BRUE[:, N:]], dim=1)
-        embedder = base.feature_distribution_embedder
+        grouped_BRUG, p_BRU = self._grouped_cells(x_RBC, p_BR, p_BC, N, groups_BUG)
+        x_BRUE = self._embedded(grouped_BRUG, p_BRU, self._column_labels(y_BN))
+        embedder = self.base_layer.feature_distribution_embedder
         return o_distribution_embedder(
             embedder, x_BRUE, p_BRU, N, self.attention, self.qk_norm, save_peak_memory_factor
         )
+
+    def _grouped_cells(
+        self,
+        x_RBC: torch.Tensor,
+        p_BR: torch.Tensor,
+        p_BC: torch.Tensor,
+        num_train: int,
+        groups_BUG: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cell embedder's input (B, R, U, channels x G), each token's cells grouped as
+        `column_tokens` says, and the tokens' presence (B, R, U)."""
+        channels = self.cell_channels(x_RBC.transpose(0, 1), p_BR, p_BC, num_train)
+        if groups_BUG is None:
+            groups_BUG, p_BRU = o_column_groups(p_BC, self.base_layer.feature_group_size), present_cells(p_BR, p_BC)
+        else:
+            p_BRU = p_BR[:, :, None].expand(*p_BR.shape, groups_BUG.shape[1])
+        return torch.cat([gathered_groups(cells_BRC, groups_BUG) for cells_BRC in channels], -1), p_BRU
+
+    def _column_labels(self, y_BN: torch.Tensor) -> torch.Tensor:
+        """The train targets' column label embedding (B, N, 1, E), added to every token of a train row."""
+        return embed_col_y(self.base_layer, y_BN, **self.task)[:, :, None, :]
+
+    def _embedded(self, grouped_BrUG: torch.Tensor, p_BrU: torch.Tensor, label_BnUE: torch.Tensor) -> torch.Tensor:
+        """Tokens (B, r, U, E) of grouped cells (B, r, U, channels x G) with presence (B, r, U): `x_embed`
+        and, on the first n rows (the train rows among them), the column labels `label_BnUE`
+        (U or 1 tokens), each injected with OInject."""
+        n = label_BnUE.shape[1]
+        x_BrUE = o_inject(self.base_layer.x_embed(grouped_BrUG), p_BrU)
+        if n == 0:
+            return x_BrUE
+        return torch.cat([x_BrUE[:, :n] + o_inject(label_BnUE, p_BrU[:, :n]), x_BrUE[:, n:]], dim=1)
+
+    def _aggregated_in_row_chunks(
+        self,
+        x_RBC: torch.Tensor,
+        y_BN: torch.Tensor,
+        p_BR: torch.Tensor,
+        p_BC: torch.Tensor,
+        rows: int,
+        save_peak_memory_factor: int | None,
+    ) -> torch.Tensor:
+        """`aggregated(column_tokens(...))` (B, R, CLS * E) in chunks of `rows` rows, as tabpfn's
+        chunked inference runs its stages before the in-context blocks: first the distribution
+        embedder's inducing points on the train rows, in chunks of `inference_col_chunk_size`
+        columns (`o_inducing_hidden`), then per chunk of rows the cell embedding, the embedder's
+        second half and the column aggregator, whose results depend on the row alone. Only the
+        chunk's tokens are held; the values agree with unchunked up to the rounding of smaller
+        batches."""
+        N = y_BN.shape[1]
+        embedder = self.base_layer.feature_distribution_embedder
+        grouped_BRUG, p_BRU = self._grouped_cells(x_RBC, p_BR, p_BC, N)
+        label_BN1E = self._column_labels(y_BN)
+        hidden_parts = []
+        U, step = grouped_BRUG.shape[2], self._column_chunk_size()
+        for start in range(0, U, step):
+            columns = slice(start, start + step)
+            p_BNU = p_BRU[:, :N, columns]
+            x_BNUE = self._embedded(grouped_BRUG[:, :N, columns], p_BNU, label_BN1E)
+            hidden_parts.append(o_inducing_hidden(embedder, x_BNUE, p_BNU, self.attention, self.qk_norm))
+        B = p_BR.shape[0]
+        hidden_L = [
+            torch.cat([h.view(B, -1, *h.shape[1:]) for h in layer], 1).flatten(0, 1)
+            for layer in zip(*hidden_parts, strict=True)
+        ]
+        del hidden_parts
+        aggregated = []
+        for start in range(0, p_BR.shape[1], rows):
+            chunk = slice(start, start + rows)
+            x_BrUE = self._embedded(grouped_BRUG[:, chunk], p_BRU[:, chunk], label_BN1E[:, chunk])
+            x_BrUE = o_distribution_embedder(
+                embedder, x_BrUE, p_BRU[:, chunk], 0, self.attention, self.qk_norm, None, hidden_L
+            )
+            aggregated.append(self.aggregated(x_BrUE, p_BR[:, chunk], p_BC, save_peak_memory_factor))
+        return torch.cat(aggregated, 1)
+
+    def _column_chunk_size(self) -> int:
+        """Columns per chunk where the inducing points read the train rows: the host's
+        `inference_col_chunk_size` (None: all)."""
+        return self.base_layer.inference_col_chunk_size or torch.iinfo(torch.int64).max
 
     def cell_channels(
         self, x_BRC: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, num_train: int
@@ -658,13 +792,30 @@ class OClosedTabPFNV3(OClosedModel):
         """The rest of `forward` from the column tokens (`column_tokens`, U = C): the column
         aggregation, the in-context label embedding on the train rows, the in-context blocks and
         the readout; logits (T, B, buckets)."""
-        base = self.base_layer
-        N = y_BN.shape[1]
-        aggregator = base.column_aggregator
-        save_peak_memory_factor = getattr(performance_options, "save_peak_memory_factor", None)
-        x_BRD = o_column_aggregator(
+        factor = getattr(performance_options, "save_peak_memory_factor", None)
+        x_BRD = self.aggregated(x_BRCE, p_BR, p_BC, factor)
+        return self._in_context_and_readout(x_BRD, y_BN, p_BR, factor, only_return_standard_out)
+
+    def aggregated(
+        self, x_BRCE: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, save_peak_memory_factor: int | None
+    ) -> torch.Tensor:
+        """The column aggregator's readout of the column tokens (B, R, C, E), flattened (B, R, CLS * E)."""
+        aggregator = self.base_layer.column_aggregator
+        return o_column_aggregator(
             aggregator, x_BRCE, p_BR, p_BC, self.attention, self.qk_norm, save_peak_memory_factor
         ).flatten(-2)
+
+    def _in_context_and_readout(
+        self,
+        x_BRD: torch.Tensor,
+        y_BN: torch.Tensor,
+        p_BR: torch.Tensor,
+        save_peak_memory_factor: int | None,
+        only_return_standard_out: bool,
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The in-context label embedding on the train rows, the in-context blocks and the readout."""
+        base = self.base_layer
+        N = y_BN.shape[1]
         label_BND = o_inject(embed_icl_y(base, y_BN, **self.task), p_BR[:, :N])
         x_BRD = torch.cat([x_BRD[:, :N] + label_BND, x_BRD[:, N:]], dim=1)
         for block in base.icl_blocks:
