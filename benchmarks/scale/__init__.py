@@ -9,7 +9,8 @@ and each variant:
 - `time_ratio` (min, max): patched / stock predict seconds, per round of interleaved rounds after
   a warm-up (`predict_timing`);
 - `memory_ratio`: the peak growth of resident memory during one patched predict / during one stock
-  predict, each in its own fresh process (`memory_probe`);
+  predict, each in its own fresh process (on CUDA: of the allocator's memory, in this process;
+  `memory_probe`);
 - `clone_memory_ratio`: the resident memory that holding one more retrofit of the variant adds,
   divided by the model's weight bytes (parameters and buffers) (`memory_probe`);
 - `audit_rows_rel`, `audit_columns_rel`: the largest relative prediction change when absent train

@@ -1,7 +1,8 @@
-"""The scale check's memory: peak and clone memory of a variant, each probed in a fresh process.
+"""The scale check's memory: peak and clone memory of a variant.
 
-On the CPU a probe measures resident memory (`benchmarks.tools.resident_memory`); on CUDA the memory the
-caching allocator hands out (`torch.cuda.memory_allocated`, its peak `max_memory_allocated`)."""
+On the CPU a probe measures resident memory (`benchmarks.tools.resident_memory`) in a fresh process;
+on CUDA the memory the caching allocator hands out (`torch.cuda.memory_allocated`, its peak
+`max_memory_allocated`), in the calling process."""
 
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -26,10 +27,14 @@ def memory_probe(
     memory_saving: bool = False,
     chunk_cells: int | None = None,
 ) -> dict[str, Any]:
-    """`probe` of `variant` on the table `size` (n_train, n_test, n_features) in a fresh process
-    (spawned, so no memory of this one is counted); `memory_saving` forces tabpfn's memory saving,
-    `chunk_cells` sets the host's `inference_chunk_cells` (None: tabpfn's)."""
+    """`probe` of `variant` on the table `size` (n_train, n_test, n_features); `memory_saving` forces
+    tabpfn's memory saving, `chunk_cells` sets the host's `inference_chunk_cells` (None: tabpfn's).
+    On the CPU in a fresh process (spawned, so no memory of this one is counted in its resident
+    memory); on CUDA in this one: the allocator's peak is reset for the probed call and counts
+    only what is allocated beyond what was allocated before it."""
     args = (str(path), variant, *size, cfg.n_estimators, cfg.threads, cfg.seed, cfg.device, memory_saving, chunk_cells)
+    if cfg.device == "cuda":
+        return probe(*args)
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         return pool.submit(probe, *args).result()
 

@@ -16,11 +16,11 @@ UNCHUNKED = 2**62
 
 
 def memory_saving_row(arch: str, path: Path, cfg: ScaleConfig) -> dict[str, Any]:
-    """Peak predict memory of o_closed / of the stock model, each in a fresh process with
+    """Peak predict memory of o_closed / of the stock model, each probed (`memory_probe`) with
     `memory_saving_mode=True` and `inference_chunk_cells=memory_saving_chunk_cells` (tabpfn chunks
     the stock model; o_closed runs in the same chunks, `retrofit.adapters.chunks` and
     `OClosedTabPFNV3.row_chunk_size`), and the largest difference of that o_closed prediction from
-    an unchunked one (a third fresh process), relative to its scale."""
+    an unchunked one (a third probe), relative to its scale."""
     size = tuple(cfg.memory_saving_table)
     cells = cfg.memory_saving_chunk_cells
     stock = memory_probe(path, BASELINE, cfg, size, memory_saving=True, chunk_cells=cells)
