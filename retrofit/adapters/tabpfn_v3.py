@@ -644,9 +644,8 @@ class OClosedTabPFNV3(OClosedModel):
         rows = self.row_chunk_size(performance_options, B, C)
         if rows >= R:
             x_BRCE = self.column_tokens(x_RBC, y_BN, p_BR, p_BC, save_peak_memory_factor=factor)
-            x_BRD = self.aggregated(x_BRCE, p_BR, p_BC, factor)
-        else:
-            x_BRD = self._aggregated_in_row_chunks(x_RBC, y_BN, p_BR, p_BC, rows, factor)
+            return self.forward_tokens(x_BRCE, y_BN, p_BR, p_BC, performance_options, only_return_standard_out)
+        x_BRD = self._aggregated_in_row_chunks(x_RBC, y_BN, p_BR, p_BC, rows, factor)
         return self._in_context_and_readout(x_BRD, y_BN, p_BR, factor, only_return_standard_out)
 
     def row_chunk_size(self, performance_options: Any, B: int, C: int) -> int:
