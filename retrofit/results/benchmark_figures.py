@@ -126,29 +126,41 @@ def noise_floor(results: Path) -> str:
 
 
 def scale(results: Path) -> str:
-    """`scale.csv`: per architecture and variant, time ratio (range), peak and clone memory, audit, load."""
+    """`scale.csv`: per architecture, variant and table (with its device), time ratio (range),
+    operations ratio, peak and clone memory, audit, load; the memory-saving row its memory ratio and
+    its difference from the unchunked prediction."""
     rows = []
     for r in pd.read_csv(results / "scale.csv").itertuples():
+        label = [f"`{r.arch}`", r.variant, r.device]
         if r.status != "measured":
-            rows.append([f"`{r.arch}`", r.variant, r.status, "", "", "", "", ""])
+            rows.append([*label, "", r.status, *[""] * 6])
             continue
-        time = ratio(r.time_ratio, r.time_ratio_min, r.time_ratio_max)
+        table = "" if pd.isna(r.n_train) else f"{r.n_train:.0f} × {r.n_test:.0f} × {r.n_features:.0f}"
         load = f"{r.load_start:.1f}–{r.load_end:.1f}"
         if r.variant == "predict_many":
+            time = ratio(r.time_ratio, r.time_ratio_min, r.time_ratio_max)
             batched = f"{time}, {r.batched_tables:.0f} tables batched, max rel. diff {r.max_rel_diff:.1e}"
-            rows.append([f"`{r.arch}`", r.variant, batched, "", "", "", "", load])
+            rows.append([*label, table, batched, "", "", "", "", "", load])
+        elif r.variant == "o_closed_memory_saving":
+            memory = f"{r.memory_ratio:.3f} (chunked; rel. diff {r.max_rel_diff:.1e})"
+            rows.append([*label, table, "", "", memory, "", "", "", load])
         else:
             figures = [
+                ratio(r.time_ratio, r.time_ratio_min, r.time_ratio_max),
+                "" if pd.isna(r.ops_ratio) else f"{r.ops_ratio:.3f}",
                 f"{r.memory_ratio:.3f}",
                 f"{r.clone_memory_ratio:.3f}",
-                f"{r.audit_rows_rel:.1e}",
-                f"{r.audit_columns_rel:.1e}",
+                "" if pd.isna(r.audit_rows_rel) else f"{r.audit_rows_rel:.1e}",
+                "" if pd.isna(r.audit_columns_rel) else f"{r.audit_columns_rel:.1e}",
             ]
-            rows.append([f"`{r.arch}`", r.variant, time, *figures, load])
+            rows.append([*label, table, *figures, load])
     header = [
         "architecture",
         "variant",
+        "device",
+        "train × test × features",
         "time ratio, median (min–max)",
+        "operations ratio",
         "peak memory ratio",
         "clone memory / weights",
         "audit rows",
