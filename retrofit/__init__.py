@@ -46,7 +46,9 @@ A lower-case letter is an axis derived from an upper-case one:
   h  the heads, broadcast (`bias_bhQK`)
   i  tabpfn's `Ri` (input rows), in names tabpfn gives its arguments
   k  a chunk of the K coalitions (`removal.context`)
-  n  the rows of a prior table; the present train rows of a group of batch elements
+  n  the rows of a prior table; the present train rows of a group of batch elements; the train
+     rows among a chunk of rows (`label_BnUE` in `adapters.tabpfn_v3`)
+  r  a chunk of the R rows (`x_BrUE` in `adapters.tabpfn_v3`)
   t  tokens with all leading axes flattened (`x_tE`); some of the T test rows
   x  any leading axes (`h_xE`, `p_x`): (B, R, x) is B, R and any further axes
 
