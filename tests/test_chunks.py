@@ -10,6 +10,7 @@ from tabpfn.architectures.interface import PerformanceOptions
 from test_tabpfn_v3 import CLOSED_ARCHITECTURES, _insert_absent, _model_inputs
 
 import retrofit
+from retrofit.adapters import tabpfn_v3
 from retrofit.adapters.chunks import chunk_slices, per_token_in_chunks
 
 CHUNKED = PerformanceOptions(save_peak_memory_factor=3)
@@ -106,7 +107,7 @@ def test_row_chunked_o_closed_agrees_with_unchunked(closed_model_inputs, monkeyp
         whole = model(x, y)
         rows = _row_chunks(monkeypatch, model, B, C)
         chunked = model(x, y, performance_options=ROW_CHUNKED)
-    assert rows == [len(range(R)[s]) for s in chunk_slices(R, -(-R // ROWS_PER_CHUNK))]
+    assert rows == [min(ROWS_PER_CHUNK, R - start) for start in range(0, R, ROWS_PER_CHUNK)]
     assert float((chunked - whole).abs().max()) <= 1e-6 * float(whole.abs().max())
 
 
@@ -142,3 +143,45 @@ def test_predict_runs_the_row_chunks_tabpfn_runs(make_random_host, monkeypatch, 
     regressor.predict(X_test)
     assert len(rows) == len(stock_chunks) > 1
     np.testing.assert_allclose(chunked, unchunked, rtol=1e-5, atol=1e-5 * np.abs(unchunked).max())
+
+
+def test_running_out_of_memory_halves_the_chunks_as_tabpfn_does(closed_model_inputs, monkeypatch):
+    """A GPU out-of-memory error in a pass starts it again with half its chunk, stored on the host
+    as tabpfn stores it; the result is what the smaller chunks compute."""
+    model, x, y = closed_model_inputs
+    R, B, C = x.shape
+    with torch.inference_mode():
+        whole = model(x, y)
+        rows = _row_chunks(monkeypatch, model, B, C)  # 7 rows, 2 columns per chunk
+        counted, inducing = type(model).aggregated, tabpfn_v3.o_inducing_hidden
+
+        def aggregated(self, x_BRCE, *args):
+            if x_BRCE.shape[1] > 3:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return counted(self, x_BRCE, *args)
+
+        def inducing_hidden(embedder, x_BNUE, *args):
+            if x_BNUE.shape[2] > 1:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return inducing(embedder, x_BNUE, *args)
+
+        monkeypatch.setattr(type(model), "aggregated", aggregated)
+        monkeypatch.setattr(tabpfn_v3, "o_inducing_hidden", inducing_hidden)
+        chunked = model(x, y, performance_options=ROW_CHUNKED)
+    assert model.base_layer.inference_col_chunk_size == 1 and model.base_layer.inference_chunk_cells == 3 * B * C
+    assert rows == [min(3, R - start) for start in range(0, R, 3)]
+    assert float((chunked - whole).abs().max()) <= 1e-6 * float(whole.abs().max())
+
+
+def test_another_error_in_a_chunk_is_raised_as_it_is(closed_model_inputs, monkeypatch):
+    model, x, y = closed_model_inputs
+    _row_chunks(monkeypatch, model, x.shape[1], x.shape[2])
+    cells = model.base_layer.inference_chunk_cells
+
+    def broken(self, *args):
+        raise RuntimeError("expected a 3-D tensor")
+
+    monkeypatch.setattr(type(model), "aggregated", broken)
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="expected a 3-D tensor"):
+        model(x, y, performance_options=ROW_CHUNKED)
+    assert model.base_layer.inference_chunk_cells == cells

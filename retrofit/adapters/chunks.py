@@ -12,8 +12,12 @@ agree up to the rounding of a smaller batch.
 """
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
+from tabpfn.errors import is_oom_error
+
+T = TypeVar("T")
 
 
 def chunk_slices(n: int, factor: int | None) -> list[slice]:
@@ -47,3 +51,19 @@ def per_token_in_chunks(
         return fn(x_xE) if p_x is None else fn(x_xE, p_x)
     flat = (x_xE.flatten(0, -2),) if p_x is None else (x_xE.flatten(0, -2), p_x.flatten())
     return replace_in_chunks(fn, factor, *flat).view(x_xE.shape)
+
+
+def halving_after_oom(run: Callable[[int], T], size: int, keep: Callable[[int], None]) -> T:
+    """`run(size)`; after a GPU out-of-memory error (tabpfn's `is_oom_error`), `run` again from the
+    start with half the chunk size, down to 1, as tabpfn retries its chunked inference; `keep`
+    receives each halved size (tabpfn stores it on the model, so later calls start there). Any
+    other error, or running out of memory at size 1, is raised."""
+    while True:
+        try:
+            return run(size)
+        except RuntimeError as error:
+            if not is_oom_error(error) or size <= 1:
+                raise
+        torch.cuda.empty_cache()
+        size //= 2
+        keep(size)

@@ -31,8 +31,8 @@ the distribution embedder, the column aggregator and the in-context blocks run i
 tabpfn runs the stock model in (`retrofit.adapters.chunks`), and with tabpfn's chunked inference
 (`use_chunkwise_inference`, tabpfn_v3's default) the stages before the blocks run in its chunks of
 rows (`inference_chunk_cells`) after the inducing points have read the train rows in its chunks of
-columns (`inference_col_chunk_size`), as the stock model runs them; tabpfn's halving of those
-chunks after running out of memory and its KV cache are not used. Regression hosts only.
+columns (`inference_col_chunk_size`), as the stock model runs them, halving either chunk after
+running out of GPU memory as tabpfn does; tabpfn's KV cache is not used. Regression hosts only.
 """
 
 from collections.abc import Callable
@@ -44,7 +44,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from retrofit.adapters.block import KV_CACHE_REFUSAL, AttentionRecord, OBlock
-from retrofit.adapters.chunks import chunk_slices, per_token_in_chunks, replace_in_chunks
+from retrofit.adapters.chunks import chunk_slices, halving_after_oom, per_token_in_chunks, replace_in_chunks
 from retrofit.adapters.closed_model import OClosedModel
 from retrofit.adapters.in_context_attention import AttentionSettings, in_context_qkv, o_in_context_attention
 from retrofit.adapters.registry import ArchitectureSpec, register_architecture
@@ -732,38 +732,43 @@ class OClosedTabPFNV3(OClosedModel):
         columns (`o_inducing_hidden`), then per chunk of rows the cell embedding, the embedder's
         second half and the column aggregator, whose results depend on the row alone. Only the
         chunk's tokens are held; the values agree with unchunked up to the rounding of smaller
-        batches."""
+        batches. After running out of GPU memory either pass starts again with half its chunk,
+        stored on the host as tabpfn stores it (`retrofit.adapters.chunks.halving_after_oom`)."""
         N = y_BN.shape[1]
-        embedder = self.base_layer.feature_distribution_embedder
+        B, R, C = p_BR.shape[0], p_BR.shape[1], p_BC.shape[1]
+        base = self.base_layer
+        embedder = base.feature_distribution_embedder
         grouped_BRUG, p_BRU = self._grouped_cells(x_RBC, p_BR, p_BC, N)
         label_BN1E = self._column_labels(y_BN)
-        hidden_parts = []
-        U, step = grouped_BRUG.shape[2], self._column_chunk_size()
-        for start in range(0, U, step):
-            columns = slice(start, start + step)
-            p_BNU = p_BRU[:, :N, columns]
-            x_BNUE = self._embedded(grouped_BRUG[:, :N, columns], p_BNU, label_BN1E)
-            hidden_parts.append(o_inducing_hidden(embedder, x_BNUE, p_BNU, self.attention, self.qk_norm))
-        B = p_BR.shape[0]
-        hidden_L = [
-            torch.cat([h.view(B, -1, *h.shape[1:]) for h in layer], 1).flatten(0, 1)
-            for layer in zip(*hidden_parts, strict=True)
-        ]
-        del hidden_parts
-        aggregated = []
-        for start in range(0, p_BR.shape[1], rows):
-            chunk = slice(start, start + rows)
-            x_BrUE = self._embedded(grouped_BRUG[:, chunk], p_BRU[:, chunk], label_BN1E[:, chunk])
-            x_BrUE = o_distribution_embedder(
-                embedder, x_BrUE, p_BRU[:, chunk], 0, self.attention, self.qk_norm, None, hidden_L
-            )
-            aggregated.append(self.aggregated(x_BrUE, p_BR[:, chunk], p_BC, save_peak_memory_factor))
-        return torch.cat(aggregated, 1)
 
-    def _column_chunk_size(self) -> int:
-        """Columns per chunk where the inducing points read the train rows: the host's
-        `inference_col_chunk_size` (None: all)."""
-        return self.base_layer.inference_col_chunk_size or torch.iinfo(torch.int64).max
+        def inducing_hidden(step: int) -> list[torch.Tensor]:
+            parts = []
+            for start in range(0, grouped_BRUG.shape[2], step):
+                columns = slice(start, start + step)
+                p_BNU = p_BRU[:, :N, columns]
+                x_BNUE = self._embedded(grouped_BRUG[:, :N, columns], p_BNU, label_BN1E)
+                parts.append(o_inducing_hidden(embedder, x_BNUE, p_BNU, self.attention, self.qk_norm))
+            return [
+                torch.cat([h.view(B, -1, *h.shape[1:]) for h in layer], 1).flatten(0, 1)
+                for layer in zip(*parts, strict=True)
+            ]
+
+        def aggregated_rows(rows: int) -> torch.Tensor:
+            parts = []
+            for start in range(0, R, rows):
+                chunk = slice(start, start + rows)
+                x_BrUE = self._embedded(grouped_BRUG[:, chunk], p_BRU[:, chunk], label_BN1E[:, chunk])
+                x_BrUE = o_distribution_embedder(
+                    embedder, x_BrUE, p_BRU[:, chunk], 0, self.attention, self.qk_norm, None, hidden_L
+                )
+                parts.append(self.aggregated(x_BrUE, p_BR[:, chunk], p_BC, save_peak_memory_factor))
+            return torch.cat(parts, 1)
+
+        columns = base.inference_col_chunk_size or grouped_BRUG.shape[2]
+        hidden_L = halving_after_oom(inducing_hidden, columns, partial(setattr, base, "inference_col_chunk_size"))
+        return halving_after_oom(
+            aggregated_rows, rows, lambda halved: setattr(base, "inference_chunk_cells", halved * B * C)
+        )
 
     def cell_channels(
         self, x_BRC: torch.Tensor, p_BR: torch.Tensor, p_BC: torch.Tensor, num_train: int
