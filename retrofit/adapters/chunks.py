@@ -8,7 +8,9 @@ intermediates (an MLP's hidden layer, an attention's projections) exist for one 
 time. The O wrappers split the same axes into the same number of chunks with `chunk_slices`
 and write back with `replace_in_chunks`. Work on a chunk sees only that
 chunk's items, so every item's result is computed from the same inputs as unchunked: the values
-agree up to the rounding of a smaller batch.
+agree up to the rounding of a smaller batch. tabpfn's chunked inference of the stages before the
+in-context blocks (chunks of rows and columns, sized by the model) starts a pass again with half
+its chunk after running out of GPU memory: `halving_after_oom`.
 """
 
 from collections.abc import Callable
