@@ -109,8 +109,8 @@ class Pretrainer:
             "train_minutes": round(self.elapsed_s / 60, 2),
             "lr": self.cfg.lr,
             "curriculum": self.cfg.curriculum,
-            "prior": "retrofit.prior (linear, gp, mlp, trees, interactions on factor-correlated columns; "
-            "categorical, skewed, heavy-tailed, missing)",
+            "prior": "retrofit.prior (linear, gp, mlp, trees, interactions, near_linear on factor-correlated columns; "
+            "categorical with 2-10 levels, skewed, heavy-tailed, missing)",
             "notes": list(self.cfg.notes),
             "border_tail_share": self.cfg.border_tail_share,
             "reborder_steps": list(self.reborder_steps),

@@ -18,6 +18,7 @@ import torch
 
 NUMERIC_KINDS = ("normal", "uniform", "lognormal", "student_t", "discrete")
 MAX_FACTORS = 3
+MAX_LEVELS = 10
 
 
 def standardise_rows(x_Bn: torch.Tensor) -> torch.Tensor:
@@ -60,21 +61,29 @@ def _numeric(u_BnF: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 
 
 def sample_columns(
-    B: int, n: int, F: int, g: torch.Generator, p_categorical: float = 0.15, p_independent: float = 0.35
+    B: int,
+    n: int,
+    F: int,
+    g: torch.Generator,
+    p_categorical: float = 0.3,
+    p_independent: float = 0.35,
+    max_levels: int = MAX_LEVELS,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw `B` tables of `n` rows and `F` columns; returns `(x_BnF, xs_BnF)` (see module doc).
-    `p_independent` is the share of tables whose columns share no latent factor."""
+    `p_independent` is the share of tables whose columns share no latent factor; a categorical
+    column (share `p_categorical`) has 2-`max_levels` levels, drawn per column (real tables are
+    full of two- and three-level factors: Carseats' Urban/US, Wage's jobclass)."""
     u_BnF = _latents(B, n, F, g, p_independent)
     x_BnF = _numeric(u_BnF, g)
     xs_BnF = standardise_rows(x_BnF)
     is_cat_B1F = torch.rand(B, 1, F, generator=g) < p_categorical
     if is_cat_B1F.any():
-        n_levels = 10
+        levels_B1F = torch.randint(2, max_levels + 1, (B, 1, F), generator=g)
         # Skewed category frequencies: square the latent's uniform score before coding.
-        codes_BnF = torch.floor(_normal_cdf(u_BnF).pow(2) * n_levels).clamp(max=n_levels - 1).long()
-        levels_BFL = torch.randn(B, F, n_levels, generator=g)
+        codes_BnF = torch.minimum(torch.floor(_normal_cdf(u_BnF).pow(2) * levels_B1F), levels_B1F - 1).long()
+        levels_BFL = torch.randn(B, F, max_levels, generator=g)
         effect_BnF = torch.gather(
-            levels_BFL.unsqueeze(1).expand(B, n, F, n_levels), 3, codes_BnF.unsqueeze(-1)
+            levels_BFL.unsqueeze(1).expand(B, n, F, max_levels), 3, codes_BnF.unsqueeze(-1)
         ).squeeze(-1)
         x_BnF = torch.where(is_cat_B1F, codes_BnF.float(), x_BnF)
         xs_BnF = torch.where(is_cat_B1F, standardise_rows(effect_BnF), xs_BnF)
