@@ -19,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
+.PHONY: help install quick quick-time retrofit suite compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -67,6 +67,14 @@ retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> resul
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
 		hydra.launcher.n_jobs=2 results_dir=results reference=results/retrofit_rmse.csv \
 		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
+
+# The suite (docs/suite.md): its sweep (+experiment=suite: every shipped host × 37 real tables × 2 seeds, every
+# variant) into results/suite/, checked against the suite's committed retrofit_rmse.csv as `make retrofit` is, then
+# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot.
+suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting on 37 real tables, both halves -> results/suite/
+	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
+		hydra.launcher.verbose=10 results_dir=results/suite reference=results/suite/retrofit_rmse.csv \
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py'
 
 # A and B are file names, handed over as data: kept unexpanded (`$(value ...)`, so a `$(shell ...)` in them is
 # text) and exported, so the recipe reads them from the environment ("$$A") and no shell parses their text.

@@ -11,7 +11,7 @@ def test_host_quality_scores_a_host_against_the_baselines(tmp_path):
     settings = ["hosts=[tiny_v3]", "datasets=[diabetes]", "seeds=[0]", "n_estimators=1", "cards_dir=null"]
     run_experiment("host_quality.py", *settings, f"results_dir={tmp_path}", cwd=tmp_path)
     scores = pd.read_csv(tmp_path / "host_quality.csv")
-    assert set(scores.model) == {"mean", "ridge", "random_forest", "tiny_v3[stored]"}
+    assert set(scores.model) == {"mean", "ridge", "random_forest", "gradient_boosting", "tiny_v3[stored]"}
     summary = pd.read_csv(tmp_path / "host_quality_summary.csv").set_index("model")
     assert summary.loc["mean", "worst_rmse_over_mean"] == 1.0
     assert set(pd.read_csv(tmp_path / "host_extrapolation.csv").model) == {"tiny_v3[stored]"}

@@ -111,7 +111,7 @@ class SweepConfig(RunConfig):
     by `retrofit.data.DatasetSpec` (its keys depend on its source), `variant` by
     `retrofit.variants.VariantConfig` (a search-path variant is refused naming its file), `hparams` by
     `retrofit.variants.resolve_variant`; `decomposition` and `benchmark_datasets` come with
-    `+experiment=paper_table` or `+decomposition=<name>`."""
+    `+experiment=paper_table` or `+decomposition=<name>`, the `suite_*` lists with `+experiment=suite`."""
 
     dataset: dict[str, Any] = MISSING
     variant: Any = None
@@ -122,6 +122,10 @@ class SweepConfig(RunConfig):
     grid_changed: bool = False
     decomposition: DecompositionConfig | None = None
     benchmark_datasets: str | None = None
+    suite_development: str | None = None
+    suite_held_out: str | None = None
+    suite_datasets: str | None = None
+    suite_seeds: str | None = None
 
 
 def job_config(cfg: DictConfig, schema: type, where: str) -> DictConfig:
