@@ -32,9 +32,19 @@ WORST_OVER_RIDGE_GOAL = 1.10
 """... and no table's ratio to ridge above this."""
 HALVES = ("development", "held_out")
 
+SCORE_DOCS = {
+    "dataset": ("label", "suite table"),
+    "seed": ("integer", "split and `random_state` seed"),
+    "model": ("label", "a shipped host (its stock RMSE from the suite's sweep) or a baseline of `BASELINES`"),
+    "rmse": ("target units", "root mean squared error on the test rows"),
+    "n_train": ("rows", "training rows of the split"),
+    "n_test": ("rows", "test rows of the split"),
+    "half": ("label", "`development` (what tuning may look at) or `held_out`"),
+}
+"""Column -> (unit, meaning) of `suite_scores.csv` (the long format: one row per table × seed × model)."""
 TABLE_DOCS = {
     "dataset": ("label", "suite table"),
-    "half": ("label", "`development` (what tuning may look at) or `held_out`"),
+    "half": SCORE_DOCS["half"],
     "model": ("label", "a shipped host or a baseline"),
     "kind": ("label", "`host` or `baseline`"),
     "seeds": ("count", "seeds the ratios are taken over"),

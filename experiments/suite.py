@@ -62,7 +62,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
-    from benchmarks.suite import check_matched, delta_summary, host_scores, per_table, summarise
+    from benchmarks.suite import SCORE_DOCS, check_matched, delta_summary, host_scores, per_table, summarise
     from benchmarks.suite_figures import plot_ratios, render_page
     from retrofit.measure.floor_table import read_floors
     from retrofit.results.reproduction import read_results
@@ -87,7 +87,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     baselines = pd.DataFrame(rows)[["dataset", "seed", "model", "rmse", "n_train", "n_test"]]
     scores = pd.concat([hosts, baselines], ignore_index=True)
     check_matched(scores)
-    scores = scores.assign(half=scores["dataset"].map(halves))
+    scores = scores.assign(half=scores["dataset"].map(halves))[list(SCORE_DOCS)]
     tables = per_table(scores, halves)
     summary = summarise(tables, settings.bootstrap_draws)
     floors_file = resolve(job.base_dir, settings.noise_floors)

@@ -47,6 +47,10 @@ TABLES: dict[str, tuple[str, str]] = {
     "host_quality.csv": ("benchmarks.host_baselines:SCORE_DOCS", "host RMSE against simple baselines, per case"),
     "host_quality_summary.csv": ("benchmarks.host_baselines:SUMMARY_DOCS", "the host quality bar, per model"),
     "host_extrapolation.csv": ("benchmarks.host_baselines:EXTRAPOLATION_DOCS", "how a host extends a linear trend"),
+    "suite_scores.csv": ("benchmarks.suite:SCORE_DOCS", "the suite, long: one row per table × seed × model"),
+    "suite_tables.csv": ("benchmarks.suite:TABLE_DOCS", "the suite per table × model: ratios to the baselines"),
+    "suite_summary.csv": ("benchmarks.suite:SUMMARY_DOCS", "the suite per half × model (`make suite`)"),
+    "suite_deltas.csv": ("benchmarks.suite:DELTA_DOCS", "the suite's matched ΔRMSE per half × host × variant"),
     "sweep_cost.csv": ("benchmarks.phase_costs:COLUMN_DOCS", "CPU seconds per phase of sweep cases"),
     "command_times.csv": ("retrofit.runtimes:COLUMN_DOCS", "each make target's last successful run"),
     "<dataset>_explanation.csv": (
