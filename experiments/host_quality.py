@@ -33,6 +33,7 @@ class HostQualityConfig:
     n_estimators: int = MISSING
     device: str = MISSING
     cards_dir: str | None = MISSING
+    suite_summary: str | None = MISSING
 
 
 SCHEMA = HostQualityConfig
@@ -84,11 +85,32 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         .to_string()
     )
     if settings.cards_dir:
+        suite = _suite_rows(resolve(base_dir, settings.suite_summary)) if settings.suite_summary else None
         for host, path in hosts.items():
             ratios = per_dataset_ratios(scores, f"{host}[{first}]")
-            card = render_card(host, path, ratios, resolve(base_dir, settings.cards_dir))
+            own = None if suite is None else suite[suite["model"] == host].drop(columns="model")
+            card = render_card(host, path, ratios, resolve(base_dir, settings.cards_dir), own)
             log.info("model card %s", card)
     log.info("wrote %s", out)
+
+
+SUITE_COLUMNS = [
+    "half",
+    "model",
+    "over_random_forest",
+    "over_best_ridge_gb",
+    "over_best",
+    "worst_over_ridge",
+    "meets_goal",
+]
+"""What a model card shows of the suite's summary (`benchmarks.suite.SUMMARY_DOCS`)."""
+
+
+def _suite_rows(path: Path):
+    """The suite summary's `SUITE_COLUMNS` at `path`, or None when `make suite` has not written it."""
+    import pandas as pd
+
+    return pd.read_csv(path)[SUITE_COLUMNS] if path.is_file() else None
 
 
 if __name__ == "__main__":

@@ -52,8 +52,11 @@ def _notes_section(notes: list[str]) -> list[str]:
     return ["## Training notes", "", *(f"- {note}" for note in notes), ""] if notes else []
 
 
-def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Path) -> Path:
-    """Write `<out_dir>/<name>.md` (+ its curve PNG) for the host file at `path`."""
+def render_card(
+    name: str, path: Path, quality: pd.DataFrame | None, out_dir: Path, suite: pd.DataFrame | None = None
+) -> Path:
+    """Write `<out_dir>/<name>.md` (+ its curve PNG) for the host file at `path`; `quality`: its
+    ratios on the record's tables, `suite`: its rows of the suite's summary (both halves)."""
     header = read_header(path)
     card = header["host_card"]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -100,6 +103,13 @@ def render_card(name: str, path: Path, quality: pd.DataFrame | None, out_dir: Pa
             "## Quality on real data (RMSE ratios; `results/host_quality.csv`)",
             "",
             quality.to_markdown(index=False),
+            "",
+        ]
+    if suite is not None:
+        lines += [
+            "## On the suite's real tables (geometric-mean RMSE ratios; `results/suite/suite_summary.csv`)",
+            "",
+            suite.to_markdown(index=False, floatfmt=".3f"),
             "",
         ]
     out = out_dir / f"{name}.md"

@@ -65,16 +65,18 @@ def bench_batch(results: Path) -> str:
 
 
 def host_quality(results: Path) -> str:
-    """`host_quality.csv`: per dataset, each host's RMSE over the mean predictor's, ridge's and the
-    random forest's (per seed, then the mean over seeds), and the forest's over ridge's."""
+    """`host_quality.csv`: per dataset, each host's RMSE over the mean predictor's, ridge's, the
+    random forest's and gradient boosting's (per seed, then the mean over seeds), and the forest's
+    and gradient boosting's over ridge's."""
     frame = pd.read_csv(results / "host_quality.csv").pivot_table(
         index=["dataset", "seed"], columns="model", values="rmse"
     )
     hosts = [m for m in frame.columns if "[" in m]
-    pairs = [(h, b) for h in hosts for b in ("mean", "ridge", "random_forest")] + [("random_forest", "ridge")]
+    baselines = ("mean", "ridge", "random_forest", "gradient_boosting")
+    pairs = [(h, b) for h in hosts for b in baselines] + [("random_forest", "ridge"), ("gradient_boosting", "ridge")]
 
     def short(model: str) -> str:
-        return {"random_forest": "RF"}.get(model, model.split("[")[0])
+        return {"random_forest": "RF", "gradient_boosting": "GB"}.get(model, model.split("[")[0])
 
     ratios = pd.DataFrame({f"{short(a)} / {short(b)}": frame[a] / frame[b] for a, b in pairs}).groupby("dataset").mean()
     return markdown(["dataset", *ratios.columns], [[d, *(f"{v:.3f}" for v in r)] for d, r in ratios.iterrows()])

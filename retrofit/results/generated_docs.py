@@ -21,6 +21,7 @@ from pathlib import Path
 
 from retrofit.results import benchmark_figures as bench
 from retrofit.results import figure_tables as sweep
+from retrofit.results import suite_tables as suite
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs")
@@ -40,6 +41,8 @@ REGIONS: dict[str, Callable[[Path], str]] = {
     "preset-selection": bench.preset_selection,
     "extrapolation": bench.extrapolation,
     "noise-floor": bench.noise_floor,
+    "suite-summary": suite.suite_summary,
+    "suite-deltas": suite.suite_deltas,
     "scale": bench.scale,
     "exactness": bench.exactness,
     "ablation": bench.ablation,
