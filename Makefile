@@ -68,10 +68,10 @@ retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> resul
 		hydra.launcher.n_jobs=2 results_dir=results reference=results/retrofit_rmse.csv \
 		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
 
-# The suite (docs/suite.md): its sweep (+experiment=suite: every shipped host × 37 real tables × 2 seeds, every
+# The suite (docs/suite.md): its sweep (+experiment=suite: every shipped host × 36 real tables × 2 seeds, every
 # variant) into results/suite/, checked against the suite's committed retrofit_rmse.csv as `make retrofit` is, then
 # experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot.
-suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting on 37 real tables, both halves -> results/suite/
+suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting on 36 real tables, both halves -> results/suite/
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		hydra.launcher.verbose=10 results_dir=results/suite reference=results/suite/retrofit_rmse.csv \
 		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py'
