@@ -19,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit suite compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
+.PHONY: help install quick quick-time retrofit suite suite-candidate compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -75,6 +75,22 @@ suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		hydra.launcher.verbose=10 results_dir=results/suite reference=results/suite/retrofit_rmse.csv \
 		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py'
+
+# A candidate host, scored where tuning may look: the suite's development half only. WEIGHTS is a host file of HOST's
+# architecture (a pretraining run exports pretrain_runs/<host>/host.safetensors); its sweep (baseline + oa_only) and
+# experiments/suite.py with held_out=[] go to outputs/suite_candidate/<HOST>/, never to the record. HOST and WEIGHTS
+# are data, as A and B below: kept unexpanded, exported, and the path reaches Hydra through ${oc.env:...}, unparsed.
+override HOST := $(value HOST)
+override WEIGHTS := $(value WEIGHTS)
+suite-candidate: export HOST := $(HOST)
+suite-candidate: export RETROFIT_CANDIDATE := $(WEIGHTS)
+suite-candidate: $(STAMP) ## candidate weights on the suite's development half (HOST=tiny_v3 WEIGHTS=<file>) -> outputs/suite_candidate/
+	@case "$$HOST" in tiny_v2|tiny_v3|tiny_v3_5) ;; *) echo "usage: make suite-candidate HOST=tiny_v2|tiny_v3|tiny_v3_5 WEIGHTS=<host file>" >&2; exit 2;; esac
+	@test -f "$$RETROFIT_CANDIDATE" || { echo "error: WEIGHTS='$$RETROFIT_CANDIDATE' is not a file: give a host file (pretraining exports pretrain_runs/<host>/host.safetensors)" >&2; exit 2; }
+	$(TIMED) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
+		hydra.sweeper.params.host=$$HOST "host.path=\$${oc.env:RETROFIT_CANDIDATE}" "hydra.sweeper.params.dataset=\$${suite_development}" \
+		variant=oa_only results_dir=outputs/suite_candidate/$$HOST && \
+		$(PY) experiments/suite.py output_dir=outputs/suite_candidate/$$HOST "held_out=[]"'
 
 # A and B are file names, handed over as data: kept unexpanded (`$(value ...)`, so a `$(shell ...)` in them is
 # text) and exported, so the recipe reads them from the environment ("$$A") and no shell parses their text.
