@@ -113,7 +113,7 @@ sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local m
 		results_dir=outputs/sweep_submitit cache_dir=outputs/sweep_submitit/.cache
 
 test: $(STAMP) ## the whole test suite (what CI runs)
-	$(TIMED) $(PY) -m pytest -q
+	$(TIMED) $(PY) -m pytest -q --durations=20
 
 lint: $(STAMP) ## ruff (lint, formatting) and the import layers (import-linter): what CI runs
 	$(VENV)/bin/ruff check .
