@@ -29,6 +29,7 @@ SKIPPED = {
     r"^python experiments/sink_mass.py$": "the record's sink-mass step (`make retrofit` runs it)",
     r"host.path=/models/": "needs the reader's own checkpoint file",
     r"bash gpu/check.sh": "needs a CUDA device: a GPU node runs it",
+    r"bash gpu/pretrain.sh": "needs a CUDA device (tests/test_gpu_pretrain.py runs it with DEVICE=cpu)",
     r"-m dataset=auto,wage seed=0,1,2,3,4": "a 10-job grid and its re-aggregation (minutes on 2 cores)",
     r"\+experiment=paper_table": "the paper grid (hours); `make retrofit` records it",
     r"^mkdir -p /my/conf": "writes a variant folder outside the scratch directory; the same search path is tested by "

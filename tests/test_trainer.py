@@ -8,6 +8,7 @@ from safetensors import safe_open
 from synthetic import CURRICULUM, fit_synthetic, pretrain_config, regression_data
 from tabpfn import TabPFNRegressor
 
+from retrofit.errors import RetrofitError
 from retrofit.hosts.random_host import TINY_ARCHS
 from retrofit.pretrain.borders import quantile_borders
 from retrofit.pretrain.held_out import evaluate_host
@@ -87,3 +88,29 @@ def test_resume_into_another_architecture_is_refused(tmp_path):
     cfg = pretrain_config(tmp_path, arch_name="tabpfn_v3", arch=dict(TINY_ARCHS["tabpfn_v3"]))
     with pytest.raises(ValueError, match="holds a tabpfn_v2 run"):
         Pretrainer(cfg)
+
+
+def test_cuda_without_cuda_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RetrofitError, match="sees no CUDA device; use device='cpu'"):
+        Pretrainer(pretrain_config(tmp_path, device="cuda"))
+    assert not (tmp_path / "run" / "state.pt").exists()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("arch_name", ["tabpfn_v2", "tabpfn_v3"])
+def test_a_cuda_run_follows_the_cpu_run_and_resumes_on_the_cpu(tmp_path, arch_name):
+    """The same prior stream on either device (it is drawn on the CPU): 20 steps on CUDA end at
+    the weights 20 CPU steps reach, up to float32 reordering; its state resumes on the CPU and its
+    export is a CPU checkpoint."""
+    on_cpu = Pretrainer(pretrain_config(tmp_path / "cpu", arch_name, max_steps=20))
+    on_cpu.run()
+    on_cuda = Pretrainer(pretrain_config(tmp_path / "cuda", arch_name, max_steps=20, device="cuda"))
+    exported = on_cuda.run()
+    for key, value in on_cpu.model.state_dict().items():
+        torch.testing.assert_close(on_cuda.model.state_dict()[key].cpu(), value, rtol=1e-3, atol=1e-4, msg=key)
+    resumed = Pretrainer(pretrain_config(tmp_path / "cuda", arch_name, max_steps=21))
+    assert resumed.step == 20 and next(resumed.model.parameters()).device.type == "cpu"
+    resumed.run()
+    regressor, X_test = fit_synthetic(exported, n=60, n_train=40, f=3)
+    assert np.isfinite(regressor.predict(X_test)).all()

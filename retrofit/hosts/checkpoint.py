@@ -138,13 +138,14 @@ def save_host(
     inference: dict[str, Any],
     host_card: dict[str, Any] | None = None,
 ) -> Path:
-    """Write `model` as a tabpfn `.safetensors` checkpoint at `path` (parents created)."""
+    """Write `model` (on any device) as a tabpfn `.safetensors` checkpoint of CPU tensors at `path`
+    (parents created)."""
     path = Path(path)
     if path.suffix != ".safetensors":
         raise ValueError(f"{path}: a host checkpoint must end in .safetensors")
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     if not hasattr(model, "regression_borders"):
-        state.update({f"criterion.{k}": v.detach().clone() for k, v in criterion.state_dict().items()})
+        state.update({f"criterion.{k}": v.detach().cpu().clone() for k, v in criterion.state_dict().items()})
     checkpoint = {
         "state_dict": state,
         "config": dataclasses.asdict(config),

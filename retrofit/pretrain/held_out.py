@@ -49,15 +49,18 @@ def _r2_per_dataset(pred_TB: torch.Tensor, y_TB: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate_host(model: torch.nn.Module, criterion, vset: ValidationSet) -> dict[str, float]:
-    """Mean NLL and mean per-dataset R² of the host's predictive mean on `vset`."""
+    """Mean NLL and mean per-dataset R² of the host's predictive mean on `vset` (its CPU tables
+    moved to the device `model` is on)."""
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device
     nll, r2 = [], []
     for b in vset.batches:
         nt = b.shape.n_train
-        logits_TBK = regression_logits(model, b.x_RBF, b.y_RB[:nt])
-        nll.append(criterion(logits_TBK, b.y_RB[nt:]).mean().item())
-        r2.append(_r2_per_dataset(criterion.mean(logits_TBK), b.y_RB[nt:]))
+        x_RBF, y_RB = b.x_RBF.to(device), b.y_RB.to(device)
+        logits_TBK = regression_logits(model, x_RBF, y_RB[:nt])
+        nll.append(criterion(logits_TBK, y_RB[nt:]).mean().item())
+        r2.append(_r2_per_dataset(criterion.mean(logits_TBK), y_RB[nt:]).cpu())
     model.train(was_training)
     return {f"{vset.name}_nll": float(np.mean(nll)), f"{vset.name}_r2": torch.cat(r2).mean().item()}
 

@@ -27,6 +27,9 @@ class PretrainConfig:
     eval_every_s: float = 300.0
     checkpoint_every_s: float = 120.0
     threads: int = 1
+    # Where the model trains: cpu | cuda | auto (cuda where available). The prior's batches are drawn
+    # on the CPU either way, so a run's stream of tables does not depend on the device.
+    device: str = "cpu"
     border_samples: int = 200_000
     # Share of the border sample drawn uniformly on [-8, 8]: without it the quantile borders leave
     # one bucket for every z above the sample's top quantile, and the host jumps far out when it extrapolates.

@@ -7,7 +7,8 @@ State lives in `run_dir`:
 - `host.safetensors`: the latest evaluation-mode (averaged) weights as a loadable tabpfn
   checkpoint (`export_path`, if set, receives a copy).
 Re-running with the same `run_dir` resumes where the state left off, bit-for-bit the same
-stream of prior batches. The bucket borders are part of the state: a resumed run keeps its own
+stream of prior batches (drawn on the CPU, whatever `device` the model trains on; a state saved on
+one device resumes on another). The bucket borders are part of the state: a resumed run keeps its own
 unless `reborder=True` adopts the ones the config computes now (recorded in the model card).
 """
 
@@ -26,6 +27,7 @@ import torch
 
 from retrofit.hosts.checkpoint import build_host, inference_config, regression_logits, save_host, set_borders
 from retrofit.hosts.column_embeddings import pin_drawn
+from retrofit.hosts.regressor import resolve_device
 from retrofit.io import write_atomic
 from retrofit.pretrain.borders import quantile_borders
 from retrofit.pretrain.curriculum import Stage, draw_shape, parse_curriculum
@@ -49,9 +51,11 @@ class Pretrainer:
         self.run_dir = Path(cfg.run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.set_num_threads(cfg.threads)
+        self.device = torch.device(resolve_device(cfg.device))
         self.curriculum = parse_curriculum(cfg.curriculum)
         self.model, self.arch_config = build_host(cfg.arch_name, cfg.arch, seed=cfg.seed)
         pin_drawn(self.model, trained_columns(self.curriculum, getattr(self.model, "features_per_group", 1)))
+        self.model.to(self.device)
         self.borders = quantile_borders(
             int(cfg.arch["num_buckets"]), cfg.seed + 777, cfg.border_samples, cfg.border_tail_share
         )
@@ -62,7 +66,7 @@ class Pretrainer:
         self.val_sets = [make_validation_set(name, **spec) for name, spec in cfg.val.items()]
         self.step, self.elapsed_s, self.history, self.reborder_steps = 0, 0.0, [], []
         self._resume()
-        self.criterion = set_borders(self.model, self.borders)
+        self.criterion = set_borders(self.model, self.borders.to(self.device)).to(self.device)
         self.model.train()
         self.opt.train()
 
@@ -71,17 +75,17 @@ class Pretrainer:
         path = self.run_dir / "state.pt"
         if not path.exists():
             return
-        state = torch.load(path, weights_only=True)
+        state = torch.load(path, weights_only=True, map_location=self.device)
         if state["arch_name"] != self.cfg.arch_name:
             raise ValueError(f"{path} holds a {state['arch_name']} run, not {self.cfg.arch_name}; use another run_dir")
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
-        self.generator.set_state(state["generator"])
+        self.generator.set_state(state["generator"].cpu())
         self.step, self.elapsed_s, self.history = state["step"], state["elapsed_s"], state["history"]
         self.reborder_steps = state["reborder_steps"]
         if not self.cfg.reborder:
-            self.borders = state["borders"]
-        elif not torch.equal(state["borders"], self.borders):
+            self.borders = state["borders"].cpu()
+        elif not torch.equal(state["borders"].cpu(), self.borders):
             self.reborder_steps.append(self.step)
             log.warning("step %d: adopting the config's bucket borders (reborder=True)", self.step)
         log.info("resumed %s at step %d (%.1f min trained)", path, self.step, self.elapsed_s / 60)
@@ -158,8 +162,8 @@ class Pretrainer:
         """One optimiser step on a fresh prior batch; returns the loss (None if skipped)."""
         shape, batch_size = draw_shape(self.curriculum, self.step, self.generator)
         batch = sample_batch(shape, batch_size, self.generator)
-        y_RB = zscore_targets(batch.y_RB, shape.n_train)
-        logits_TBK = regression_logits(self.model, batch.x_RBF, y_RB[: shape.n_train])
+        y_RB = zscore_targets(batch.y_RB, shape.n_train).to(self.device)
+        logits_TBK = regression_logits(self.model, batch.x_RBF.to(self.device), y_RB[: shape.n_train])
         loss = self.criterion(logits_TBK, y_RB[shape.n_train :]).mean()
         if not torch.isfinite(loss):
             log.warning("step %d: non-finite loss on shape %s, batch skipped", self.step, shape)

@@ -1,0 +1,46 @@
+"""`gpu/pretrain.sh`: the GPU node's pretraining script, run here on the CPU (DEVICE=cpu) with no
+training minutes: each run of RUNS exports a loadable host of its own seed into $OUT, with its curve
+and a steps.csv row, and nothing of its resumable state comes back."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from synthetic import fit_synthetic
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_script_exports_each_runs_host_and_curve(tmp_path):
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "DEVICE": "cpu",
+        "MINUTES": "0",
+        "RUNS": "v2_a=tiny_v2:1 v2_b=tiny_v2:2",
+        "PYTHON": sys.executable,
+    }
+    done = subprocess.run(["bash", "gpu/pretrain.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = (out / "steps.csv").read_text().splitlines()
+    assert rows[0] == "run,wall_s,status" and sorted(r.split(",")[0] for r in rows[1:]) == ["v2_a", "v2_b"]
+    assert all(r.endswith(",0") for r in rows[1:])
+    assert sorted(p.name for p in out.iterdir() if p.suffix == ".pt") == []
+    weights = {}
+    for name in ("v2_a", "v2_b"):
+        curve = [json.loads(line) for line in (out / f"{name}.log.jsonl").read_text().splitlines()]
+        assert curve[0]["step"] == 0 and np.isfinite(curve[0]["small_nll"])
+        with safe_open(str(out / f"{name}.safetensors"), framework="pt") as fh:
+            assert json.loads(fh.metadata()["host_card"])["host"] == name
+            weights[name] = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 (safe_open is not iterable)
+        regressor, X_test = fit_synthetic(out / f"{name}.safetensors", n=60, n_train=40, f=3)
+        assert np.isfinite(regressor.predict(X_test)).all()
+    # Another seed is another host: the initial weights differ.
+    differing = [k for k in weights["v2_a"] if not torch.equal(weights["v2_a"][k], weights["v2_b"][k])]
+    assert len(differing) > len(weights["v2_a"]) // 2
