@@ -7,7 +7,7 @@ from tabpfn import TabPFNRegressor
 from torch import nn
 
 from retrofit.errors import RetrofitError
-from retrofit.report import RetrofitReport, report_of
+from retrofit.patch_report import RetrofitReport, report_of
 from retrofit.variants import Variant
 
 
@@ -86,7 +86,7 @@ def engine_models(regressor: TabPFNRegressor) -> list[nn.Module]:
 
 def as_patched(clone: TabPFNRegressor, variant: Variant, models: list[nn.Module]) -> PatchedTabPFNRegressor:
     """`clone`, whose `models` now run `variant`, made a `PatchedTabPFNRegressor` with its report read
-    off them (`retrofit.report.report_of`) and the modules it was read off kept for `predict`."""
+    off them (`retrofit.patch_report.report_of`) and the modules it was read off kept for `predict`."""
     report: RetrofitReport = report_of(variant, models)
     clone.__class__ = PatchedTabPFNRegressor
     clone.retrofit_report_ = report

@@ -5,7 +5,7 @@ prepare (check the regressor, copy it sharing the frozen weights' storage, freez
 match (find every in-context block of every model by its architecture spec), check (build every
 wrapper, which validates the block it wraps), replace (swap wrapper for block: `get_submodule`, `setattr`).
 The report is then read off the wrappers in place: the modules they actually took over
-(`retrofit.report`); the patched clone is a `retrofit.patched.PatchedTabPFNRegressor`.
+(`retrofit.patch_report`); the patched clone is a `retrofit.patched.PatchedTabPFNRegressor`.
 """
 
 import copy

@@ -1,8 +1,8 @@
 """Adapters: where each tabpfn architecture keeps its in-context blocks, and the O wrappers.
 
 One module per architecture (`tabpfn_v2` for the v2 family, `tabpfn_v3`, `tabpfn_v3_5`) holds its
-wrappers and registers its `ArchitectureSpec`; `registry` registers the adapters o_attention,
-o_ffn, o_norm. Importing this package imports them all, so every architecture is registered.
+wrappers and registers its `ArchitectureSpec`; `registry` holds the fixed vocabulary of O parts
+(o_attention, o_ffn, o_norm). Importing this package imports them all, so every architecture is registered.
 """
 
 from retrofit.adapters import tabpfn_v2, tabpfn_v3, tabpfn_v3_5
@@ -18,7 +18,6 @@ from retrofit.adapters.registry import (
     adapter,
     architecture_of,
     in_context_blocks,
-    register_adapter,
     register_architecture,
 )
 from retrofit.adapters.tau import TauRule
@@ -38,7 +37,6 @@ __all__ = [
     "architecture_of",
     "close_model",
     "in_context_blocks",
-    "register_adapter",
     "register_architecture",
     "tabpfn_v2",
     "tabpfn_v3",

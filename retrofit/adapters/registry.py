@@ -1,15 +1,21 @@
-"""Registries: which tabpfn architectures can be retrofitted, and which adapters exist.
+"""Registries: which tabpfn architectures can be retrofitted, and the O parts a variant can list.
 
 An `ArchitectureSpec` is data: where an architecture keeps its in-context blocks, which class
 those blocks must be, and which wrapper (an `OBlock` subclass) reimplements the block's dataflow
-with O parts (the wrapper names the submodules each part takes over). An `AdapterSpec` names one
-O part (the `part` it replaces and the operator it uses). Both registries are filled by
-`register_*` calls, which reject duplicates: the three O adapters below, each architecture in its
-own module (`retrofit.adapters.tabpfn_v2`, `tabpfn_v3`, `tabpfn_v3_5`), which importing
-`retrofit.adapters` imports.
+with O parts (the wrapper names the submodules each part takes over). Architectures are the
+extension point: `register_architecture` adds one (a duplicate is refused); each of the shipped
+ones registers itself in its own module (`retrofit.adapters.tabpfn_v2`, `tabpfn_v3`,
+`tabpfn_v3_5`), which importing `retrofit.adapters` imports.
+
+`ADAPTERS` is not an extension point but a fixed vocabulary: the three names a variant lists
+(`o_attention`, `o_ffn`, `o_norm`), each bound to the block part it replaces and the operator that
+computes it. The computing is the wrappers': each runs the O operator of the parts its variant
+lists (`OBlock.parts`) and the stock submodule otherwise, so a new kind of O part means a new
+operator in `retrofit.ops` and its branch in every wrapper, not a registration.
 """
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from torch import nn
@@ -65,37 +71,34 @@ class AdapterSpec:
 
 
 ARCHITECTURES: dict[str, ArchitectureSpec] = {}
-ADAPTERS: dict[str, AdapterSpec] = {}
 
 
 def register_architecture(spec: ArchitectureSpec) -> ArchitectureSpec:
     """Add `spec`; a second spec for the same name or module is refused."""
-    return _register(ARCHITECTURES, spec, "name", "module")
-
-
-def register_adapter(spec: AdapterSpec) -> AdapterSpec:
-    """Add `spec`; a second adapter with the same name or for the same part is refused."""
-    return _register(ADAPTERS, spec, "name", "part")
-
-
-def _register(registry: dict, spec: ArchitectureSpec | AdapterSpec, *keys: str):
-    """Add `spec` to `registry` under its name unless a registered spec shares any of `keys`."""
-    clash = [s.name for s in registry.values() if any(getattr(s, key) == getattr(spec, key) for key in keys)]
+    clash = [s.name for s in ARCHITECTURES.values() if spec.name == s.name or spec.module == s.module]
     if clash:
         raise RetrofitError(
-            f"{type(spec).__name__} {spec.name!r} clashes with registered {clash[0]!r} (same {' or '.join(keys)})"
+            f"ArchitectureSpec {spec.name!r} clashes with registered {clash[0]!r} (same name or module)"
         )
-    registry[spec.name] = spec
+    ARCHITECTURES[spec.name] = spec
     return spec
 
 
-register_adapter(
-    AdapterSpec(
-        "o_attention", "attention", "retrofit.ops.o_attention: hidden-carrier OAttention (p_i gates, p_j weighs)"
-    )
+ADAPTERS: MappingProxyType[str, AdapterSpec] = MappingProxyType(
+    {
+        spec.name: spec
+        for spec in (
+            AdapterSpec(
+                "o_attention",
+                "attention",
+                "retrofit.ops.o_attention: hidden-carrier OAttention (p_i gates, p_j weighs)",
+            ),
+            AdapterSpec("o_ffn", "ffn", "retrofit.ops.o_ffn: h + p * FFN(norm(h))"),
+            AdapterSpec("o_norm", "norm", "retrofit.ops.o_norm: norm with its bias gated by p (0 -> 0)"),
+        )
+    }
 )
-register_adapter(AdapterSpec("o_ffn", "ffn", "retrofit.ops.o_ffn: h + p * FFN(norm(h))"))
-register_adapter(AdapterSpec("o_norm", "norm", "retrofit.ops.o_norm: norm with its bias gated by p (0 -> 0)"))
+"""The O parts a variant lists, by name: one per block part (read-only)."""
 
 
 def architecture_of(model: nn.Module) -> ArchitectureSpec:
