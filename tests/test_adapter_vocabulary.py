@@ -35,4 +35,4 @@ def test_a_second_architecture_with_the_same_name_or_module_is_refused(field):
     before = dict(ARCHITECTURES)
     with pytest.raises(RetrofitError, match=r"clashes with registered 'tabpfn_v3' \(same name or module\)"):
         register_architecture(clash)
-    assert ARCHITECTURES == before
+    assert before == ARCHITECTURES
