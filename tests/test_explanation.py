@@ -1,6 +1,9 @@
 """`retrofit.explain` and the explain job: Shapley values of a table's rows by removal in an o_closed
 host, the plan said before the work, and one-line refusals. Shipped tiny hosts, one member."""
 
+import inspect
+from dataclasses import fields
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +13,7 @@ from synthetic import regression_data
 import retrofit
 import retrofit.removal
 from retrofit.errors import RetrofitError
-from retrofit.explanation import COLUMNS
+from retrofit.explanation import COLUMNS, DEFAULTS, ExplainSettings
 from retrofit.hosts import get_path, make_regressor
 
 SMALL = dict(n_estimators=1, threads=1, progress=False)
@@ -51,6 +54,16 @@ def test_a_budget_runs_shapiqs_approximator_and_says_so(frame):
     said: list[str] = []
     out = retrofit.explain(frame, "price", rows=[1], budget=6, say=said.append, **SMALL)
     assert "6 coalitions (shapiq KernelSHAP, budget)" in said[0] and len(out) == 3
+
+
+def test_the_functions_defaults_are_the_explain_jobs_config(hydra_compose):
+    """`retrofit.explain` and `retrofit explain` run alike unless told otherwise: threads=1 included."""
+    job = hydra_compose("explain")
+    knobs = [knob.name for knob in fields(ExplainSettings)]
+    signature = inspect.signature(retrofit.explain).parameters
+    function = {knob: signature[knob].default for knob in knobs} | {"rows": list(signature["rows"].default)}
+    assert function == {knob: job[knob] for knob in knobs} == vars(DEFAULTS)
+    assert function["threads"] == 1 and signature["host"].default == job.host.name == "tiny_v3"
 
 
 @pytest.mark.parametrize(

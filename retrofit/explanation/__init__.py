@@ -15,7 +15,8 @@ ExactComputer) while that takes under `EXACT_SECONDS`; above it, or above
 `retrofit.removal.game.EXACT_MAX_FEATURES` features, pass `budget` (coalitions per row) for shapiq's
 KernelSHAP (order 1) or KernelSHAP-IQ (order 2) over the same value function.
 
-The modules, one job each: `plan` (what is computed, checked before the fit), `estimate` (the timed
+The modules, one job each: `settings` (the knobs and their defaults, `ExplainSettings`, shared by
+`explain` and the explain job), `plan` (what is computed, checked before the fit), `estimate` (the timed
 probe), `columns` (the frame of values and its columns), `table` (`explain_table`, a cleaned table:
 the explain job's entry) and `in_memory` (`explain`, X and y in memory). The names below are
 imported on first access, so reading `COLUMN_DOCS` imports no model.
@@ -24,8 +25,10 @@ imported on first access, so reading `COLUMN_DOCS` imports no model.
 from importlib import import_module
 
 _LAZY = {
+    "DEFAULTS": "retrofit.explanation.settings",
+    "EXACT_SECONDS": "retrofit.explanation.settings",
+    "ExplainSettings": "retrofit.explanation.settings",
     "APPROXIMATORS": "retrofit.explanation.plan",
-    "EXACT_SECONDS": "retrofit.explanation.plan",
     "ORDERS": "retrofit.explanation.plan",
     "Plan": "retrofit.explanation.plan",
     "PROBE": "retrofit.explanation.estimate",

@@ -9,9 +9,6 @@ import numpy as np
 from retrofit.errors import RetrofitError
 from retrofit.removal.game import EXACT_MAX_FEATURES
 
-EXACT_SECONDS = 60.0
-"""`budget=None` enumerates every coalition while the estimate says it takes under this many seconds
-(`max_seconds` by default)."""
 ORDERS = {1: "SV", 2: "k-SII"}
 """`order` -> the shapiq index computed: Shapley values, or pairwise Shapley interactions (k-SII)."""
 APPROXIMATORS = {"SV": "KernelSHAP", "k-SII": "KernelSHAP-IQ"}

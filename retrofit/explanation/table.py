@@ -2,7 +2,7 @@
 job's entry; `retrofit.explain` cleans a table in memory and calls it): plan, fit, estimate, values."""
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from retrofit.errors import RetrofitError
 from retrofit.explanation.columns import values_frame
 from retrofit.explanation.estimate import PROBE, estimate_seconds
 from retrofit.explanation.plan import APPROXIMATORS, Plan, checked_plan
+from retrofit.explanation.settings import ExplainSettings
 from retrofit.fitting import fit_host
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
@@ -30,56 +31,46 @@ CHUNKS = 20
 
 
 def explain_table(
-    table: Table,
-    *,
-    rows: Iterable[int],
-    order: int,
-    budget: int | None,
-    max_seconds: float,
-    host_path: os.PathLike,
-    n_estimators: int,
-    seed: int,
-    device: str,
-    threads: int | None,
-    say: Callable[[str], None],
-    progress: bool,
+    table: Table, host_path: os.PathLike, settings: ExplainSettings, *, say: Callable[[str], None], progress: bool
 ) -> pd.DataFrame:
-    """`retrofit.explain` of a cleaned table on the checked checkpoint `host_path`: the plan to
-    `say`, the fit, the estimate to `say` (RetrofitError where exact values would take over
-    `max_seconds`), then the values (`retrofit.explanation.columns.COLUMNS`)."""
+    """`retrofit.explain` of a cleaned table on the checked checkpoint `host_path` with `settings`:
+    the plan to `say`, the fit, the estimate to `say` (RetrofitError where exact values would take
+    over `settings.max_seconds`), then the values (`retrofit.explanation.columns.COLUMNS`)."""
+    threads, budget = settings.threads, settings.budget
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise RetrofitError(f"threads must be None or an int >= 1, got {threads!r}")
-    chosen, the_plan = checked_plan(len(table.X), table.X.shape[1], rows=rows, order=order, budget=budget)
+    n_features = table.X.shape[1]
+    chosen, the_plan = checked_plan(len(table.X), n_features, rows=settings.rows, order=settings.order, budget=budget)
     refusal = ARCHITECTURES[architecture_name(host_path)].refusal(resolve_variant("o_closed"))
     if refusal:
         raise RetrofitError(f"explaining by removal needs an o_closed host: {refusal}")
     say(the_plan.text())
     with torch_threads(torch.get_num_threads() if threads is None else threads):
         data = whole(table)
-        model = _closed_model(host_path, data, n_estimators=n_estimators, seed=seed, device=device)
+        model = _closed_model(host_path, data, settings)
         X_rows = data.X_train[chosen]
         seconds = estimate_seconds(model, X_rows, the_plan)
         probe = min(PROBE, the_plan.coalitions)
         say(f"one forward of {probe} coalitions × {len(chosen)} row(s): about {seconds:.0f} s in all")
-        if budget is None and seconds > max_seconds:
+        if budget is None and seconds > settings.max_seconds:
             raise RetrofitError(
                 f"exact values need all {the_plan.coalitions} coalitions, about {seconds:.0f} s here (over max_seconds="
-                f"{max_seconds:g}): pass a budget of coalitions per row for shapiq's {APPROXIMATORS[the_plan.index]} "
-                f"(e.g. budget={the_plan.coalitions // 4}), or a larger max_seconds"
+                f"{settings.max_seconds:g}): pass a budget of coalitions per row for shapiq's "
+                f"{APPROXIMATORS[the_plan.index]} (e.g. budget={the_plan.coalitions // 4}), or a larger max_seconds"
             )
-        result = _game(model, X_rows, the_plan, order=order, seed=seed, progress=progress)
-        ends = values(model, X_rows, np.array([[True] * the_plan.n_features, [False] * the_plan.n_features]))
-        return values_frame(chosen, data.feature_names, result, order, ends)
+        result = _game(model, X_rows, the_plan, order=settings.order, seed=settings.seed, progress=progress)
+        ends = values(model, X_rows, np.array([[True] * n_features, [False] * n_features]))
+        return values_frame(chosen, data.feature_names, result, settings.order, ends)
 
 
-def _closed_model(host_path: os.PathLike, data: Split, *, n_estimators: int, seed: int, device: str) -> Any:
+def _closed_model(host_path: os.PathLike, data: Split, settings: ExplainSettings) -> Any:
     """The host fitted on every row of `data` with a fixed column order, O-closed."""
     fitted, _ = fit_host(
         host_path,
         data,
-        random_state=seed,
-        n_estimators=n_estimators,
-        device=resolve_device(device),
+        random_state=settings.seed,
+        n_estimators=settings.n_estimators,
+        device=resolve_device(settings.device),
         inference_config={"FEATURE_SHIFT_METHOD": None},  # removal needs a fixed column order
     )
     return retrofit(fitted, "o_closed")
