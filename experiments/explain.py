@@ -37,25 +37,19 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
     from retrofit.data import load_table
     from retrofit.explanation import explain_table
-    from retrofit.io import write_csv
-    from retrofit.results.explanation_plot import plot_explanation
+    from retrofit.explanation.files import explanation_files, write_explanation
     from retrofit.runner.sweep_config import dataset_file, dataset_spec, host_path
 
     job = start(cfg, hydra_cfg, ExplainConfig, "configs/explain.yaml", as_object=False)
     logging.getLogger("retrofit").setLevel(logging.WARNING)  # the console shows the plan, the estimate, the bar
     settings, base_dir = job.settings, job.base_dir
     spec = dataset_spec(settings.dataset, dataset_file(hydra_cfg, hydra_cfg.runtime.choices.get("dataset")))
-    table_csv, figure = job.outputs(
-        *(Path(settings.results_dir) / f"{spec.name}_explanation.{x}" for x in ("csv", "png"))
-    )
+    files = job.outputs(*explanation_files(settings.results_dir, spec.name))
     host = host_path(settings, base_dir)
     knobs = ExplainSettings.of(OmegaConf.to_container(settings, resolve=True))
     frame = explain_table(load_table(spec, base_dir), host, knobs, say=print, progress=True)
-    table_csv.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(frame, table_csv)
-    how = "exact" if settings.budget is None else f"budget {settings.budget}"
-    plot_explanation(frame, figure, f"{spec.name} on {host.stem}: order {settings.order}, {how}")
-    print(f"wrote {table_csv}\nwrote {figure}")
+    write_explanation(frame, files, spec.name, host, knobs)
+    print("\n".join(f"wrote {path}" for path in files))
 
 
 if __name__ == "__main__":

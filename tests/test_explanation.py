@@ -3,6 +3,7 @@ host, the plan said before the work, and one-line refusals. Shipped tiny hosts, 
 
 import inspect
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ import retrofit.removal
 from retrofit.errors import RetrofitError
 from retrofit.explanation import COLUMNS, DEFAULTS, ExplainSettings
 from retrofit.hosts import get_path, make_regressor
+from retrofit.record_guard import RECORD_DIR
 
 SMALL = dict(n_estimators=1, threads=1, progress=False)
 
@@ -66,6 +68,26 @@ def test_the_functions_defaults_are_the_explain_jobs_config(hydra_compose):
     assert function["threads"] == 1 and signature["host"].default == job.host.name == "tiny_v3"
 
 
+def test_out_dir_gets_the_jobs_csv_and_bar_chart_and_nothing_is_written_without_it(frame, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    said: list[str] = []
+    out = retrofit.explain(frame, "price", rows=[2, 9], say=said.append, out_dir="out", name="houses", **SMALL)
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
+        "houses_explanation.csv",
+        "houses_explanation.png",
+    ]
+    written = pd.read_csv(tmp_path / "out" / "houses_explanation.csv")
+    assert list(written.columns) == list(COLUMNS) and len(written) == len(out) == 2 * 3
+    numbers = ["row", "order", "value", "prediction", "empty_prediction"]
+    assert np.array_equal(written[numbers].to_numpy(), out[numbers].to_numpy())
+    assert list(written.features) == list(out.features) == ["rooms", "area", "age"] * 2
+    assert (tmp_path / "out" / "houses_explanation.png").stat().st_size > 10_000
+    assert said[-1] == f"wrote {Path('out/houses_explanation.csv')}\nwrote {Path('out/houses_explanation.png')}"
+    (tmp_path / "out").rename(tmp_path / "kept")
+    retrofit.explain(frame, "price", rows=[2], say=lambda _: None, **SMALL)
+    assert [path.name for path in tmp_path.iterdir()] == ["kept"]
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -75,6 +97,8 @@ def test_the_functions_defaults_are_the_explain_jobs_config(hydra_compose):
         (dict(order=3), r"order must be 1 .* or 2"),
         (dict(X=pd.DataFrame({"area": range(40), "price": range(40)}), order=2), r"order=2 needs at least 2 features"),
         (dict(budget=1), r"budget must be null \(exact\) or an int >= 2"),
+        (dict(out_dir=RECORD_DIR), r"is in the committed record"),
+        (dict(name="my houses"), r"dataset name 'my houses'"),
         (dict(max_seconds=0.0), r"exact values need all 8 coalitions, about .* s here \(over max_seconds=0\)"),
     ],
 )

@@ -18,7 +18,8 @@ KernelSHAP (order 1) or KernelSHAP-IQ (order 2) over the same value function.
 The modules, one job each: `settings` (the knobs and their defaults, `ExplainSettings`, shared by
 `explain` and the explain job), `plan` (what is computed, checked before the fit), `estimate` (the timed
 probe), `columns` (the frame of values and its columns), `table` (`explain_table`, a cleaned table:
-the explain job's entry) and `in_memory` (`explain`, X and y in memory). The names below are
+the explain job's entry), `files` (the CSV and the bar chart the job and `explain(out_dir=...)`
+write) and `in_memory` (`explain`, X and y in memory). The names below are
 imported on first access, so reading `COLUMN_DOCS` imports no model.
 """
 

@@ -1,14 +1,17 @@
 """`retrofit.explain`: the explanation of rows of a table in memory (X and y, or a DataFrame and its
-target column), cleaned as a dataset is and handed to `explain_table`."""
+target column), cleaned as a dataset is and handed to `explain_table`; with `out_dir`, written to
+the explain job's files (`retrofit.explanation.files`)."""
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from retrofit.comparison import TARGET, feature_frame
 from retrofit.data import frame_table
+from retrofit.explanation.files import checked_files, write_explanation
 from retrofit.explanation.settings import DEFAULTS, HOST, ExplainSettings
 from retrofit.explanation.table import explain_table
 from retrofit.hosts import available, check_checkpoint, get_path
@@ -30,6 +33,8 @@ def explain(
     threads: int | None = DEFAULTS.threads,
     say: Callable[[str], None] = print,
     progress: bool = True,
+    out_dir: str | os.PathLike | None = None,
+    name: str = "frame",
 ) -> pd.DataFrame:
     """One row per explained row × feature (and pair, with order=2): `COLUMNS`.
 
@@ -41,9 +46,14 @@ def explain(
         a checkpoint (`retrofit.hosts.check_checkpoint`).
     categorical: numeric columns that are categories (text columns always are).
     say: where the plan and the estimate go (before the work); progress: a bar over the coalitions.
+    out_dir: None writes nothing; a folder gets the explain job's files, `<name>_explanation.csv`
+        (the frame returned) and `<name>_explanation.png` (a bar chart per row), checked writable
+        (and outside the committed results/) before the fit. name: the table's label in them.
     Raises DatasetError / RetrofitError naming the fix, before any fit where it can be known then.
     """
-    table = frame_table(feature_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
+    target = y if isinstance(y, str) else TARGET
+    table = frame_table(feature_frame(X, y), target, name=name, categorical=categorical)
+    files = None if out_dir is None else checked_files(out_dir, name)
     host_path = get_path(host) if host in available() else check_checkpoint(host)
     settings = ExplainSettings(
         rows=list(rows),
@@ -55,4 +65,8 @@ def explain(
         device=device,
         threads=threads,
     )
-    return explain_table(table, host_path, settings, say=say, progress=progress)
+    frame = explain_table(table, host_path, settings, say=say, progress=progress)
+    if files is not None:
+        write_explanation(frame, files, name, Path(host_path), settings)
+        say("\n".join(f"wrote {path}" for path in files))
+    return frame
