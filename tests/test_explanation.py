@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from processes import run_python
+from refusals import one_line
 from synthetic import regression_data
 
 import retrofit
@@ -99,7 +100,7 @@ def test_out_dir_gets_the_jobs_csv_and_bar_chart_and_nothing_is_written_without_
         (dict(budget=1), r"budget must be null \(exact\) or an int >= 2"),
         (dict(out_dir=RECORD_DIR), r"is in the committed record"),
         (dict(name="my houses"), r"dataset name 'my houses'"),
-        (dict(max_seconds=0.0), r"exact values need all 8 coalitions, about .* s here \(over max_seconds=0\)"),
+        (dict(max_seconds=0.0), r"exact values need all 8 coalitions: about .* s here .*over max_seconds=0;"),
     ],
 )
 def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):
@@ -107,6 +108,16 @@ def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):
     with pytest.raises(RetrofitError, match=message):
         retrofit.explain(settings.pop("X", frame), "price", **{"rows": [0], "say": said.append, **SMALL, **settings})
     assert len(said) <= 2  # the plan (and the estimate) at most: nothing explained
+
+
+def test_a_time_refusal_names_the_estimates_inputs_and_every_knob_that_shortens_it(frame):
+    with pytest.raises(RetrofitError) as err:
+        retrofit.explain(frame, "price", rows=[0, 4], max_seconds=1e-9, say=lambda _: None, **SMALL)
+    message = one_line(err)
+    assert "for 2 row(s) with n_estimators=1, threads=1, device=cpu, over max_seconds=1e-09;" in message
+    assert "pass budget=2 (coalitions per row for shapiq's KernelSHAP)" in message
+    knobs = ["fewer rows", "a smaller n_estimators", "threads=1", "device=cuda", "fewer features", "larger max_seconds"]
+    assert [knob for knob in knobs if knob not in message] == []
 
 
 def test_many_features_without_a_budget_are_refused_before_the_fit():

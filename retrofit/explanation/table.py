@@ -14,8 +14,8 @@ from retrofit.adapters import ARCHITECTURES
 from retrofit.data import Split, Table, whole
 from retrofit.errors import RetrofitError
 from retrofit.explanation.columns import values_frame
-from retrofit.explanation.estimate import PROBE, estimate_seconds
-from retrofit.explanation.plan import APPROXIMATORS, Plan, checked_plan
+from retrofit.explanation.estimate import PROBE, check_time, estimate_seconds
+from retrofit.explanation.plan import Plan, checked_plan
 from retrofit.explanation.settings import ExplainSettings
 from retrofit.fitting import fit_host
 from retrofit.hosts.regressor import resolve_device
@@ -44,33 +44,29 @@ def explain_table(
     refusal = ARCHITECTURES[architecture_name(host_path)].refusal(resolve_variant("o_closed"))
     if refusal:
         raise RetrofitError(f"explaining by removal needs an o_closed host: {refusal}")
+    device = resolve_device(settings.device)
     say(the_plan.text())
     with torch_threads(torch.get_num_threads() if threads is None else threads):
         data = whole(table)
-        model = _closed_model(host_path, data, settings)
+        model = _closed_model(host_path, data, settings, device)
         X_rows = data.X_train[chosen]
         seconds = estimate_seconds(model, X_rows, the_plan)
         probe = min(PROBE, the_plan.coalitions)
         say(f"one forward of {probe} coalitions × {len(chosen)} row(s): about {seconds:.0f} s in all")
-        if budget is None and seconds > settings.max_seconds:
-            raise RetrofitError(
-                f"exact values need all {the_plan.coalitions} coalitions, about {seconds:.0f} s here (over max_seconds="
-                f"{settings.max_seconds:g}): pass a budget of coalitions per row for shapiq's "
-                f"{APPROXIMATORS[the_plan.index]} (e.g. budget={the_plan.coalitions // 4}), or a larger max_seconds"
-            )
+        check_time(the_plan, seconds, settings, threads=torch.get_num_threads(), device=device)
         result = _game(model, X_rows, the_plan, order=settings.order, seed=settings.seed, progress=progress)
         ends = values(model, X_rows, np.array([[True] * n_features, [False] * n_features]))
         return values_frame(chosen, data.feature_names, result, settings.order, ends)
 
 
-def _closed_model(host_path: os.PathLike, data: Split, settings: ExplainSettings) -> Any:
-    """The host fitted on every row of `data` with a fixed column order, O-closed."""
+def _closed_model(host_path: os.PathLike, data: Split, settings: ExplainSettings, device: str) -> Any:
+    """The host fitted on every row of `data` with a fixed column order on `device`, O-closed."""
     fitted, _ = fit_host(
         host_path,
         data,
         random_state=settings.seed,
         n_estimators=settings.n_estimators,
-        device=resolve_device(settings.device),
+        device=device,
         inference_config={"FEATURE_SHIFT_METHOD": None},  # removal needs a fixed column order
     )
     return retrofit(fitted, "o_closed")
