@@ -9,29 +9,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.data.csv_file import check_csv_command
+from retrofit.explanation.settings import ExplainSettings
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
 from retrofit.runner import HostConfig
 
 
 @dataclass
-class ExplainConfig:
-    """The schema of `configs/explain.yaml` (each key's role is written there); `dataset` is checked
-    by `retrofit.data.DatasetSpec`."""
+class ExplainConfig(ExplainSettings):
+    """The schema of `configs/explain.yaml` (each key's role is written there): the explanation's
+    knobs (`retrofit.explanation.ExplainSettings`, whose defaults `retrofit.explain` shares), the
+    dataset (checked by `retrofit.data.DatasetSpec`), the host and where the files go."""
 
     dataset: dict[str, Any] = MISSING
     host: HostConfig = MISSING
-    rows: list[int] = MISSING
-    order: int = MISSING
-    budget: int | None = None
-    max_seconds: float = MISSING
-    n_estimators: int = MISSING
-    seed: int = MISSING
-    device: str = MISSING
-    threads: int = MISSING
     results_dir: str = MISSING
 
 
@@ -43,37 +37,19 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
     from retrofit.data import load_table
     from retrofit.explanation import explain_table
-    from retrofit.io import write_csv
-    from retrofit.results.explanation_plot import plot_explanation
+    from retrofit.explanation.files import explanation_files, write_explanation
     from retrofit.runner.sweep_config import dataset_file, dataset_spec, host_path
 
     job = start(cfg, hydra_cfg, ExplainConfig, "configs/explain.yaml", as_object=False)
     logging.getLogger("retrofit").setLevel(logging.WARNING)  # the console shows the plan, the estimate, the bar
     settings, base_dir = job.settings, job.base_dir
     spec = dataset_spec(settings.dataset, dataset_file(hydra_cfg, hydra_cfg.runtime.choices.get("dataset")))
-    table_csv, figure = job.outputs(
-        *(Path(settings.results_dir) / f"{spec.name}_explanation.{x}" for x in ("csv", "png"))
-    )
+    files = job.outputs(*explanation_files(settings.results_dir, spec.name))
     host = host_path(settings, base_dir)
-    frame = explain_table(
-        load_table(spec, base_dir),
-        rows=list(settings.rows),
-        order=settings.order,
-        budget=settings.budget,
-        max_seconds=settings.max_seconds,
-        host_path=host,
-        n_estimators=settings.n_estimators,
-        seed=settings.seed,
-        device=settings.device,
-        threads=settings.threads,
-        say=print,
-        progress=True,
-    )
-    table_csv.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(frame, table_csv)
-    how = "exact" if settings.budget is None else f"budget {settings.budget}"
-    plot_explanation(frame, figure, f"{spec.name} on {host.stem}: order {settings.order}, {how}")
-    print(f"wrote {table_csv}\nwrote {figure}")
+    knobs = ExplainSettings.of(OmegaConf.to_container(settings, resolve=True))
+    frame = explain_table(load_table(spec, base_dir), host, knobs, say=print, progress=True)
+    write_explanation(frame, files, spec.name, host, knobs)
+    print("\n".join(f"wrote {path}" for path in files))
 
 
 if __name__ == "__main__":

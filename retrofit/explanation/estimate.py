@@ -1,0 +1,42 @@
+"""The time an explanation takes, estimated after the fit and before the work from one timed
+forward of a few random coalitions, and the refusal of exact values that would take too long."""
+
+import time
+from typing import Any
+
+import numpy as np
+
+from retrofit.errors import RetrofitError
+from retrofit.explanation.plan import APPROXIMATORS, Plan
+from retrofit.explanation.settings import ExplainSettings
+from retrofit.removal import values
+
+PROBE = 8
+"""Coalitions in the timed forward the estimate is made from."""
+
+
+def estimate_seconds(model: Any, X_rows: np.ndarray, plan: Plan) -> float:
+    """Seconds for all of `plan`'s coalitions, from one timed forward of `PROBE` random ones (after
+    an untimed one, which pays the first call's one-off costs)."""
+    k = min(PROBE, plan.coalitions)
+    probe = np.random.default_rng(0).random((k, plan.n_features)) < 0.5
+    values(model, X_rows, probe[:1])
+    start = time.perf_counter()
+    values(model, X_rows, probe)
+    return (time.perf_counter() - start) / k * plan.coalitions
+
+
+def check_time(plan: Plan, seconds: float, settings: ExplainSettings, *, threads: int, device: str) -> None:
+    """RetrofitError, one line, where exact values (`budget` None) would take `seconds`, over
+    `settings.max_seconds`: it names the estimate's inputs (rows, n_estimators, the `threads` and
+    `device` it ran on) and every knob that shortens the work, with a budget that would fit."""
+    if plan.budget is not None or seconds <= settings.max_seconds:
+        return
+    fits = max(2, int(plan.coalitions * settings.max_seconds / seconds))
+    raise RetrofitError(
+        f"exact values need all {plan.coalitions} coalitions: about {seconds:.0f} s here for {plan.rows} row(s) with "
+        f"n_estimators={settings.n_estimators}, threads={threads}, device={device}, over max_seconds="
+        f"{settings.max_seconds:g}; to shorten it pass budget={fits} (coalitions per row for shapiq's "
+        f"{APPROXIMATORS[plan.index]}), fewer rows, a smaller n_estimators, threads=1 where other processes share "
+        "the CPU, device=cuda on a GPU, fewer features (each one halves the coalitions), or a larger max_seconds"
+    )
