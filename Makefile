@@ -70,18 +70,21 @@ retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> resul
 		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py && \
 		$(PY) experiments/tables.py'
 
-# The tables and plots of the record re-rendered from its committed CSVs (retrofit_rmse.csv, decomposition.csv,
-# noise_floor.csv), nothing rerun: seconds. It writes results/, so it runs under RECORD like every record target.
-tables: $(STAMP) ## re-render the record's tables (.md, .tex) and plots from its committed CSVs, nothing rerun -> results/
-	$(RECORD) $(PY) experiments/tables.py
+# The tables and plots of the record's two sweeps (results/, results/suite/) re-rendered from their committed CSVs
+# (retrofit_rmse.csv, decomposition.csv, noise_floor.csv), nothing rerun: seconds. It writes results/, so it runs
+# under RECORD like every record target.
+tables: $(STAMP) ## re-render the record's tables (.md, .tex) and plots from its committed CSVs, nothing rerun -> results/, results/suite/
+	$(RECORD) sh -c '$(PY) experiments/tables.py && $(PY) experiments/tables.py results_dir=results/suite'
 
 # The suite (docs/suite.md): its sweep (+experiment=suite: every shipped host × 36 real tables × 2 seeds, every
 # variant) into results/suite/, checked against the suite's committed retrofit_rmse.csv as `make retrofit` is, then
-# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot.
+# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot; then
+# the sweep's tables with the hosts' noise floors (experiments/tables.py, as `make tables`).
 suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting on 36 real tables, both halves -> results/suite/
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		hydra.launcher.verbose=10 results_dir=results/suite reference=results/suite/retrofit_rmse.csv \
-		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py'
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py && \
+		$(PY) experiments/tables.py results_dir=results/suite'
 
 # A candidate host, scored where tuning may look: the suite's development half only. WEIGHTS is a host file of HOST's
 # architecture (a pretraining run exports pretrain_runs/<host>/host.safetensors); its sweep (baseline + oa_only) and
