@@ -223,18 +223,25 @@ def write_tables(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path, floors: 
     paths written. Reads nothing: `make tables` hands it the committed CSVs."""
     folder = Path(folder)
     main = frame[~frame["arm_extra"].astype(bool)]
+    for name, text in table_texts(frame, arms, floors).items():
+        write_text_atomic(folder / name, text)
     if len(main):
-        pages = {
+        plot_main(main, folder, floors)
+    if len(arms):
+        plot_arms(arms, folder, host_floors(main, floors or {}))
+    return [folder / name for name in table_outputs(frame, arms)]
+
+
+def table_texts(frame: pd.DataFrame, arms: pd.DataFrame, floors: Floors = None) -> dict[str, str]:
+    """File name -> text of each table file `write_tables` writes for `frame` and `arms`."""
+    main = frame[~frame["arm_extra"].astype(bool)]
+    texts = {}
+    if len(main):
+        texts |= {
             TABLE: table_markdown(main, floors),
             TABLE_TEX: table_latex(main, floors),
             PER_DATASET: per_dataset_markdown(main),
             PER_DATASET_TEX: per_dataset_latex(main),
             TIMES_TABLE: times_markdown(main),
         }
-        for name, text in pages.items():
-            write_text_atomic(folder / name, text)
-        plot_main(main, folder, floors)
-    if len(arms):
-        write_text_atomic(folder / ARMS_TABLE, arms_markdown(arms))
-        plot_arms(arms, folder, host_floors(main, floors or {}))
-    return [folder / name for name in table_outputs(frame, arms)]
+    return texts | ({ARMS_TABLE: arms_markdown(arms)} if len(arms) else {})
