@@ -231,6 +231,13 @@ def test_a_variant_not_run_on_a_dataset_is_named_so_in_the_table():
     assert table.loc["b", "full_o"] == "not run" and table.loc["a", "full_o"].startswith("+")
 
 
+def test_a_run_of_the_baseline_alone_says_so_in_every_table(tmp_path):
+    aggregate(tmp_path, [record("a", "baseline", 0.0)])
+    for name in ("retrofit_table.md", "retrofit_table.tex", "retrofit_times.md"):
+        assert "no variant beyond the baseline ran" in (tmp_path / name).read_text(), name
+    assert (tmp_path / "retrofit_deltas.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_the_per_dataset_table_gives_each_variants_mean_and_sd_over_the_seeds():
     rows = agg.frame_of(synthetic_rows())
     table = agg.per_dataset(rows).set_index(["host", "dataset"])

@@ -55,15 +55,24 @@ def floors_note(floors: Floors) -> str:
     )
 
 
+NOTHING = pd.DataFrame({"note": ["no variant beyond the baseline ran"]})
+"""The one-cell table that stands for a table without rows."""
+
+
 def _variants(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of `frame` other than the baseline's, settings kept apart."""
     shown = settings_apart(frame)
     return shown[shown["variant"] != "baseline"]
 
 
+def _or_nothing(cells: pd.DataFrame) -> pd.DataFrame:
+    return cells if len(cells) else NOTHING
+
+
 def main_cells(frame: pd.DataFrame, floors: Floors) -> pd.DataFrame:
-    """The main table's cells (`summary`) of the main rows `frame`, with each host's floor."""
-    return summary(_variants(frame), floors=None if floors is None else host_floors(frame, floors))
+    """The main table's cells (`summary`) of the main rows `frame`, with each host's floor
+    (`NOTHING` when only the baseline ran)."""
+    return _or_nothing(summary(_variants(frame), floors=None if floors is None else host_floors(frame, floors)))
 
 
 def _page(title: str, frame: pd.DataFrame, *parts: str) -> str:
@@ -85,7 +94,7 @@ def table_markdown(frame: pd.DataFrame, floors: Floors = None) -> str:
         markdown(main_cells(frame, floors)),
         "## Predictive distribution",
         DISTRIBUTION_NOTE,
-        markdown(distribution(_variants(frame))),
+        markdown(_or_nothing(distribution(_variants(frame)))),
     )
 
 
@@ -126,7 +135,7 @@ def times_markdown(frame: pd.DataFrame) -> str:
         f"core while timed; vs {TIME_GOAL:.2f}× goal: `within noise` when the per-round range straddles the goal, "
         "else `met` or `missed`. Times move with the machine and its load."
     )
-    return _page("Predict time / baseline", frame, note, markdown(times(_variants(frame))))
+    return _page("Predict time / baseline", frame, note, markdown(_or_nothing(times(_variants(frame)))))
 
 
 def arms_markdown(arms: pd.DataFrame) -> str:

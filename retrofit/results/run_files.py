@@ -129,10 +129,12 @@ RMSE_PANEL = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
 
 def plot_main(main: pd.DataFrame, results_dir: Path, floors: Floors = None) -> None:
     """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`, the
-    baseline (0 by definition) left out; the ΔRMSE panels shade each host's noise floor (`floors`)."""
+    baseline (0 by definition) left out unless it ran alone; the ΔRMSE panels shade each host's noise
+    floor (`floors`)."""
     bands = {(host, "delta_rmse_pct"): floor for host, floor in host_floors(main, floors or {}).items()}
     shown = settings_apart(main)
-    groups = shown[shown["variant"] != "baseline"].assign(label=lambda f: variant_label(f))
+    variants = shown[shown["variant"] != "baseline"]
+    groups = (variants if len(variants) else shown).assign(label=variant_label)  # the baseline if it ran alone
     title = "Matched RMSE change per case"
     dots_with_ci(groups, ["label"], RMSE_PANEL, title, Path(results_dir) / DELTAS, bands=bands)
     panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
