@@ -251,11 +251,11 @@ def test_the_latex_table_is_booktabs_with_every_name_escaped():
     from retrofit.results.render import latex
 
     cells = pd.DataFrame({"host": ["tiny_v3_5"], "mean ΔRMSE %": ["-0.006"], "cases > 0 / < 0": ["11 / 7"]})
-    tex = latex(cells, "ΔRMSE in % & more", "tab:x")
+    tex = latex(cells, "ΔRMSE in % & `more`", "tab:x")
     assert [tex.count(rule) for rule in (r"\toprule", r"\midrule", r"\bottomrule")] == [1, 1, 1]
     assert r"\begin{tabular}{lrr}" in tex and r"tiny\_v3\_5 & -0.006 & 11 / 7 \\" in tex
     assert r"mean \ensuremath{\Delta}RMSE \% & cases \ensuremath{>} 0 / \ensuremath{<} 0" in tex
-    assert r"\caption{\ensuremath{\Delta}RMSE in \% \& more}" in tex
+    assert r"\caption{\ensuremath{\Delta}RMSE in \% \& \texttt{more}}" in tex
     assert not re.search(r"[^\x00-\x7f]|[<>|]", re.sub(r"\\ensuremath\{[^}]*\}", "", tex))  # no sign left bare
 
 

@@ -6,6 +6,8 @@ non-ASCII signs the tables use as LaTeX (`LATEX_SIGNS`), so the output compiles 
 `\\usepackage{booktabs}` alone.
 """
 
+import re
+
 import pandas as pd
 
 LATEX_SIGNS = {
@@ -60,9 +62,10 @@ def text_columns(cells: pd.DataFrame) -> list[str]:
 
 
 def escaped(text: str) -> str:
-    """`text` with LaTeX's special characters escaped (`LATEX_SPECIALS`), as Styler escapes a cell:
-    for the caption, which Styler leaves as it is."""
-    return "".join(LATEX_SPECIALS.get(char, char) for char in text)
+    """`text` with LaTeX's special characters escaped (`LATEX_SPECIALS`), as Styler escapes a cell,
+    and its Markdown code spans (`` `x` ``) set in `\\texttt`: for the caption, which Styler leaves as it is."""
+    plain = "".join(LATEX_SPECIALS.get(char, char) for char in text)
+    return re.sub(r"`([^`]*)`", r"\\texttt{\1}", plain)
 
 
 def _signs(text: str) -> str:
