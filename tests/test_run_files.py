@@ -65,11 +65,15 @@ def test_coverage_is_shown_in_points_and_every_file_is_listed(tmp_path):
         tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 2.0), record("b", "oa_only", 4.0)]
     )
     table = (tmp_path / "retrofit_table.md").read_text()
-    assert "Δcoverage of the 90% interval (points)" in table and "+3.0000" in table  # 0.03 as a fraction
+    assert "| Δcoverage 90% (points) " in table and "| +3.0000 [+2.0000, +4.0000] |" in table  # 0.03 as a fraction
     assert outputs(frame) == [
         "retrofit_rmse.csv",
         "retrofit_long.csv",
         "retrofit_table.md",
+        "retrofit_table.tex",
+        "retrofit_per_dataset.md",
+        "retrofit_per_dataset.tex",
+        "retrofit_times.md",
         "retrofit_deltas.png",
         "retrofit_distribution_deltas.png",
     ]
@@ -211,9 +215,13 @@ def test_aggregate_writes_csv_table_and_plot(tmp_path):
     assert len(csv) == 18 and list(csv.columns) == agg.COLUMNS
     assert frame[["dataset", "seed", "variant"]].duplicated().sum() == 0
     table = (tmp_path / "retrofit_table.md").read_text()
-    assert "6 host × dataset × seed cases" in table and re.search(r"\|\s*h\s*\|\s*a\s*\|", table)
+    assert "6 host × dataset × seed cases" in table and "| baseline " not in table  # the baseline: 0 by definition
     assert re.search(r"\|\s*h\s*\|\s*oa_only\s*\|\s*6\s*\|.*\|\s*6 / 0\s*\|", table)  # all six cases above zero
-    assert "1.25× [1.20, 1.30] (n=4)" in table  # median of the timed units' ratios, their range, count
+    assert "not given" in table  # no noise floors handed to this aggregation
+    assert re.search(r"\|\s*h\s*\|\s*a\s*\|\s*3\s*\|", (tmp_path / "retrofit_per_dataset.md").read_text())
+    times = (tmp_path / "retrofit_times.md").read_text()  # median of the timed units' ratios, their range, count
+    assert re.search(r"\|\s*h\s*\|\s*oa_only\s*\|\s*4\s*\|\s*1\.25×\s*\|\s*1\.20–1\.30\s*\|\s*1\.20–1\.30\s*\|", times)
+    assert "| missed " in times and "| within noise " not in times  # every round above 1.10×
     assert (tmp_path / "retrofit_deltas.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -221,6 +229,34 @@ def test_a_variant_not_run_on_a_dataset_is_named_so_in_the_table():
     rows = [r for r in synthetic_rows() if not (r["dataset"] == "b" and r["variant"] == "full_o")]
     table = agg.per_dataset(agg.frame_of(rows)).set_index("dataset")
     assert table.loc["b", "full_o"] == "not run" and table.loc["a", "full_o"].startswith("+")
+
+
+def test_a_run_of_the_baseline_alone_says_so_in_every_table(tmp_path):
+    aggregate(tmp_path, [record("a", "baseline", 0.0)])
+    for name in ("retrofit_table.md", "retrofit_table.tex", "retrofit_times.md"):
+        assert "no variant beyond the baseline ran" in (tmp_path / name).read_text(), name
+    assert (tmp_path / "retrofit_deltas.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_per_dataset_table_gives_each_variants_mean_and_sd_over_the_seeds():
+    rows = agg.frame_of(synthetic_rows())
+    table = agg.per_dataset(rows).set_index(["host", "dataset"])
+    deltas = rows[(rows["dataset"] == "b") & (rows["variant"] == "full_o")]["delta_rmse_pct"].to_numpy()
+    assert len(deltas) == 3 and table.loc[("h", "b"), "seeds"] == "3"
+    assert table.loc[("h", "b"), "full_o"] == f"{deltas.mean():+.3f} ± {np.std(deltas, ddof=1):.3f}"
+    assert "baseline" not in table.columns  # 0 by definition
+
+
+def test_the_latex_table_is_booktabs_with_every_name_escaped():
+    from retrofit.results.render import latex
+
+    cells = pd.DataFrame({"host": ["tiny_v3_5"], "mean ΔRMSE %": ["-0.006"], "cases > 0 / < 0": ["11 / 7"]})
+    tex = latex(cells, "ΔRMSE in % & `more`", "tab:x")
+    assert [tex.count(rule) for rule in (r"\toprule", r"\midrule", r"\bottomrule")] == [1, 1, 1]
+    assert r"\begin{tabular}{lrr}" in tex and r"tiny\_v3\_5 & -0.006 & 11 / 7 \\" in tex
+    assert r"mean \ensuremath{\Delta}RMSE \% & cases \ensuremath{>} 0 / \ensuremath{<} 0" in tex
+    assert r"\caption{\ensuremath{\Delta}RMSE in \% \& \texttt{more}}" in tex
+    assert not re.search(r"[^\x00-\x7f]|[<>|]", re.sub(r"\\ensuremath\{[^}]*\}", "", tex))  # no sign left bare
 
 
 def _accumulate(results_dir: Path, barrier, dataset: str) -> None:

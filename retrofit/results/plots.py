@@ -1,15 +1,16 @@
 """The one plot of the aggregation: per-case values as dots (coloured by dataset) and their mean with
 the two-level bootstrap 95 % CI (`retrofit.results.bootstrap.frame_ci`), one panel per facet (a host,
-or a host and variant) on its own scale. The retrofit table, the distribution deltas and the
-decomposition all draw with it. Facets wrap into rows so that a figure stays at most `MAX_WIDTH_IN`
-wide and its labels readable; titles wrap to the width they have.
+or a host and variant) on its own scale, a host's noise floor shaded around zero where it is given.
+The retrofit table, the distribution deltas and the decomposition all draw with it. Facets wrap
+into rows so that a figure stays at most `MAX_WIDTH_IN` wide and its labels readable; titles wrap
+to the width they have.
 
 matplotlib's `Figure` is used directly: no pyplot, so no backend switch and no global figure state.
 """
 
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ LEGEND_IN, MIN_FACET_IN, GROUP_IN = 1.6, 4.0, 1.1
 """Inches of the legend, the narrowest facet, and one x position of a facet."""
 CHARS_PER_IN = 11
 """Characters of 10-point text per inch of width, to wrap titles to the space they have."""
+BAND_LABEL = "± noise floor"
+"""What a shaded band is (`dots_with_ci`'s `bands`), said in its panel with its half-width."""
 
 
 def dataset_colours(datasets: Sequence[str]) -> dict[str, tuple]:
@@ -50,11 +53,14 @@ def dots_with_ci(
     title: str,
     path: Path,
     facets: Sequence[str] = ("host",),
+    bands: Mapping[tuple[str, str], float] | None = None,
 ) -> Path:
-    """Write `path`: per facet (each value of the `facets` columns, in sorted order), one panel per
-    `Panel` stacked; in each, one x position per value of the `groups` columns (in the given order,
-    those the facet has), the cases as dots coloured by dataset, the mean ± 95 % CI in black. Each
-    panel has its own y scale; facets wrap into rows to stay within `MAX_WIDTH_IN`."""
+    """Write `path`: per facet (each value of the `facets` columns, joined by ` · `, in sorted order),
+    one panel per `Panel` stacked; in each, one x position per value of the `groups` columns (in the
+    given order, those the facet has), the cases as dots coloured by dataset, the mean ± 95 % CI in
+    black. `bands` ((facet, column) -> half-width, in the column's unit before its scale) shades
+    ± that width around zero on the facet's panel of that column (a host's noise floor). Each panel
+    has its own y scale; facets wrap into rows to stay within `MAX_WIDTH_IN`."""
     from matplotlib.figure import Figure
 
     frame = frame.assign(
@@ -78,11 +84,15 @@ def dots_with_ci(
         for row, panel in enumerate(panels):
             ax = axes[(i // per_row) * len(panels) + row][i % per_row]
             draw_panel(ax, rows, present, panel, colours, jitter)
+            band = (bands or {}).get((name, panel[0]))
+            if band is not None:
+                ax.axhspan(-panel[2] * band, panel[2] * band, color="tab:grey", alpha=0.3, lw=0)
             ax.set_xticks(range(len(present)), present if row == len(panels) - 1 else [], fontsize=8)
             if i % per_row == 0:
                 ax.set_ylabel(panel[1])
-            if row == 0:
-                ax.set_title(wrapped(name, facet_in), fontsize=10)
+            said = [name] if row == 0 else []
+            said += [f"grey: {BAND_LABEL} {band:.2g}"] if band is not None else []
+            ax.set_title(wrapped("\n".join(said), facet_in), fontsize=10)
     visible = [ax for ax in axes.flat if ax.get_visible()]
     handles = {label: h for ax in visible for h, label in zip(*ax.get_legend_handles_labels(), strict=True)}
     fig.legend(handles.values(), handles.keys(), title="dataset", loc="center right", fontsize=8)

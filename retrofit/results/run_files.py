@@ -1,14 +1,17 @@
 """Aggregation, a pure step: unit records (`retrofit.results.record.UnitRecord`) → the files of a run.
 
 It reads the records alone (no registry, no torch or tabpfn), so what a table shows is what the
-rows say: `retrofit_rmse.csv` (every record, one row per unit), `retrofit_table.md` and its plots
-`retrofit_deltas.png`, `retrofit_distribution_deltas.png` (the main units, `arm_extra` false;
-statistics and Markdown: `retrofit.results.tables`), `decomposition.{csv,md,png}` (the rows
-with an `arm`), and `retrofit_long.csv`, every row in long format (`retrofit.results.long_format`).
+rows say: `retrofit_rmse.csv` (every record, one row per unit), `retrofit_long.csv`, every row in
+long format (`retrofit.results.long_format`), and `decomposition.csv` (the rows with an `arm`);
+then the tables and plots those CSVs give (`write_tables`, also `make tables` on the committed ones):
+the main units' (`arm_extra` false) `retrofit_table.{md,tex}`, `retrofit_per_dataset.{md,tex}`,
+`retrofit_times.md` (`retrofit.results.pages`), `retrofit_deltas.png` and
+`retrofit_distribution_deltas.png`, and the arms' `decomposition.{md,png}`. The hosts' noise floors,
+where given, are a column of the main table and a shaded band of the ΔRMSE plots.
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -16,20 +19,34 @@ import pandas as pd
 from retrofit.errors import RunnerError
 from retrofit.io import locked, staged, write_csv, write_text_atomic
 from retrofit.results.long_format import long_frame
+from retrofit.results.pages import (
+    ARMS_TABLE,
+    PER_DATASET,
+    PER_DATASET_TEX,
+    TABLE,
+    TABLE_TEX,
+    TIMES_TABLE,
+    Floors,
+    arms_markdown,
+    per_dataset_latex,
+    per_dataset_markdown,
+    table_latex,
+    table_markdown,
+    times_markdown,
+)
 from retrofit.results.plots import dots_with_ci
 from retrofit.results.record import COLUMN_DOCS, COLUMNS, KEY, UnitRecord, frame_of, read_records
 from retrofit.results.tables import (
     DISTRIBUTION_DELTAS,
-    arms_markdown,
     headline,
+    host_floors,
     per_dataset,
     settings_apart,
     summary,
-    table_markdown,
     variant_label,
 )
 
-__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "per_dataset", "summary", "table_markdown"]
+__all__ = ["COLUMNS", "aggregate", "frame_of", "headline", "per_dataset", "summary", "table_markdown", "write_tables"]
 
 ARM_COLUMNS = [
     "host",
@@ -50,17 +67,18 @@ ARM_COLUMNS = [
 """The columns of `decomposition.csv`."""
 ARM_DOCS = {name: COLUMN_DOCS[name] for name in ARM_COLUMNS}
 """Column -> (unit, meaning) of `decomposition.csv`: those of `retrofit_rmse.csv`."""
-CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION = (
+CSV, LONG_CSV, DELTAS, DISTRIBUTION = (
     "retrofit_rmse.csv",
     "retrofit_long.csv",
-    "retrofit_table.md",
     "retrofit_deltas.png",
     "retrofit_distribution_deltas.png",
 )
-ARMS_CSV, ARMS_TABLE, ARMS_PLOT = "decomposition.csv", "decomposition.md", "decomposition.png"
+ARMS_CSV, ARMS_PLOT = "decomposition.csv", "decomposition.png"
+MAIN_TABLES = (TABLE, TABLE_TEX, PER_DATASET, PER_DATASET_TEX, TIMES_TABLE, DELTAS, DISTRIBUTION)
+"""The files the main units give (`write_tables`), in order."""
 LOCK = f".{CSV}.lock"
 """The lock file under `results_dir` that serialises its writers (ignored by git)."""
-FILES = (CSV, LONG_CSV, TABLE, DELTAS, DISTRIBUTION, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt", LOCK)
+FILES = (CSV, LONG_CSV, *MAIN_TABLES, ARMS_CSV, ARMS_TABLE, ARMS_PLOT, "reproduction.txt", LOCK)
 """Every file a run may write under its `results_dir` (checked before any work: none may be a directory)."""
 KEPT_APART = ["n_estimators", "device", "test_size", "precision", "threads", "host_digest", "data_digest"]
 """The columns (settings and input bytes) of a row that a row of the same unit key computed with
@@ -69,13 +87,26 @@ other values never replaces silently (`aggregate` with `keep`)."""
 
 def outputs(frame: pd.DataFrame) -> list[str]:
     """The files `aggregate(..., table=True)` writes for `frame`, in order."""
-    main = frame[~frame["arm_extra"]]
     arms = frame[frame["arm"] != ""]
-    return (
-        [CSV, LONG_CSV]
-        + ([TABLE, DELTAS, DISTRIBUTION] if len(main) else [])
-        + ([ARMS_CSV, ARMS_TABLE, ARMS_PLOT] if len(arms) else [])
-    )
+    return [CSV, LONG_CSV] + ([ARMS_CSV] if len(arms) else []) + table_outputs(frame, arms)
+
+
+def table_outputs(frame: pd.DataFrame, arms: pd.DataFrame) -> list[str]:
+    """The files `write_tables` writes for the records `frame` and the arm rows `arms`, in order."""
+    main = frame[~frame["arm_extra"].astype(bool)]
+    return (list(MAIN_TABLES) if len(main) else []) + ([ARMS_TABLE, ARMS_PLOT] if len(arms) else [])
+
+
+def read_arms(path: Path) -> pd.DataFrame:
+    """The arm rows of `decomposition.csv` at `path` as `write_files` wrote them (no rows when there is
+    no such file: a sweep without arms); RunnerError naming the columns a file lacks."""
+    if not Path(path).is_file():
+        return pd.DataFrame(columns=ARM_COLUMNS)
+    arms = pd.read_csv(path, dtype={name: str for name in ("host", "dataset", "variant", "arm", "eps_mode")})
+    missing = [name for name in ARM_COLUMNS if name not in arms.columns]
+    if missing:
+        raise RunnerError(f"{path} lacks the columns {missing}; rewrite it with the sweep (experiments/aggregate.py)")
+    return arms[ARM_COLUMNS]
 
 
 def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataFrame:
@@ -92,24 +123,36 @@ def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataF
     return arms.astype({"variant": str, "arm": str})
 
 
-def plot_main(main: pd.DataFrame, results_dir: Path) -> None:
-    """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`."""
-    main = settings_apart(main)
-    groups = main.assign(label=variant_label(main))
-    rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
-    dots_with_ci(groups, ["label"], rmse_panel, "Matched RMSE change per case", Path(results_dir) / DELTAS)
+RMSE_PANEL = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
+"""The one panel of the ΔRMSE plots."""
+
+
+def plot_main(main: pd.DataFrame, results_dir: Path, floors: Floors = None) -> None:
+    """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`, the
+    baseline (0 by definition) left out unless it ran alone; the ΔRMSE panels shade each host's noise
+    floor (`floors`)."""
+    bands = {(host, "delta_rmse_pct"): floor for host, floor in host_floors(main, floors or {}).items()}
+    shown = settings_apart(main)
+    variants = shown[shown["variant"] != "baseline"]
+    groups = (variants if len(variants) else shown).assign(label=variant_label)  # the baseline if it ran alone
+    title = "Matched RMSE change per case"
+    dots_with_ci(groups, ["label"], RMSE_PANEL, title, Path(results_dir) / DELTAS, bands=bands)
     panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
     title = "Matched change of the predictive distribution per case"
     dots_with_ci(groups, ["label"], panels, title, Path(results_dir) / DISTRIBUTION)
 
 
-def plot_arms(arms: pd.DataFrame, results_dir: Path) -> None:
+def plot_arms(arms: pd.DataFrame, results_dir: Path, floors: Mapping[str, float]) -> None:
     """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order): a panel per host and
-    variant, an x position per arm."""
-    rmse_panel = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
+    variant, an x position per arm named as in `decomposition.csv`, with its tau c and sink below;
+    `floors` (host -> noise floor) shaded."""
+    shown = settings_apart(arms)
+    shown = shown.assign(arm=shown["arm"] + "\nc=" + shown["tau_c"].map("{:g}".format) + ", " + shown["eps_mode"])
+    facets = set(zip(shown["host"], shown["variant"], strict=True))
+    bands = {(f"{host} · {variant}", "delta_rmse_pct"): floors[host] for host, variant in facets if host in floors}
     title = "Retrofit cost by arm: presence × sink"
     path = Path(results_dir) / ARMS_PLOT
-    dots_with_ci(settings_apart(arms), ["arm"], rmse_panel, title, path, facets=("host", "variant"))
+    dots_with_ci(shown, ["arm"], RMSE_PANEL, title, path, facets=("host", "variant"), bands=bands)
 
 
 def check_replaced(kept: Sequence[UnitRecord], records: Sequence[UnitRecord], csv: Path) -> None:
@@ -165,18 +208,42 @@ def aggregate(
 
 
 def write_files(frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool) -> None:
-    """The files of `aggregate` for `frame` (from `records`) in `folder`."""
+    """The files of `aggregate` for `frame` (from `records`) in `folder`: the CSVs, then with `table`
+    the tables and plots (`write_tables`, no noise floors given)."""
     write_csv(frame, folder / CSV)
     write_csv(long_frame(frame), folder / LONG_CSV)
-    if not table:
-        return
-    main = frame[~frame["arm_extra"]]
-    if len(main):
-        write_text_atomic(folder / TABLE, table_markdown(main))
-        plot_main(main, folder)
     arms = ordered_arms(frame, records)
     if len(arms):
         write_csv(arms, folder / ARMS_CSV)
-        untimed = arms.assign(predict_time_ratio=float("nan"), hparams="")
-        write_text_atomic(folder / ARMS_TABLE, arms_markdown(untimed))
-        plot_arms(arms, folder)
+    if table:
+        write_tables(frame, arms, folder)
+
+
+def write_tables(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path, floors: Floors = None) -> list[Path]:
+    """The tables and plots of the records `frame` (`frame_of`'s columns) and of the arm rows `arms`
+    (`decomposition.csv`'s) in `folder`, the hosts' noise floors `floors` shown where given; the
+    paths written. Reads nothing: `make tables` hands it the committed CSVs."""
+    folder = Path(folder)
+    main = frame[~frame["arm_extra"].astype(bool)]
+    for name, text in table_texts(frame, arms, floors).items():
+        write_text_atomic(folder / name, text)
+    if len(main):
+        plot_main(main, folder, floors)
+    if len(arms):
+        plot_arms(arms, folder, host_floors(main, floors or {}))
+    return [folder / name for name in table_outputs(frame, arms)]
+
+
+def table_texts(frame: pd.DataFrame, arms: pd.DataFrame, floors: Floors = None) -> dict[str, str]:
+    """File name -> text of each table file `write_tables` writes for `frame` and `arms`."""
+    main = frame[~frame["arm_extra"].astype(bool)]
+    texts = {}
+    if len(main):
+        texts |= {
+            TABLE: table_markdown(main, floors),
+            TABLE_TEX: table_latex(main, floors),
+            PER_DATASET: per_dataset_markdown(main),
+            PER_DATASET_TEX: per_dataset_latex(main),
+            TIMES_TABLE: times_markdown(main),
+        }
+    return texts | ({ARMS_TABLE: arms_markdown(arms)} if len(arms) else {})

@@ -1,11 +1,12 @@
-"""The aggregation's tables: per-group statistics of unit records and their Markdown.
+"""The aggregation's tables: per-group statistics of unit records as frames of text cells.
 
 `summary` gives, per host × variant (× arm), the cases, mean ΔRMSE % with its bootstrap 95 % CI
-(`retrofit.results.bootstrap`), the cases above / below zero, the signed largest ΔRMSE %, the
-predict-time ratio and the mean distribution deltas with their CIs; `per_dataset` the baseline RMSE
-and mean ΔRMSE % per host × dataset. `table_markdown` (retrofit_table.md), `arms_markdown`
-(decomposition.md) and `headline` (printed at the end of a sweep; the README's table is rendered from the
-record's files by `retrofit.results.figure_tables.headline`) render them.
+(`retrofit.results.bootstrap`), the host's noise floor and whether the mean lies within it, the
+cases above / below zero and the signed largest ΔRMSE %; `distribution` the mean distribution
+deltas with their CIs; `per_dataset` the baseline RMSE and each variant's ΔRMSE % per host × dataset,
+mean ± sd over the seeds. `headline` is the table printed at the end of a sweep (the README's is
+rendered from the record's files by `retrofit.results.figure_tables.headline`); the predict-time
+ratios are `retrofit.results.times`', the files' text `retrofit.results.pages`'.
 Frames are `retrofit.results.record.frame_of` frames; nothing here reads a file or a registry.
 """
 
@@ -14,16 +15,19 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from retrofit.results.bootstrap import N_BOOTSTRAP, frame_ci, mean_with_ci
+from retrofit.results.bootstrap import frame_ci, mean_with_ci
 from retrofit.results.record import SETTINGS
+from retrofit.results.render import markdown
+from retrofit.results.times import noise_mark, timing_settings
 
 DISTRIBUTION_DELTAS = {
     "delta_nll": ("ΔNLL (nats)", 1.0),
     "delta_crps_pct": ("ΔCRPS (%)", 1.0),
-    "delta_coverage_90": ("Δcoverage of the 90% interval (points)", 100.0),
+    "delta_coverage_90": ("Δcoverage 90% (points)", 100.0),
 }
 """The matched deltas of the whole predictive distribution -> (label with unit, scale from the CSV's
-unit: `delta_coverage_90` is a fraction, shown in points)."""
+unit: `delta_coverage_90`, the change of the share of targets inside the central 90 % interval, is a
+fraction, shown in points)."""
 
 
 def differing_settings(frame: pd.DataFrame) -> list[str]:
@@ -51,44 +55,6 @@ def settings_note(frame: pd.DataFrame) -> str:
     return f"Rows differ in {', '.join(columns)}: kept apart (the host column names the setting), never pooled."
 
 
-TIME_GOAL = 1.10
-"""The predict-time ratio a retrofit aims to stay under; a ratio whose per-round range straddles it
-is said to be within noise, neither met nor missed (`noise_mark`)."""
-
-
-def time_ratio(group: pd.DataFrame) -> str:
-    """Median predict-time ratio over the timed units of `group`, the range of their medians, the
-    count, the timing settings and the mean load per core they ran under (`noise_mark`)."""
-    ratios = group["predict_time_ratio"].dropna()
-    if ratios.empty:
-        return "not timed"
-    text = f"{ratios.median():.2f}× [{ratios.min():.2f}, {ratios.max():.2f}] (n={len(ratios)}){timing_settings(group)}"
-    return text + noise_mark(group)
-
-
-def noise_mark(group: pd.DataFrame) -> str:
-    """` within noise` when the per-round ratios of the timed units of `group` (their min and max)
-    straddle `TIME_GOAL`, then the mean load per core the timings ran under (`load`), or ""."""
-    timed = group[group["predict_time_ratio"].notna()]
-    if timed.empty:
-        return ""
-    low, high = timed["predict_time_ratio_min"].min(), timed["predict_time_ratio_max"].max()
-    spans = f" within noise (per-round ratios {low:.2f}–{high:.2f}, across {TIME_GOAL:.2f}×)"
-    mark = spans if low <= TIME_GOAL <= high else ""
-    load = timed["load"].mean() if "load" in timed else float("nan")
-    return mark + (f" (load {load:.2f}/core)" if pd.notna(load) else "")
-
-
-def timing_settings(group: pd.DataFrame) -> str:
-    """The timing settings the timed units of `group` ran under, e.g. ` (3 rounds, 1 member)`;
-    several when they differ."""
-    if "timing_rounds" not in group:
-        return ""
-    timed = group[group["timing_rounds"] > 0]
-    pairs = sorted(set(zip(timed["timing_rounds"], timed["timing_members"], strict=True)))
-    return " (" + "; ".join(f"{r} rounds, {m} member{'s' if m != 1 else ''}" for r, m in pairs) + ")" if pairs else ""
-
-
 def largest(deltas: pd.Series) -> float:
     """The delta of largest magnitude, with its sign (−0.22 is an improvement, not a cost)."""
     return float(deltas.loc[deltas.abs().idxmax()])
@@ -99,98 +65,97 @@ def variant_label(frame: pd.DataFrame) -> pd.Series:
     return frame["variant"] + frame["hparams"].map(lambda h: f" ({h})" if h else "")
 
 
-def summary(frame: pd.DataFrame, by: Sequence[str] = ("host", "variant")) -> pd.DataFrame:
-    """Per group of `by` (variants with their overrides): cases, mean ΔRMSE % with its bootstrap
-    95 % CI, cases above / below zero, the signed largest ΔRMSE %, the predict-time ratio and the
-    mean distribution deltas with their CIs (`DISTRIBUTION_DELTAS`, in their units)."""
+MAIN, CI, FLOOR, WITHIN, SIGNS, LARGEST = (
+    "mean ΔRMSE %",
+    "95% CI",
+    "noise floor %",
+    "within floor",
+    "cases > 0 / < 0",
+    "largest ΔRMSE %",
+)
+"""The column names of `summary` (read back by `retrofit.results.figure_tables`)."""
+
+
+def host_floors(frame: pd.DataFrame, floors: Mapping[tuple[str, str], float]) -> dict[str, float]:
+    """Host label as the tables show it (`settings_apart`) -> the noise floor (% of RMSE) of the
+    (host, device) its rows ran on, for each label whose rows ran on one device that `floors` holds."""
+    shown = settings_apart(frame.assign(host_name=frame["host"]))
+    pairs = {label: set(zip(g["host_name"], g["device"], strict=True)) for label, g in shown.groupby("host")}
+    return {label: floors[(*key,)] for label, (key, *more) in pairs.items() if not more and key in floors}
+
+
+def floor_cells(mean: float, floor: float | None) -> dict[str, str]:
+    """The floor columns of a row of mean ΔRMSE % `mean`: the floor and whether |mean| lies below it;
+    `not measured` for a host without one (NaN), `not given` when no floors were given (None)."""
+    if floor is None or math.isnan(floor):
+        said = "not given" if floor is None else "not measured"
+        return {FLOOR: said, WITHIN: "n/a"}
+    return {FLOOR: f"{floor:.2g}", WITHIN: "yes" if abs(mean) < floor else "no"}
+
+
+def summary(
+    frame: pd.DataFrame, by: Sequence[str] = ("host", "variant"), floors: Mapping[str, float] | None = None
+) -> pd.DataFrame:
+    """Per group of `by` (variants with their overrides, in the order of `frame`): cases, mean
+    ΔRMSE % with its bootstrap 95 % CI, with `floors` (host label -> noise floor, `host_floors`) the
+    host's floor and whether the mean lies within it, cases above / below zero and the signed largest
+    ΔRMSE %, as text cells; an arm's group (`by` with `arm`) also gives its tau c and sink."""
     rows = []
     labelled = frame.assign(variant=variant_label(frame))
     for keys, group in labelled.groupby(list(by), sort=False):
         low, high = frame_ci(group)
         delta = group["delta_rmse_pct"]
+        named = dict(zip(by, keys, strict=True))
         settings = {"tau c": f"{group['tau_c'].iloc[0]:g}", "sink": group["eps_mode"].iloc[0]} if "arm" in by else {}
+        floor = None if floors is None else floors.get(named["host"], math.nan)
         rows.append(
             {
-                **dict(zip(by, keys, strict=True)),
+                **named,
                 **settings,
-                "cases": len(group),
-                "mean ΔRMSE %": f"{delta.mean():+.3f}",
-                "95% CI": f"[{low:+.3f}, {high:+.3f}]" if len(group) > 1 else "n/a (1 case)",
-                "cases > 0 / < 0": f"{(delta > 0).sum()} / {(delta < 0).sum()}",
-                "largest ΔRMSE %": f"{largest(delta):+.3f}",
-                "predict time / baseline": time_ratio(group),
-                **{
-                    f"mean {label} [95% CI]": mean_with_ci(group, col, scale)
-                    for col, (label, scale) in DISTRIBUTION_DELTAS.items()
-                },
+                "cases": str(len(group)),
+                MAIN: f"{delta.mean():+.3f}",
+                CI: f"[{low:+.3f}, {high:+.3f}]" if len(group) > 1 else "n/a (1 case)",
+                **(floor_cells(delta.mean(), floor) if floors is not None else {}),
+                SIGNS: f"{(delta > 0).sum()} / {(delta < 0).sum()}",
+                LARGEST: f"{largest(delta):+.3f}",
             }
         )
     return pd.DataFrame(rows)
 
 
+def distribution(frame: pd.DataFrame, by: Sequence[str] = ("host", "variant")) -> pd.DataFrame:
+    """Per group of `by` (as `summary`'s): the mean of each distribution delta with its 95 % CI
+    (`DISTRIBUTION_DELTAS`, in their units), as text cells."""
+    labelled = frame.assign(variant=variant_label(frame))
+    rows = [
+        {
+            **dict(zip(by, keys, strict=True)),
+            **{label: mean_with_ci(group, col, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()},
+        }
+        for keys, group in labelled.groupby(list(by), sort=False)
+    ]
+    return pd.DataFrame(rows)
+
+
+def spread(values: pd.Series) -> str:
+    """`mean ± sd` of `values` (sd over them, n − 1), the mean alone for one value."""
+    mean = f"{values.mean():+.3f}"
+    return mean if len(values) < 2 else f"{mean} ± {values.std(ddof=1):.3f}"
+
+
 def per_dataset(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per host × dataset: baseline RMSE and mean ΔRMSE % per variant (means over seeds)."""
-    deltas = frame.assign(variant=variant_label(frame)).pivot_table(
-        index=["host", "dataset"], columns="variant", values="delta_rmse_pct", aggfunc="mean"
+    """Per host × dataset: the seeds, the baseline RMSE (mean over seeds, 4 significant digits) and
+    per variant other than the baseline its ΔRMSE % as mean ± sd over the seeds (`spread`), as text
+    cells; `not run` where a variant has no case (e.g. a closed variant on a v2 host)."""
+    rows = frame.assign(variant=variant_label(frame))
+    variants = [v for v in dict.fromkeys(sorted(rows["variant"])) if v != "baseline"]
+    cells = rows.groupby(["host", "dataset", "variant"])["delta_rmse_pct"].agg(spread).unstack("variant")
+    base = rows.groupby(["host", "dataset"]).agg(seeds=("seed", "nunique"), rmse=("baseline_rmse", "mean"))
+    table = pd.DataFrame(
+        {"seeds": base["seeds"].astype(str), "baseline RMSE": base["rmse"].map(lambda v: f"{v:.4g}")}, index=base.index
     )
-    deltas = deltas.map(lambda v: f"{v:+.3f}" if pd.notna(v) else "not run")  # e.g. closed variants on v2
-    base = frame.groupby(["host", "dataset"]).agg({"baseline_rmse": "mean", "seed": "nunique"})
-    base = base.rename(columns={"baseline_rmse": "baseline RMSE", "seed": "seeds"})
-    base["baseline RMSE"] = base["baseline RMSE"].map(lambda v: f"{v:.4g}")
-    return base.join(deltas).reset_index()
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    return frame.to_markdown(index=False, disable_numparse=True)
-
-
-def _about(frame: pd.DataFrame) -> str:
-    cases = len(frame[["host", "dataset", "seed"]].drop_duplicates())
-    return (
-        f"{cases} host × dataset × seed cases; 95% CI: two-level bootstrap, datasets then seeds within "
-        f"({N_BOOTSTRAP} draws, percentile). Matched deltas against the baseline: ΔRMSE and ΔCRPS in %, ΔNLL in "
-        "nats, Δcoverage of the central 90% interval in points (the CSV's `delta_coverage_90` is a fraction: "
-        "1 point = 0.01). Largest: the case of largest |ΔRMSE|, signed."
-    )
-
-
-def table_markdown(frame: pd.DataFrame) -> str:
-    """The paper-style table of the main rows `frame` (see module docstring) as Markdown; rows of
-    different settings kept apart (`settings_apart`)."""
-    note, frame = settings_note(frame), settings_apart(frame)
-    return "\n".join(
-        [
-            "# Retrofit RMSE: matched ΔRMSE% = 100 · (RMSE(variant) − RMSE(baseline)) / RMSE(baseline)",
-            "",
-            *([note, ""] if note else []),
-            _about(frame) + " Predict time / baseline: median of per-unit medians of interleaved, paired ratios "
-            "(after a warm-up), [range of those medians], n timed units.",
-            "",
-            _markdown(summary(frame)),
-            "",
-            "## Per dataset (mean over seeds, ΔRMSE %)",
-            "",
-            _markdown(per_dataset(frame)),
-            "",
-        ]
-    )
-
-
-def arms_markdown(arms: pd.DataFrame) -> str:
-    """The decomposition table of the arm rows `arms` as Markdown (settings kept apart)."""
-    arms = settings_apart(arms)
-    return "\n".join(
-        [
-            "# Retrofit cost: sink and presence effects",
-            "",
-            "Each arm runs the variant on the same fit as the baseline with the tau constant c and the sink mode "
-            "shown: c as in the paper makes presences < 1, a tiny c makes every non-null presence 1 to rounding; "
-            f"`absolute` is the paper's sink, `relative` a shift-invariant one. {_about(arms)}",
-            "",
-            _markdown(summary(arms, by=("host", "variant", "arm"))),
-            "",
-        ]
-    )
+    deltas = cells.reindex(index=base.index, columns=variants).fillna("not run")
+    return table.join(deltas).reset_index()
 
 
 def headline(
@@ -206,8 +171,10 @@ def headline(
     |ΔRMSE| below its host's floor on the device its rows ran on is marked `≈0` and a line below the
     table gives each host's floor, or "floor not measured" and the command in `commands` that
     measures it."""
-    note, frame = settings_note(frame), settings_apart(frame.assign(host_name=frame["host"]))
-    names = dict(zip(frame["host"], zip(frame["host_name"], frame["device"], strict=True), strict=True))
+    note, labelled = settings_note(frame), settings_apart(frame.assign(host_name=frame["host"]))
+    names = dict(zip(labelled["host"], zip(labelled["host_name"], labelled["device"], strict=True), strict=True))
+    floor_of = host_floors(frame, floors or {})
+    frame = labelled
     main = frame[~frame["arm_extra"] & (frame["variant"] != "baseline")]
     rows = [(variant_label(g).iloc[0], g) for _, g in main.groupby(variant_label(main), sort=False)]
     extras = frame[frame["arm_extra"]]
@@ -223,7 +190,7 @@ def headline(
                 continue
             low, high = frame_ci(cases)
             ci = f" [{low:+.3f}, {high:+.3f}]" if len(cases) > 1 else ""
-            mean, floor = cases["delta_rmse_pct"].mean(), (floors or {}).get(names[host], math.nan)
+            mean, floor = cases["delta_rmse_pct"].mean(), floor_of.get(host, math.nan)
             mark = " ≈0" if abs(mean) < floor else ""  # NaN (not measured) marks nothing
             line[f"{host} ΔRMSE % [95% CI] (largest)"] = (
                 f"{mean:+.3f}{mark}{ci} ({largest(cases['delta_rmse_pct']):+.3f})"
@@ -236,7 +203,7 @@ def headline(
             if (group["host"] == h).any()
         ).replace("nan×", "not timed")
         table.append(line)
-    text = _markdown(pd.DataFrame(table)) if table else "(no variant beyond the baseline ran)"
+    text = markdown(pd.DataFrame(table)) if table else "(no variant beyond the baseline ran)"
     if floors is not None:
         text += "\n\n" + floors_line(sorted(set(names.values())), floors, commands or {})
     return f"{note}\n\n{text}" if note else text

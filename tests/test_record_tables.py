@@ -1,0 +1,93 @@
+"""The record's tables are what its committed CSVs give (`make tables`), fit a page and carry the
+CSVs' numbers: the main table's mean and noise floor, the per-dataset spread over the seeds, the
+LaTeX twins' booktabs rules and rows, one name per decomposition arm."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from retrofit.results.figure_tables import record_table
+from retrofit.results.record import frame_of, read_records
+from retrofit.results.run_files import ARMS_CSV, CSV, read_arms, table_texts
+from retrofit.results.tables import FLOOR, MAIN, WITHIN
+from retrofit.runner.store import noise_floors
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+FOLDERS = [RESULTS, RESULTS / "suite"]
+"""The record's sweeps: `make tables` renders both."""
+
+
+def main_rows() -> pd.DataFrame:
+    frame = pd.read_csv(RESULTS / CSV, keep_default_na=False, na_values=[""])
+    return frame[~frame["arm_extra"]]
+
+
+def table_lines(path: Path) -> list[list[str]]:
+    """The cells of every Markdown table row of `path` (separator rows left out)."""
+    rows = [line for line in path.read_text().splitlines() if line.startswith("|")]
+    return [[c.strip() for c in row.strip("|").split("|")] for row in rows if not set(row) <= set("|:- ")]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_the_committed_tables_are_what_make_tables_renders_from_the_committed_csvs(folder):
+    frame = frame_of(read_records(folder / CSV))
+    texts = table_texts(frame, read_arms(folder / ARMS_CSV), noise_floors(RESULTS / "noise_floor.csv"))
+    assert {"retrofit_table.md", "retrofit_table.tex", "retrofit_per_dataset.tex"} <= set(texts)
+    for name, text in texts.items():
+        assert (folder / name).read_text() == text, f"{folder / name} is stale: make tables"
+
+
+def test_the_main_tables_mean_and_floor_are_the_csvs():
+    rows = {(r["host"], r["variant"]): r for r in record_table(RESULTS / "retrofit_table.md", MAIN)}
+    cases = main_rows().query("host == 'tiny_v2' and variant == 'oa_only'")["delta_rmse_pct"]
+    floors = pd.read_csv(RESULTS / "noise_floor.csv").query("host == 'tiny_v2' and source != 'precision'")
+    floor = floors["max_rel_pct"].max()  # the largest movement over the float32 run's sources
+    row = rows[("tiny_v2", "oa_only")]
+    assert len(cases) == 18 and row["cases"] == "18"
+    assert row[MAIN] == f"{cases.mean():+.3f}" and abs(float(row[MAIN]) - cases.mean()) < 5e-4
+    assert row[FLOOR] == f"{floor:.2g}" and row[WITHIN] == ("yes" if abs(cases.mean()) < floor else "no")
+    assert ("tiny_v2", "baseline") not in rows  # 0 by definition, left out
+
+
+def test_the_per_dataset_spread_is_the_seeds_mean_and_sd():
+    rows = {(r["host"], r["dataset"]): r for r in record_table(RESULTS / "retrofit_per_dataset.md", "baseline RMSE")}
+    deltas = main_rows().query("host == 'tiny_v3' and dataset == 'college' and variant == 'oa_only'")
+    values = deltas["delta_rmse_pct"].to_numpy()
+    assert len(values) == 3 and rows[("tiny_v3", "college")]["seeds"] == "3"
+    assert rows[("tiny_v3", "college")]["oa_only"] == f"{values.mean():+.3f} ± {np.std(values, ddof=1):.3f}"
+    assert rows[("tiny_v2", "college")]["o_closed"] == "not run"
+
+
+@pytest.mark.parametrize(
+    "name", ["retrofit_table.md", "retrofit_per_dataset.md", "retrofit_times.md", "decomposition.md"]
+)
+def test_no_cell_of_the_record_tables_is_wider_than_30_characters(name):
+    widest = max((cell for row in table_lines(RESULTS / name) for cell in row), key=len)
+    assert len(widest) <= 30, widest
+
+
+@pytest.mark.parametrize("stem", ["retrofit_table", "retrofit_per_dataset"])
+def test_each_tex_is_a_booktabs_table_of_its_md_cells(stem):
+    tex = (RESULTS / f"{stem}.tex").read_text()
+    rules = [r"\toprule", r"\midrule", r"\bottomrule"]
+    assert [tex.count(rule) for rule in rules] == [1, 1, 1]
+    top, mid, bottom = (tex.index(rule) for rule in rules)
+    assert top < mid < bottom
+    body = tex[mid:bottom].splitlines()[1:]
+    rows = record_table(RESULTS / f"{stem}.md", "host")  # the file's first table
+    assert len(body) == len(rows) and len(body[0].split(" & ")) == len(rows[0])
+    first = list(rows[0].values())
+    assert body[0].startswith(first[0].replace("_", r"\_") + " & ") and f" & {first[3]} & " in body[0]
+
+
+def test_every_table_and_the_readme_name_the_arms_as_the_configs_do():
+    arms = set(yaml.safe_load((ROOT / "retrofit/configs/decomposition/sink_presence.yaml").read_text())["arms"])
+    assert set(pd.read_csv(RESULTS / ARMS_CSV)["arm"]) == arms
+    assert {r["arm"] for r in record_table(RESULTS / "decomposition.md", "arm")} == arms
+    said = re.findall(r"arm `(\w+)`", (ROOT / "README.md").read_text())
+    assert said and set(said) <= arms
