@@ -35,7 +35,7 @@ checked together (`retrofit.runner.case.check_cases`: each job's data loads and 
 that two jobs would run differently) and its seed lists, each notice said once, the reference
 read (`checked_sweep`). After the last job, the sweep's results from the units of those same cases,
 under the identities they computed, with the rows already there (`finish_sweep`,
-`retrofit.runner.store.finish`) and, with `reference=<csv>`, checked against that file as read
+`retrofit.runner.finish.finish`) and, with `reference=<csv>`, checked against that file as read
 before the sweep began.
 """
 
@@ -83,7 +83,7 @@ from retrofit.runner import (
     say,
 )
 from retrofit.runner.case import BASELINE, Case, UnitSpec, check_cases, resolved_variant
-from retrofit.runner.store import finish, sweep_records
+from retrofit.runner.finish import finish, sweep_records
 from retrofit.typed import typed
 from retrofit.unit_key import hparams_text
 from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec, with_tau_rule
@@ -473,7 +473,7 @@ def checked_sweep(config: DictConfig) -> tuple[list[Case], Reference | None]:
 
 def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None, reused: str) -> None:
     """The sweep's results from the stored units of `cases`, the cases `checked_sweep` built before
-    the first job, under the identities they computed then (`retrofit.runner.store.sweep_records`:
+    the first job, under the identities they computed then (`retrofit.runner.finish.sweep_records`:
     nothing is built again), with the rows already in its results_dir kept (two sweeps into one
     folder keep each other's rows), except in the committed record, which holds exactly the rows of
     the sweep that makes it."""
