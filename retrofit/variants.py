@@ -10,7 +10,8 @@ A variant without adapters (the baseline) needs no `tau`, `eps_den` or `eps_mode
 The built-in variants are `retrofit/configs/variant/<name>.yaml` (package data; Hydra's `variant`
 group reads the same files through `pkg://retrofit.configs`). A variant is given by built-in name,
 as a spec (a mapping), or explicitly as a file: a `pathlib.Path` or a string ending in `.yaml`/`.yml`,
-reported under its own file name (`mine.yaml`), never a built-in's. Every spec, from a file, a dict
+reported under its file name's stem (`mine` for `mine.yaml`), as the sweep reports the same file
+found by its name; a stem that is a built-in's name is refused. Every spec, from a file, a dict
 or a composed Hydra node, is checked against `VariantConfig`: an unknown key or a value of the wrong
 type is a RetrofitError naming the key. Every `Variant` checks its own settings once, wherever it came
 from: its tau rule is a `retrofit.adapters.TauRule`, its `eps_den`, `eps_mode` and `compact` are one
@@ -161,14 +162,19 @@ def _builtin_spec(text: str) -> dict[str, Any]:
 
 
 def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
-    """The spec in the variant file `path`, named after the file (`mine.yaml`), so that its results are
-    never reported under a built-in variant's name. Its `name` key may be absent, the file name or
-    the file's stem (`name: mine`, as the sweep's `variant/mine.yaml` must say), so one file serves
-    the command line and Python alike. RetrofitError for a missing or malformed file, or one whose
-    `name` key says another name (drop the key or set it to the file's stem)."""
+    """The spec in the variant file `path`, named after the file's stem (`mine` for `mine.yaml`), as
+    the sweep names `variant/mine.yaml` (`variant=mine`), so one file is one name on the command
+    line and in Python. Its `name` key may be absent, the stem or the file name. RetrofitError for
+    a missing or malformed file, a stem that is a built-in variant's name (its results would read
+    as the built-in's), or a `name` key that says another name (drop the key or set it to the stem)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise RetrofitError(f"variant file {path} does not exist; pass an existing .yaml file, or a built-in name")
+    if path.stem in available_variants():
+        raise RetrofitError(
+            f"variant file {path} would be reported as {path.stem!r}, the name of a built-in variant; "
+            f"rename the file (e.g. {path.stem}_mine{path.suffix})"
+        )
     try:
         loaded = OmegaConf.load(path)
         spec = OmegaConf.to_container(loaded, resolve=True)
@@ -179,9 +185,9 @@ def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
     if spec.get("name") not in (None, path.name, path.stem):
         raise RetrofitError(
             f"variant file {path} calls itself {spec['name']!r}; a variant from a file is reported under its file "
-            f"name {path.name!r}: drop its `name` key or set it to {path.stem!r}"
+            f"name's stem {path.stem!r}: drop its `name` key or set it to {path.stem!r}"
         )
-    return {**spec, "name": path.name}
+    return {**spec, "name": path.stem}
 
 
 def variant_spec(variant: str | os.PathLike | Mapping[str, Any] | DictConfig) -> dict[str, Any]:

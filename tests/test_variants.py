@@ -97,19 +97,19 @@ def test_variant_string_that_is_a_path_is_not_loaded(tiny_v3_fitted, tmp_path):
             retrofit(tiny_v3_fitted[0], variant)
 
 
-def test_variant_file_is_reported_under_its_own_file_name(tiny_v3_fitted, tmp_path):
+def test_variant_file_is_reported_under_its_file_names_stem(tiny_v3_fitted, tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text((VARIANT_DIR / "oa_only.yaml").read_text().replace("name: oa_only\n", ""))
     for given in (str(path), path):
         report = retrofit(tiny_v3_fitted[0], given).retrofit_report_
-        assert report.variant.name == "mine.yaml" and report.variant.adapters == ("o_attention",)
+        assert report.variant.name == "mine" and report.variant.adapters == ("o_attention",)
         assert len(report.patched) > 0
 
 
 def test_variant_file_calling_itself_a_built_in_is_refused(tiny_v3_fitted, tmp_path):
     path = tmp_path / "evil.yaml"
     path.write_text("name: full_o\nadapters: []\n")
-    with pytest.raises(RetrofitError, match=r"calls itself 'full_o'.*under its file name 'evil\.yaml'.*to 'evil'"):
+    with pytest.raises(RetrofitError, match=r"calls itself 'full_o'.*under its file name's stem 'evil'.*to 'evil'"):
         retrofit(tiny_v3_fitted[0], str(path))
     with pytest.raises(RetrofitError, match=r"variant file .*nowhere\.yaml does not exist"):
         retrofit(tiny_v3_fitted[0], str(tmp_path / "nowhere.yaml"))
