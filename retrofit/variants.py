@@ -2,10 +2,11 @@
 
 A variant has `name`, `adapters` (registered adapter names), `tau` (`mode` absolute with `value`, or
 calibrated with `c`; see `retrofit.adapters.tau`; a bare number is `c` of the calibrated rule,
-`tau_rule`), `eps_den`, `eps_mode` (OAttention's sink semantics,
-`retrofit.ops.EPS_MODES`; absent means `absolute`), `compact` and `closed` (`true` O-closes the whole
-model, from the raw input to the readout, not only the in-context blocks; `retrofit.adapters.closed_model`).
-A variant without adapters (the baseline) needs no `tau`, `eps_den` or `eps_mode`.
+`tau_rule`), `eps_den`, `eps_mode` (OAttention's sink semantics, `retrofit.ops.EPS_MODES`), `compact`
+and `closed` (`true` O-closes the whole model, from the raw input to the readout, not only the
+in-context blocks; `retrofit.adapters.closed_model`). `VariantConfig` holds the defaults of every key
+but `adapters`, which a variant must list (`[]` for the stock host); a variant without adapters (the
+baseline) uses no `tau`, `eps_den` or `eps_mode`.
 
 The built-in variants are `retrofit/configs/variant/<name>.yaml` (package data; Hydra's `variant`
 group reads the same files through `pkg://retrofit.configs`). A variant is given by built-in name,
@@ -23,14 +24,14 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib.resources import files
 from numbers import Real
 from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.adapters import PARTS, AttentionSettings, TauRule, adapter
@@ -55,6 +56,10 @@ class TauConfig:
     value: float | None = None
 
 
+TAU_KEYS = tuple(f.name for f in fields(TauConfig))
+"""The keys of a tau rule."""
+
+
 def tau_rule(tau: Any) -> Any:
     """The one form of a variant's `tau`: a bare number is `c` of the calibrated rule (`0.01` is
     `{"mode": "calibrated", "c": 0.01}`); a rule (a mapping or config node) or None is returned as
@@ -76,13 +81,18 @@ def with_tau_rule(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class VariantConfig:
-    """The schema of a variant spec (a file in `retrofit/configs/variant/`, a dict, a Hydra node)."""
+    """The schema of a variant spec and its defaults, the one place they are written: every spec (a
+    built-in file, a file of the checkout or a search-path folder, a file given by path, a dict, a
+    Hydra node) is merged onto it (`typed_spec`), so a key it omits means the same wherever it comes
+    from. `adapters` has no default: what a variant replaces is never implied. `name` absent: the
+    file's stem, else the adapters joined by `+`. A `tau` rule given replaces the default rule
+    whole (its omitted keys are null, never the default's `c`)."""
 
     name: str | None = None
-    adapters: list[str] = field(default_factory=list)
-    tau: TauConfig | None = None
-    eps_den: float | None = None
-    eps_mode: str | None = None
+    adapters: list[str] = MISSING
+    tau: TauConfig | None = field(default_factory=lambda: TauConfig(mode="calibrated", c=1e-3))
+    eps_den: float | None = 1e-6
+    eps_mode: str | None = "absolute"
     compact: bool = False
     closed: bool = False
 
@@ -213,8 +223,8 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     interpolations as written) is checked once per process.
 
     A bare-number `tau` becomes its calibrated rule first (`tau_rule`). Raises RetrofitError naming
-    an unknown key, a value of the wrong type, or a `name` that is not a label (`retrofit.labels`: a
-    variant's name labels results and names unit files).
+    an unknown key, a value of the wrong type, a missing `adapters`, or a `name` that is not a label
+    (`retrofit.labels`: a variant's name labels results and names unit files).
     """
     plain = OmegaConf.to_container(spec) if OmegaConf.is_config(spec) else spec
     plain = with_tau_rule(plain) if isinstance(plain, Mapping) else plain
@@ -233,7 +243,14 @@ def _typed_spec_of(key: str) -> dict[str, Any]:
 
 def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     label = spec.get("name", "<unnamed>")
-    typed_node = typed(VariantConfig, spec, f"variant {label!r}")
+    tau = spec.get("tau")
+    whole = {**spec, "tau": {**dict.fromkeys(TAU_KEYS), **tau}} if isinstance(tau, Mapping) else spec
+    typed_node = typed(VariantConfig, whole, f"variant {label!r}")
+    if OmegaConf.is_missing(typed_node, "adapters"):
+        raise RetrofitError(
+            f"variant {label!r} has no 'adapters': list the registered adapters it applies, e.g. "
+            "adapters: [o_attention] ([] for the stock host)"
+        )
     if typed_node.name is not None:
         check_label("variant name", typed_node.name)
     return OmegaConf.to_container(typed_node, resolve=True)
@@ -257,10 +274,16 @@ def resolve_variant(variant: str | os.PathLike | Mapping[str, Any] | DictConfig,
         raise RetrofitError(f"variant {spec['name']!r} lists adapters {list(names)} that replace the same part twice")
     if not names:
         return Variant(spec["name"] or "baseline", (), None, None, spec["compact"], closed=spec["closed"])
-    if spec["tau"] is None or spec["eps_den"] is None:
-        raise RetrofitError(f"variant {spec['name']!r} patches {list(names)} and needs both 'tau' and 'eps_den'")
-    rule = TauRule(**spec["tau"])
     name = spec["name"] or "+".join(names)
+    unset = [key for key in ("tau", "eps_den", "eps_mode") if spec[key] is None]
+    if unset:
+        default = OmegaConf.to_container(OmegaConf.structured(VariantConfig))[unset[0]]
+        default = {k: v for k, v in default.items() if v is not None} if isinstance(default, dict) else default
+        raise RetrofitError(
+            f"variant {name!r} patches {list(names)} and sets {unset[0]}: null; give it a value, or drop the key "
+            f"for its default ({unset[0]}: {default})"
+        )
     ordered = tuple(sorted(names, key=lambda n: PARTS.index(adapter(n).part)))
-    eps_mode = spec["eps_mode"] or "absolute"
-    return Variant(name, ordered, rule, spec["eps_den"], spec["compact"], eps_mode, spec["closed"])
+    return Variant(
+        name, ordered, TauRule(**spec["tau"]), spec["eps_den"], spec["compact"], spec["eps_mode"], spec["closed"]
+    )

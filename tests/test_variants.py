@@ -60,7 +60,8 @@ def test_a_built_in_variant_file_is_read_as_it_is_now(monkeypatch, tmp_path):
         ({"name": "x", "adapters": ["o_magic"]}, {}, "unknown adapter 'o_magic'"),
         ("full_o", {"tau": {"mode": "calibrated", "c": -1}}, "needs tau.c > 0"),
         ("full_o", {"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
-        ({"name": "x", "adapters": ["o_ffn"]}, {}, "needs both 'tau' and 'eps_den'"),
+        ({"name": "x", "adapters": ["o_ffn"], "tau": None}, {}, r"patches \['o_ffn'\] and sets tau: null; give it"),
+        ({"name": "x", "tau": 0.01}, {}, r"variant 'x' has no 'adapters': list the registered adapters it applies"),
     ],
 )
 def test_bad_variants_are_refused(fitted, variant, hparams, message):
