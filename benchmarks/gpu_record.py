@@ -16,7 +16,7 @@ Refused in one line, before anything runs, where torch sees no CUDA device. Othe
 - `cpu_agreement.csv`: every unit of the GPU grid against the CPU record (`--reference`,
   `results/retrofit_rmse.csv`; `retrofit.results.reproduction.across_devices`): equal within 1e-5
   relative, or within its host's noise floor (the largest over its sources on the CPU and on this
-  GPU, `retrofit.runner.store.noise_floors`), else it differs.
+  GPU, `retrofit.runner.finish.noise_floors`), else it differs.
 
 The exit status is 0 only if every command succeeded and every unit agrees; the last line says how
 many units are equal, within the floor, and differ.
@@ -100,7 +100,7 @@ def agreement(out: Path, reference: Path, device: str) -> tuple[bool, str]:
     """Check `<out>/retrofit_rmse.csv` against `reference` (`across_devices`), write
     `<out>/cpu_agreement.csv`, and say whether every unit agrees and the counts in one line."""
     from retrofit.results.reproduction import across_devices, read_results
-    from retrofit.runner.store import noise_floors
+    from retrofit.runner.finish import noise_floors
 
     floors: dict[str, float] = {}
     for (host, on), floor in noise_floors().items():

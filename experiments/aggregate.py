@@ -10,7 +10,7 @@ into a shared cache_dir.
 It takes the sweep's command line and aggregates exactly that sweep's units (as the sweep does at
 its end), whatever else the cache holds: each job of the command, composed from the run's own
 overrides, is built as its case (its data's and host file's digests read, nothing fitted) and
-names its units by their identities (`retrofit.runner.store.sweep_records`); a unit without a
+names its units by their identities (`retrofit.runner.finish.sweep_records`); a unit without a
 stored result is named and nothing is written.
 
 `run` aggregates the one case of a single run (no -m) into its `results_dir`, with the rows already
@@ -53,7 +53,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return
     check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
-    from retrofit.runner.store import finish, sweep_records
+    from retrofit.runner.finish import finish, sweep_records
     from retrofit.runner.sweep_config import case_from_hydra
 
     with runner.collected_notices() as notices:

@@ -38,7 +38,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     A CSV named on the command line is checked first (`check_csv_command`), before any model loads."""
     check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))
     from retrofit.runner.case import run_case
-    from retrofit.runner.store import case_records, finish, reusable
+    from retrofit.runner.finish import case_records, finish, reusable
     from retrofit.runner.sweep_config import case_from_hydra
 
     if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
@@ -77,7 +77,7 @@ class CheckSweep(Callback):
         self.reused = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from retrofit.runner.store import reusable
+        from retrofit.runner.finish import reusable
         from retrofit.runner.sweep_config import checked_sweep
 
         with exit_on_any_error():

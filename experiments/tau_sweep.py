@@ -100,7 +100,7 @@ def default_c(variants: list[str]) -> dict[str, float]:
 def write_tau_results(results_dir: Path, cases: "list[Case]") -> "pd.DataFrame":
     """`tau_sweep.csv` and `tau_sweep.png` under `results_dir` from the units of `cases`."""
     from retrofit.results.tau_table import plot_tau, tau_table
-    from retrofit.runner.store import sweep_records
+    from retrofit.runner.finish import sweep_records
 
     table = tau_table(sweep_records(cases))
     write_csv(table, Path(results_dir) / "tau_sweep.csv")
@@ -118,7 +118,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
 
     from retrofit.results.tau_table import plot_tau
     from retrofit.runner.case import run_case
-    from retrofit.runner.store import reusable
+    from retrofit.runner.finish import reusable
 
     job = start(cfg, hydra_cfg, SCHEMA, "configs/tau_sweep.yaml", as_object=False)
     settings = job.settings

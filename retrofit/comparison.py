@@ -3,7 +3,8 @@
 Per seed, ONE host regressor is fitted on the seed's split (`retrofit.data.split`: the sweep's
 70/30 rule, the same cleaning and categorical encoding, `random_state = seed`,
 `retrofit.fitting.fit_host`); the frozen stock host (`retrofit.retrofit(fitted, "baseline")`) and
-every variant (`retrofit.retrofit(fitted, variant, **hparams)`) predict the same test rows. The
+every variant (`retrofit.retrofit(fitted, variant, **hparams)`, each variant resolved once and
+named as its `retrofit.variants.Variant` is named) predict the same test rows. The
 numbers are the sweep's for the same rows and settings: the same table swept from a CSV file
 (`dataset=csv dataset.path=... dataset.target=...`) gives the same `rmse` (up to torch's
 thread count, which the sweep fixes at 1: last-bit rounding). Nothing is stored or timed.
@@ -18,13 +19,13 @@ import pandas as pd
 
 from retrofit.data import Split, frame_table, split
 from retrofit.data.prepare import check_seed
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, bounded
 from retrofit.fitting import fit_host
 from retrofit.hosts import available, check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
 from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, rmse
-from retrofit.patching import retrofit
-from retrofit.variants import resolve_variant
+from retrofit.patching import patch_variant, retrofit
+from retrofit.variants import Variant, resolve_variant
 
 TARGET = "target"
 """The target's column when `y` is given apart from the features."""
@@ -36,7 +37,7 @@ def compare(
     X: Any,
     y: Any,
     *,
-    variants: Sequence[str | Mapping[str, Any]] = ("full_o",),
+    variants: Sequence[str | os.PathLike | Mapping[str, Any]] = ("full_o",),
     host: str | os.PathLike = "tiny_v3",
     seeds: Iterable[int] = (0,),
     n_estimators: int = 8,
@@ -49,7 +50,9 @@ def compare(
 
     X, y: the features (a DataFrame, or an array whose columns become x0, x1, ...) and the target
         (an array or Series); or a DataFrame holding both and the name of its target column as `y`.
-    variants: built-in variant names or specs, as `retrofit.retrofit` takes them.
+    variants: built-in variant names, variant files or specs, as `retrofit.retrofit` takes them; the
+        `variant` column is each one's name (a file's stem, a spec's `name` or its adapters joined
+        by `+`), so two variants of one name are refused.
     host: a shipped host name, a tabpfn model name ("v2.5") or a checkpoint (file or HuggingFace
         cache folder: `retrofit.hosts.check_checkpoint`).
     categorical: numeric columns that are categories (text columns always are).
@@ -60,12 +63,11 @@ def compare(
     table = frame_table(feature_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
     host_path = get_path(host) if host in available() else check_checkpoint(host)
     device = resolve_device(device)
-    for variant in variants:  # a bad variant or hyper-parameter is refused before anything is fitted
-        resolve_variant(variant, **hparams)
     seeds, variants = list(seeds), list(variants)
     for name, values in (("seeds", seeds), ("variants", variants)):
         if not values:
             raise RetrofitError(f"{name} is empty, so compare would return no row; give at least one")
+    resolved = named_variants(variants, hparams)  # a bad variant or hyper-parameter: refused before any fit
     for seed in seeds:
         check_seed(seed)
     if len(set(seeds)) < len(seeds):
@@ -74,8 +76,23 @@ def compare(
     for seed in seeds:
         data = split(table, seed, test_size)
         fitted, _ = fit_host(host_path, data, random_state=seed, n_estimators=n_estimators, device=device)
-        rows += _seed_rows(fitted, data, seed, variants, hparams)
+        rows += _seed_rows(fitted, data, seed, resolved)
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def named_variants(variants: Sequence[Any], hparams: Mapping[str, Any]) -> list[Variant]:
+    """Each of `variants` resolved with `hparams` (`retrofit.variants.resolve_variant`); RetrofitError
+    naming two that resolve to one name, which would label two variants' rows alike."""
+    resolved = [resolve_variant(variant, **hparams) for variant in variants]
+    names = [variant.name for variant in resolved]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        given = ", ".join(bounded(str(v), 100) for v, name in zip(variants, names, strict=True) if name == twice)
+        raise RetrofitError(
+            f"variants {given} are all named {twice!r}, so their rows could not be told apart; "
+            "give each its own name (a file its own stem, a spec its own `name`)"
+        )
+    return resolved
 
 
 def feature_frame(X: Any, y: Any) -> pd.DataFrame:
@@ -95,23 +112,21 @@ def feature_frame(X: Any, y: Any) -> pd.DataFrame:
     return features.reset_index(drop=True).assign(**{TARGET: target})
 
 
-def _seed_rows(
-    fitted: Any, data: Split, seed: int, variants: Sequence[str | Mapping[str, Any]], hparams: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """The rows of one seed: every variant of `fitted` against its frozen stock host on `data`'s test rows."""
+def _seed_rows(fitted: Any, data: Split, seed: int, variants: Sequence[Variant]) -> list[dict[str, Any]]:
+    """The rows of one seed: every resolved variant of `fitted` against its frozen stock host on `data`'s test rows."""
     baseline = _predict(retrofit(fitted, "baseline"), data.X_test)
     baseline_rmse = rmse(data.y_test, baseline[0])
     baseline_scores = DistributionScores.of(data.y_test, baseline[1])
     rows = []
     for variant in variants:
-        patched = retrofit(fitted, variant, **hparams)
+        patched = patch_variant(fitted, variant)
         mean, bars = _predict(patched, data.X_test) if patched.retrofit_report_.patched else baseline
         rmses = {"rmse": rmse(data.y_test, mean), "baseline_rmse": baseline_rmse}
         scores = DistributionScores.of(data.y_test, bars).matched(baseline_scores)
         rows.append(
             {
                 "seed": seed,
-                "variant": variant if isinstance(variant, str) else variant.get("name", "spec"),
+                "variant": variant.name,
                 **rmses,
                 **matched_deltas(rmses),
                 **{key: scores[key] for key in ("nll", "delta_nll", "crps", "delta_crps_pct")},

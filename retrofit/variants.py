@@ -2,15 +2,17 @@
 
 A variant has `name`, `adapters` (registered adapter names), `tau` (`mode` absolute with `value`, or
 calibrated with `c`; see `retrofit.adapters.tau`; a bare number is `c` of the calibrated rule,
-`tau_rule`), `eps_den`, `eps_mode` (OAttention's sink semantics,
-`retrofit.ops.EPS_MODES`; absent means `absolute`), `compact` and `closed` (`true` O-closes the whole
-model, from the raw input to the readout, not only the in-context blocks; `retrofit.adapters.closed_model`).
-A variant without adapters (the baseline) needs no `tau`, `eps_den` or `eps_mode`.
+`tau_rule`), `eps_den`, `eps_mode` (OAttention's sink semantics, `retrofit.ops.EPS_MODES`), `compact`
+and `closed` (`true` O-closes the whole model, from the raw input to the readout, not only the
+in-context blocks; `retrofit.adapters.closed_model`). `VariantConfig` holds the defaults of every key
+but `adapters`, which a variant must list (`[]` for the stock host); a variant without adapters (the
+baseline) uses no `tau`, `eps_den` or `eps_mode`.
 
 The built-in variants are `retrofit/configs/variant/<name>.yaml` (package data; Hydra's `variant`
 group reads the same files through `pkg://retrofit.configs`). A variant is given by built-in name,
 as a spec (a mapping), or explicitly as a file: a `pathlib.Path` or a string ending in `.yaml`/`.yml`,
-reported under its own file name (`mine.yaml`), never a built-in's. Every spec, from a file, a dict
+reported under its file name's stem (`mine` for `mine.yaml`), as the sweep reports the same file
+found by its name; a stem that is a built-in's name is refused. Every spec, from a file, a dict
 or a composed Hydra node, is checked against `VariantConfig`: an unknown key or a value of the wrong
 type is a RetrofitError naming the key. Every `Variant` checks its own settings once, wherever it came
 from: its tau rule is a `retrofit.adapters.TauRule`, its `eps_den`, `eps_mode` and `compact` are one
@@ -22,14 +24,14 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib.resources import files
 from numbers import Real
 from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.adapters import PARTS, AttentionSettings, TauRule, adapter
@@ -54,6 +56,10 @@ class TauConfig:
     value: float | None = None
 
 
+TAU_KEYS = tuple(f.name for f in fields(TauConfig))
+"""The keys of a tau rule."""
+
+
 def tau_rule(tau: Any) -> Any:
     """The one form of a variant's `tau`: a bare number is `c` of the calibrated rule (`0.01` is
     `{"mode": "calibrated", "c": 0.01}`); a rule (a mapping or config node) or None is returned as
@@ -75,13 +81,18 @@ def with_tau_rule(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class VariantConfig:
-    """The schema of a variant spec (a file in `retrofit/configs/variant/`, a dict, a Hydra node)."""
+    """The schema of a variant spec and its defaults, the one place they are written: every spec (a
+    built-in file, a file of the checkout or a search-path folder, a file given by path, a dict, a
+    Hydra node) is merged onto it (`typed_spec`), so a key it omits means the same wherever it comes
+    from. `adapters` has no default: what a variant replaces is never implied. `name` absent: the
+    file's stem, else the adapters joined by `+`. A `tau` rule given replaces the default rule
+    whole (its omitted keys are null, never the default's `c`)."""
 
     name: str | None = None
-    adapters: list[str] = field(default_factory=list)
-    tau: TauConfig | None = None
-    eps_den: float | None = None
-    eps_mode: str | None = None
+    adapters: list[str] = MISSING
+    tau: TauConfig | None = field(default_factory=lambda: TauConfig(mode="calibrated", c=1e-3))
+    eps_den: float | None = 1e-6
+    eps_mode: str | None = "absolute"
     compact: bool = False
     closed: bool = False
 
@@ -161,14 +172,19 @@ def _builtin_spec(text: str) -> dict[str, Any]:
 
 
 def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
-    """The spec in the variant file `path`, named after the file (`mine.yaml`), so that its results are
-    never reported under a built-in variant's name. Its `name` key may be absent, the file name or
-    the file's stem (`name: mine`, as the sweep's `variant/mine.yaml` must say), so one file serves
-    the command line and Python alike. RetrofitError for a missing or malformed file, or one whose
-    `name` key says another name (drop the key or set it to the file's stem)."""
+    """The spec in the variant file `path`, named after the file's stem (`mine` for `mine.yaml`), as
+    the sweep names `variant/mine.yaml` (`variant=mine`), so one file is one name on the command
+    line and in Python. Its `name` key may be absent, the stem or the file name. RetrofitError for
+    a missing or malformed file, a stem that is a built-in variant's name (its results would read
+    as the built-in's), or a `name` key that says another name (drop the key or set it to the stem)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise RetrofitError(f"variant file {path} does not exist; pass an existing .yaml file, or a built-in name")
+    if path.stem in available_variants():
+        raise RetrofitError(
+            f"variant file {path} would be reported as {path.stem!r}, the name of a built-in variant; "
+            f"rename the file (e.g. {path.stem}_mine{path.suffix})"
+        )
     try:
         loaded = OmegaConf.load(path)
         spec = OmegaConf.to_container(loaded, resolve=True)
@@ -179,9 +195,9 @@ def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
     if spec.get("name") not in (None, path.name, path.stem):
         raise RetrofitError(
             f"variant file {path} calls itself {spec['name']!r}; a variant from a file is reported under its file "
-            f"name {path.name!r}: drop its `name` key or set it to {path.stem!r}"
+            f"name's stem {path.stem!r}: drop its `name` key or set it to {path.stem!r}"
         )
-    return {**spec, "name": path.name}
+    return {**spec, "name": path.stem}
 
 
 def variant_spec(variant: str | os.PathLike | Mapping[str, Any] | DictConfig) -> dict[str, Any]:
@@ -207,8 +223,8 @@ def typed_spec(spec: Mapping[str, Any] | DictConfig) -> dict[str, Any]:
     interpolations as written) is checked once per process.
 
     A bare-number `tau` becomes its calibrated rule first (`tau_rule`). Raises RetrofitError naming
-    an unknown key, a value of the wrong type, or a `name` that is not a label (`retrofit.labels`: a
-    variant's name labels results and names unit files).
+    an unknown key, a value of the wrong type, a missing `adapters`, or a `name` that is not a label
+    (`retrofit.labels`: a variant's name labels results and names unit files).
     """
     plain = OmegaConf.to_container(spec) if OmegaConf.is_config(spec) else spec
     plain = with_tau_rule(plain) if isinstance(plain, Mapping) else plain
@@ -227,7 +243,14 @@ def _typed_spec_of(key: str) -> dict[str, Any]:
 
 def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     label = spec.get("name", "<unnamed>")
-    typed_node = typed(VariantConfig, spec, f"variant {label!r}")
+    tau = spec.get("tau")
+    whole = {**spec, "tau": {**dict.fromkeys(TAU_KEYS), **tau}} if isinstance(tau, Mapping) else spec
+    typed_node = typed(VariantConfig, whole, f"variant {label!r}")
+    if OmegaConf.is_missing(typed_node, "adapters"):
+        raise RetrofitError(
+            f"variant {label!r} has no 'adapters': list the registered adapters it applies, e.g. "
+            "adapters: [o_attention] ([] for the stock host)"
+        )
     if typed_node.name is not None:
         check_label("variant name", typed_node.name)
     return OmegaConf.to_container(typed_node, resolve=True)
@@ -251,10 +274,16 @@ def resolve_variant(variant: str | os.PathLike | Mapping[str, Any] | DictConfig,
         raise RetrofitError(f"variant {spec['name']!r} lists adapters {list(names)} that replace the same part twice")
     if not names:
         return Variant(spec["name"] or "baseline", (), None, None, spec["compact"], closed=spec["closed"])
-    if spec["tau"] is None or spec["eps_den"] is None:
-        raise RetrofitError(f"variant {spec['name']!r} patches {list(names)} and needs both 'tau' and 'eps_den'")
-    rule = TauRule(**spec["tau"])
     name = spec["name"] or "+".join(names)
+    unset = [key for key in ("tau", "eps_den", "eps_mode") if spec[key] is None]
+    if unset:
+        default = OmegaConf.to_container(OmegaConf.structured(VariantConfig))[unset[0]]
+        default = {k: v for k, v in default.items() if v is not None} if isinstance(default, dict) else default
+        raise RetrofitError(
+            f"variant {name!r} patches {list(names)} and sets {unset[0]}: null; give it a value, or drop the key "
+            f"for its default ({unset[0]}: {default})"
+        )
     ordered = tuple(sorted(names, key=lambda n: PARTS.index(adapter(n).part)))
-    eps_mode = spec["eps_mode"] or "absolute"
-    return Variant(name, ordered, rule, spec["eps_den"], spec["compact"], eps_mode, spec["closed"])
+    return Variant(
+        name, ordered, TauRule(**spec["tau"]), spec["eps_den"], spec["compact"], spec["eps_mode"], spec["closed"]
+    )

@@ -17,9 +17,10 @@ from retrofit.data import DatasetSpec
 from retrofit.errors import RunnerError
 from retrofit.results import run_files as agg
 from retrofit.runner import case as case_module
-from retrofit.runner import store as units_module
-from retrofit.runner.case import UnitSpec, check_cases, run_case
+from retrofit.runner import identity
+from retrofit.runner.case import UnitSpec, check_cases, reject_duplicates, run_case
 from retrofit.runner.store import UnitStore
+from retrofit.unit_key import UnitKey
 
 
 def unit_files(runs_dir: Path) -> list[Path]:
@@ -100,8 +101,8 @@ def test_a_changed_version_or_code_makes_a_unit_stale(host, tmp_path, monkeypatc
     run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
     (path,) = unit_files(tmp_path)
     before = json.loads(path.read_text())
-    env = units_module.environment() | change["environment"]
-    monkeypatch.setattr(case_module, "environment", lambda: env)
+    env = identity.environment() | change["environment"]
+    monkeypatch.setattr(identity, "environment", lambda: env)
     (after,) = run_case(case_on(host, tmp_path, units=(UnitSpec("oa_only"),)))
     assert before["identity"] != after["identity"] and json.loads(path.read_text()) == before  # recomputed beside
     assert len(unit_files(tmp_path)) == 2 and after["rmse"] > 0
@@ -173,6 +174,13 @@ def test_another_host_file_or_dataset_spec_under_the_same_name_is_another_unit(
     other_spec = diabetes_case(host, tmp_path, units=units, dataset=replace(dataset_spec("diabetes"), max_rows=50))
     identities = {identity for case in (base, other_host, other_spec) for identity in case.identities.values()}
     assert len(identities) == 3
+
+
+def test_duplicate_keys_are_rejected_by_name():
+    a, b = UnitKey("h", "d", 0, "oa_only"), UnitKey("h", "d", 1, "oa_only")
+    reject_duplicates([a, b])
+    with pytest.raises(RunnerError, match=r"duplicate units in this sweep: host=h/dataset=d/seed=0/variant=oa_only;"):
+        reject_duplicates([a, b, a])
 
 
 def test_two_datasets_under_one_name_in_one_sweep_are_refused(host, tmp_path, diabetes_case, dataset_spec):

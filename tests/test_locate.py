@@ -19,7 +19,7 @@ from tabpfn.settings import settings
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
 from retrofit.hosts.validation import architecture_name
-from retrofit.runner.store import file_digest
+from retrofit.runner.identity import file_digest, host_digest
 from retrofit.runner.sweep_config import case_from_hydra
 
 
@@ -80,7 +80,7 @@ def test_a_huggingface_cache_checkpoint_is_read_by_the_name_given_not_the_blob(t
     repo = _hub_cache(tmp_path / "hub", "tabpfn_3_5", {"tabpfn-v3.5-20260909.safetensors": shipped_file})
     link = repo / "snapshots" / REVISION / "tabpfn-v3.5-20260909.safetensors"
     assert [check_checkpoint(given) for given in (link, link.parent, repo)] == [link] * 3
-    assert file_digest(check_checkpoint(repo)) == file_digest(shipped_file)  # the host digest is of the bytes
+    assert host_digest(repo) == file_digest(shipped_file)  # the host digest is of the bytes
     cfg = hydra_compose("sweep", ["host=checkpoint", f"host.path={repo}", "host.name=real_v3_5", "variant=oa_only"])
     assert case_from_hydra(cfg, cfg.hydra).host_path == link
     regressor = make_regressor(repo)

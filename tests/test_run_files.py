@@ -20,7 +20,8 @@ from retrofit.results import run_files as agg
 from retrofit.results.long_format import COLUMN_DOCS as LONG_DOCS
 from retrofit.results.record import COLUMNS, UnitRecord, read_records
 from retrofit.results.run_files import aggregate, headline, outputs
-from retrofit.runner.store import UnitStore, floor_commands, noise_floors
+from retrofit.runner.finish import floor_commands, noise_floors
+from retrofit.runner.store import UnitStore
 
 
 def record(dataset: str, variant: str, delta: float, **values) -> UnitRecord:

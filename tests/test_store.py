@@ -1,6 +1,6 @@
 """The unit store (`retrofit.runner.store`): unit files named by identity, read back verified (a tampered
-file is named and recomputed, never served), atomic and concurrent writes, the code digest, and a
-run's units read back by its cases' identities (a unit without a result named, nothing written)."""
+file is named and recomputed, never served), atomic and concurrent writes, and a run's units read
+back by its cases' identities (`retrofit.runner.finish`: a unit without a result named, nothing written)."""
 
 import json
 import logging
@@ -18,23 +18,16 @@ from processes import host_args, run_hydra
 
 from retrofit.errors import RunnerError
 from retrofit.io import write_atomic
-from retrofit.runner import store as units_module
+from retrofit.runner import identity
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.store import UnitStore, code_digest, reject_duplicates, row_digest, stored_rows, sweep_records
-from retrofit.unit_key import UnitKey
+from retrofit.runner.finish import stored_rows, sweep_records
+from retrofit.runner.store import UnitStore, row_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 WORKER = Path(__file__).with_name("case_worker.py")
 """Runs cases into one store in a process of its own."""
-
-
-def test_duplicate_keys_are_rejected_by_name():
-    a, b = UnitKey("h", "d", 0, "oa_only"), UnitKey("h", "d", 1, "oa_only")
-    reject_duplicates([a, b])
-    with pytest.raises(RunnerError, match=r"duplicate units in this sweep: host=h/dataset=d/seed=0/variant=oa_only;"):
-        reject_duplicates([a, b, a])
 
 
 def test_store_reads_back_a_unit_only_under_its_identity(tmp_path):
@@ -60,33 +53,6 @@ def test_corrupt_unit_file_is_named(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(RunnerError, match=r"bad\.json is not valid JSON"):
         UnitStore(tmp_path).read(tmp_path / "bad.json")
-
-
-def test_code_digest_follows_what_the_code_does_not_what_it_says(tmp_path):
-    """A comment or docstring edit keeps every cached unit, as does a change of how results are
-    shown; a change of the code that computes numbers makes them stale."""
-    package = tmp_path / "retrofit"
-    shutil.copytree(ROOT / "retrofit" / "runner", package / "runner", ignore=shutil.ignore_patterns("__pycache__"))
-    path = package / "runner" / "case.py"
-    source = path.read_text()
-
-    def digest_of(text: str) -> str:
-        path.write_text(text)
-        code_digest.cache_clear()
-        return code_digest(package)
-
-    before = digest_of(source)
-    said = source.replace('"""One case: fit ONE regressor', '"""One case (reworded): fit ONE regressor', 1)
-    said = said.replace("    def settings(self)", "    # a comment\n    def settings(self)", 1)
-    assert said != source and digest_of(said) == before
-    done = source.replace('"threads": self.threads,', '"threads": self.threads + 1,', 1)
-    changed = digest_of(done)
-    assert done != source and changed != before
-    (package / "notes.txt").write_text("not source")
-    shown = package / "runner" / "__init__.py"
-    shown.write_text(shown.read_text() + "\nSHOWN_ONLY = 1\n")  # how results are shown: no number changes
-    assert digest_of(done) == changed  # only the source of what computes numbers counts
-    code_digest.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +255,7 @@ def test_a_runs_records_are_read_by_the_identities_its_cases_computed(host, tmp_
     identity) has no stored result and is named."""
     case = case_on(host, tmp_path)
     rows = run_case(case)
-    monkeypatch.setattr(units_module, "code_digest", lambda: "changed since")
+    monkeypatch.setattr(identity, "code_digest", lambda: "changed since")
     assert [r.rmse for r in sweep_records([case])] == [r["rmse"] for r in rows]
     with pytest.raises(RunnerError, match="2 units of this run have no result in"):
         sweep_records([replace(case)])

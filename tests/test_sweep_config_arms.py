@@ -16,7 +16,7 @@ from retrofit.hosts import available, get_path
 from retrofit.results.record import UnitRecord
 from retrofit.results.run_files import ARM_COLUMNS, aggregate
 from retrofit.runner.case import UnitSpec, run_case
-from retrofit.runner.store import case_records
+from retrofit.runner.finish import case_records
 from retrofit.runner.sweep_config import ARMS_FILE, Decomposition, with_arms
 
 MAIN_UNITS = (UnitSpec("baseline"), UnitSpec("full_o"), UnitSpec("oa_only"))

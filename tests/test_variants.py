@@ -60,7 +60,8 @@ def test_a_built_in_variant_file_is_read_as_it_is_now(monkeypatch, tmp_path):
         ({"name": "x", "adapters": ["o_magic"]}, {}, "unknown adapter 'o_magic'"),
         ("full_o", {"tau": {"mode": "calibrated", "c": -1}}, "needs tau.c > 0"),
         ("full_o", {"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
-        ({"name": "x", "adapters": ["o_ffn"]}, {}, "needs both 'tau' and 'eps_den'"),
+        ({"name": "x", "adapters": ["o_ffn"], "tau": None}, {}, r"patches \['o_ffn'\] and sets tau: null; give it"),
+        ({"name": "x", "tau": 0.01}, {}, r"variant 'x' has no 'adapters': list the registered adapters it applies"),
     ],
 )
 def test_bad_variants_are_refused(fitted, variant, hparams, message):
@@ -97,19 +98,19 @@ def test_variant_string_that_is_a_path_is_not_loaded(tiny_v3_fitted, tmp_path):
             retrofit(tiny_v3_fitted[0], variant)
 
 
-def test_variant_file_is_reported_under_its_own_file_name(tiny_v3_fitted, tmp_path):
+def test_variant_file_is_reported_under_its_file_names_stem(tiny_v3_fitted, tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text((VARIANT_DIR / "oa_only.yaml").read_text().replace("name: oa_only\n", ""))
     for given in (str(path), path):
         report = retrofit(tiny_v3_fitted[0], given).retrofit_report_
-        assert report.variant.name == "mine.yaml" and report.variant.adapters == ("o_attention",)
+        assert report.variant.name == "mine" and report.variant.adapters == ("o_attention",)
         assert len(report.patched) > 0
 
 
 def test_variant_file_calling_itself_a_built_in_is_refused(tiny_v3_fitted, tmp_path):
     path = tmp_path / "evil.yaml"
     path.write_text("name: full_o\nadapters: []\n")
-    with pytest.raises(RetrofitError, match=r"calls itself 'full_o'.*under its file name 'evil\.yaml'.*to 'evil'"):
+    with pytest.raises(RetrofitError, match=r"calls itself 'full_o'.*under its file name's stem 'evil'.*to 'evil'"):
         retrofit(tiny_v3_fitted[0], str(path))
     with pytest.raises(RetrofitError, match=r"variant file .*nowhere\.yaml does not exist"):
         retrofit(tiny_v3_fitted[0], str(tmp_path / "nowhere.yaml"))

@@ -1,7 +1,7 @@
 """The noise-floor table `results/noise_floor.csv`, read without torch: its columns and each host's floor.
 
 `benchmarks.floor_movements` measures it (`make noise-floor` into the record, `python -m retrofit
-noise_floor` into `OWN_FLOORS`); the sweep's headline reads both (`retrofit.runner.store.noise_floors`)
+noise_floor` into `OWN_FLOORS`); the sweep's headline reads both (`retrofit.runner.finish.noise_floors`)
 to mark a mean delta inside its host's floor on its device.
 """
 

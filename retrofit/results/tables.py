@@ -167,7 +167,7 @@ def headline(
     arm other than the variant's own settings), per host, mean ΔRMSE % [95 % CI] (signed largest) and
     the predict-time ratio to the baseline. Rows of different settings are kept apart
     (`settings_apart`) and a line above the table says so. With `floors` ((host, device) -> noise
-    floor in % of RMSE, the largest over its sources, `retrofit.runner.store.noise_floors`), a mean
+    floor in % of RMSE, the largest over its sources, `retrofit.runner.finish.noise_floors`), a mean
     |ΔRMSE| below its host's floor on the device its rows ran on is marked `≈0` and a line below the
     table gives each host's floor, or "floor not measured" and the command in `commands` that
     measures it."""

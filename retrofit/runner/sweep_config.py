@@ -35,7 +35,7 @@ checked together (`retrofit.runner.case.check_cases`: each job's data loads and 
 that two jobs would run differently) and its seed lists, each notice said once, the reference
 read (`checked_sweep`). After the last job, the sweep's results from the units of those same cases,
 under the identities they computed, with the rows already there (`finish_sweep`,
-`retrofit.runner.store.finish`) and, with `reference=<csv>`, checked against that file as read
+`retrofit.runner.finish.finish`) and, with `reference=<csv>`, checked against that file as read
 before the sweep began.
 """
 
@@ -83,10 +83,10 @@ from retrofit.runner import (
     say,
 )
 from retrofit.runner.case import BASELINE, Case, UnitSpec, check_cases, resolved_variant
-from retrofit.runner.store import finish, sweep_records
+from retrofit.runner.finish import finish, sweep_records
 from retrofit.typed import typed
 from retrofit.unit_key import hparams_text
-from retrofit.variants import HPARAMS, available_variants, load_variant, typed_spec, with_tau_rule
+from retrofit.variants import HPARAMS, VARIANT_DIR, available_variants, load_variant, typed_spec, with_tau_rule
 
 log = logging.getLogger(__name__)
 
@@ -159,12 +159,24 @@ def _group_options(primary: tuple[str, ...], searchpath: str, group: str) -> tup
 
 
 def variant_options(hydra_cfg: DictConfig) -> list[str]:
-    """The `variant` options on this job's search path; RunnerError if the built-in ones are missing."""
+    """The `variant` options on this job's search path. RunnerError if the built-in ones are missing,
+    or if a variant file of the checkout or of a search-path folder has a built-in variant's name:
+    whichever comes first on the search path (the checkout's `configs/` before every entry) would
+    hide the other, and its results would read as the other's."""
     options = _group_options(_primary(), _searchpath(hydra_cfg), "variant")
     if BASELINE not in options:
         raise RunnerError(
             f"the built-in variants are not on Hydra's search path; keep {BUILTIN_SEARCHPATH} in it, e.g. "
             f"hydra.searchpath=[{BUILTIN_SEARCHPATH},file:///path/to/your/configs]"
+        )
+    folders = [Path(src.path) / "variant" for src in hydra_cfg.runtime.config_sources if src.schema == "file"]
+    own = [folder for folder in folders if folder.resolve() != VARIANT_DIR.resolve()]
+    files = (folder / f"{name}.yaml" for folder in own for name in available_variants())
+    named = next((file for file in files if file.is_file()), None)
+    if named is not None:
+        raise RunnerError(
+            f"variant file {named} has the name of the built-in variant {named.stem!r}, so one would hide "
+            f"the other; rename the file (e.g. {named.stem}_mine.yaml, with its `name` key)"
         )
     return sorted(options)
 
@@ -473,7 +485,7 @@ def checked_sweep(config: DictConfig) -> tuple[list[Case], Reference | None]:
 
 def finish_sweep(config: DictConfig, cases: list[Case], reference: Reference | None, reused: str) -> None:
     """The sweep's results from the stored units of `cases`, the cases `checked_sweep` built before
-    the first job, under the identities they computed then (`retrofit.runner.store.sweep_records`:
+    the first job, under the identities they computed then (`retrofit.runner.finish.sweep_records`:
     nothing is built again), with the rows already in its results_dir kept (two sweeps into one
     folder keep each other's rows), except in the committed record, which holds exactly the rows of
     the sweep that makes it."""
