@@ -1,14 +1,17 @@
 """How much one command may take on, checked before any work: a command given more refuses in one
 line, naming the bound and what to do, instead of running for hours or filling memory.
 
-Each bound is kept here once and imported where it is checked: `max_work` (the table one fit
-takes, `retrofit.data.prepare.check_work`).
+Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the seeds of one
+`retrofit.compare` call), `max_work` (the table one fit takes, `retrofit.data.prepare.check_work`).
 """
 
 import os
 
 from retrofit.errors import RetrofitError
 
+MAX_JOBS = 1000
+"""The most fits one command starts: the seeds of one `retrofit.compare` call (each is one fit); a
+longer list is hours of work, and a generator may have no end, so neither is started unasked."""
 MAX_WORK = 2 * 10**9
 """The most work (`max_work`) one fit may take, by default: fitted rows × rows × feature columns.
 TabPFN attends from every row to every fitted row in each feature column, so a fit's time grows
