@@ -2,6 +2,7 @@
 or the same table as a DataFrame in memory, give one table; a missing key, column or file is named in
 one line."""
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -108,6 +109,23 @@ def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
     spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
     with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix `path`"):
         load_table(spec, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_csv_path_that_is_a_pipe_or_a_device_is_named_as_not_a_regular_file(tmp_path, kind):
+    """A FIFO or /dev/zero given as the CSV was reported as a file that "does not exist"."""
+    path = tmp_path / "pipe.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": str(path), "target": "y"})
+    with pytest.raises(DatasetError) as err:
+        load_table(spec, tmp_path)
+    assert (
+        one_line(err)
+        == f"dataset 'h': CSV file {path} is not a regular file; fix `path` (in its YAML, or dataset.path=)"
+    )
 
 
 def test_csv_path_relative_to_the_start_directory(tmp_path):

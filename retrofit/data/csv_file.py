@@ -23,14 +23,13 @@ def path_on_command_line(overrides: Sequence[str]) -> bool:
 
 def csv_path(dataset: str, path: str | Path, base_dir: Path) -> Path:
     """The file `path` names (`~` expanded; a relative path from `base_dir`); DatasetError naming
-    `dataset` unless it is a file."""
+    `dataset` unless it is a regular file: a folder is named as one, a pipe or a device (/dev/zero,
+    which would be read without end) as not a regular file."""
     path = Path(path).expanduser()
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
-        raise DatasetError(
-            f"dataset {dataset!r}: CSV file {path} {'is a folder' if path.is_dir() else 'does not exist'}; "
-            "fix `path` (in its YAML, or dataset.path=)"
-        )
+        what = "is a folder" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
+        raise DatasetError(f"dataset {dataset!r}: CSV file {path} {what}; fix `path` (in its YAML, or dataset.path=)")
     return path
 
 
