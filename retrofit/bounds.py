@@ -11,8 +11,8 @@ import os
 from retrofit.errors import RetrofitError
 
 MAX_JOBS = 1000
-"""The most fits one command starts: the seeds of one `retrofit.compare` call (each is one fit); a
-longer list is hours of work, and a generator may have no end, so neither is started unasked."""
+"""The most seeds one `retrofit.compare` call runs, each one fit: a longer list is hours of work,
+and a generator may have no end, so neither is started unasked."""
 MAX_WORK = 2 * 10**9
 """The most work (`max_work`) one fit may take, by default: fitted rows × rows × feature columns.
 TabPFN attends from every row to every fitted row in each feature column, so a fit's time grows

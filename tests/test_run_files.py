@@ -309,8 +309,8 @@ def test_a_damaged_results_csv_is_named_with_the_command_that_moves_it_aside(tmp
     message = one_line(err)
     move = f"mv '{csv}' '{csv}.damaged'"
     assert re.fullmatch(
-        rf"{re.escape(str(csv))} is damaged \({damage}\); move it aside, `{re.escape(move)}`, and rerun: "
-        "each run's rows come back from its stored units",
+        rf"{re.escape(str(csv))} is damaged \({damage}\); move it aside, `{re.escape(move)}`, and rerun "
+        "each command that wrote there: its rows come back from its stored units",
         message,
     ), message
     subprocess.run(move, shell=True, check=True)

@@ -105,7 +105,7 @@ def check_work(table: Table, X: pd.DataFrame, n_fitted: int) -> None:
     is over `retrofit.bounds.max_work`: TabPFN attends from each row to every fitted row in each
     feature column, so the work is fitted rows × rows × features (a categorical column is one column
     of codes however many levels it has; the message counts them, a text id column being the usual
-    cause of a table that large). It names the work, the bound, and both ways out."""
+    cause of a table that large). It names the work, the bound, and the ways out."""
     bound, n_features = max_work(), X.shape[1]
     work = n_fitted * len(X) * n_features
     if work <= bound:

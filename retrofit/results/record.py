@@ -195,7 +195,7 @@ def read_records(path: Path) -> list[UnitRecord]:
     aside = f"{path}.damaged"
     raise RunnerError(
         f"{path} is damaged ({damage}); move it aside, `mv {shlex.quote(str(path))} {shlex.quote(aside)}`, and "
-        "rerun: each run's rows come back from its stored units"
+        "rerun each command that wrote there: its rows come back from its stored units"
     )
 
 
@@ -211,7 +211,7 @@ def _damage(path: Path) -> str | None:
                 if len(row) != width:
                     return f"line {rows.line_num} has {len(row)} fields, the header {width}"
     except UnicodeDecodeError as err:
-        return f"not UTF-8 text: {err.reason} at byte {err.start}"
+        return f"not UTF-8 text ({err.reason})"
     except csv.Error as err:
         return f"not CSV: {err}"
     with path.open("rb") as file:
