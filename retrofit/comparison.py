@@ -10,6 +10,7 @@ numbers are the sweep's for the same rows and settings: the same table swept fro
 thread count, which the sweep fixes at 1: last-bit rounding). Nothing is stored or timed.
 """
 
+import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -17,9 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from retrofit.bounds import MAX_JOBS
 from retrofit.data import Split, frame_table, split
 from retrofit.data.prepare import check_seed
-from retrofit.errors import RetrofitError, bounded
+from retrofit.errors import RetrofitError, bounded, listing
 from retrofit.fitting import fit_host
 from retrofit.hosts import available, check_checkpoint, get_path
 from retrofit.hosts.regressor import resolve_device
@@ -55,6 +57,7 @@ def compare(
         by `+`), so two variants of one name are refused.
     host: a shipped host name, a tabpfn model name ("v2.5") or a checkpoint (file or HuggingFace
         cache folder: `retrofit.hosts.check_checkpoint`).
+    seeds: at most `retrofit.bounds.MAX_JOBS` seeds, each one fit (a longer list is refused unread).
     categorical: numeric columns that are categories (text columns always are).
     hparams: `retrofit.variants.HPARAMS` for every variant (tau=1e-2 is c of the calibrated rule).
     Raises DatasetError / RetrofitError naming the fix before anything is fitted (a split that
@@ -63,7 +66,12 @@ def compare(
     table = frame_table(feature_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
     host_path = get_path(host) if host in available() else check_checkpoint(host)
     device = resolve_device(device)
-    seeds, variants = list(seeds), list(variants)
+    seeds, variants = list(itertools.islice(seeds, MAX_JOBS + 1)), list(variants)  # a generator may never end
+    if len(seeds) > MAX_JOBS:
+        raise RetrofitError(
+            f"seeds lists more than {MAX_JOBS} seeds (retrofit.bounds.MAX_JOBS), one fit each; compare at most "
+            f"{MAX_JOBS} per call (e.g. seeds=range({MAX_JOBS})) and concatenate the frames"
+        )
     for name, values in (("seeds", seeds), ("variants", variants)):
         if not values:
             raise RetrofitError(f"{name} is empty, so compare would return no row; give at least one")
@@ -71,7 +79,7 @@ def compare(
     for seed in seeds:
         check_seed(seed)
     if len(set(seeds)) < len(seeds):
-        raise RetrofitError(f"seeds {seeds} repeat a seed (the same split and fit twice); list each once")
+        raise RetrofitError(f"seeds {listing(seeds)} repeat a seed (the same split and fit twice); list each once")
     rows = []
     for seed in seeds:
         data = split(table, seed, test_size)

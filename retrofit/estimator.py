@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from typing import Any, Literal, Self
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 from tabpfn.errors import TabPFNValidationError
 
 from retrofit.data.prepare import check_target_scale
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, bounded
 from retrofit.hosts import get_path, make_regressor
 from retrofit.patching import retrofit
 from retrofit.variants import resolve_variant
@@ -46,9 +47,12 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         (tau=1e-2 is {"mode": "calibrated", "c": 1e-2}); tau={"mode": "absolute", "value": 1.0} fixes it.
 
     Fitted attributes: `regressor_`, the retrofitted TabPFNRegressor (`regressor_.retrofit_report_`
-    lists the modules taken over); `n_features_in_` (and `feature_names_in_` for a DataFrame).
+    lists the modules taken over); `n_features_in_` (and `feature_names_in_` for a DataFrame);
+    `text_columns_`, the positions of the columns fit saw text in (tabpfn's categoricals).
     `validate_data` checks the shape and feature names (any dtype, NaN allowed); the inputs reach
-    tabpfn as given, so it converts them as it does for a stock regressor (text, categoricals).
+    tabpfn as given, so it converts them as it does for a stock regressor (text, categoricals). A
+    column that held numbers at fit and holds text at predict is refused naming it (tabpfn reads it
+    as numbers and fails on the text).
     """
 
     def __init__(
@@ -101,18 +105,51 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         except TabPFNValidationError as err:  # e.g. every feature constant
             raise RetrofitError(f"RetrofitRegressor.fit: {err}") from None
         self.regressor_ = retrofit(fitted, self.variant, **hparams)
+        self.text_columns_ = tuple(_text_cells(X))
         return self
 
     def predict(self, X: Any) -> Any:
-        """The retrofitted regressor's mean prediction for each row of X."""
+        """The retrofitted regressor's mean prediction for each row of X; RetrofitError naming a
+        column that holds text where fit saw numbers only."""
         check_is_fitted(self)
         validate_data(self, X, reset=False, **_AS_TABPFN_TAKES_IT)
+        new = {i: value for i, value in _text_cells(X).items() if i not in self.text_columns_}
+        if new:
+            i, value = next(iter(new.items()))
+            name = repr(self.feature_names_in_[i]) if hasattr(self, "feature_names_in_") else f"{i} (0-based)"
+            raise RetrofitError(
+                f"RetrofitRegressor.predict: column {name} holds text ({bounded(repr(value), 60)}) where fit saw "
+                "numbers only, and tabpfn reads it as numbers: give it numbers (NaN where a value is missing), or "
+                "fit on that column as text too, so it is a categorical"
+            )
         return self.regressor_.predict(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _text_cells(X: Any) -> dict[int, Any]:
+    """Column position -> its first value that is text and no number (what tabpfn cannot read as a
+    number: `"abc"`, not `"1.5"`), for each column of the table `X` (array or DataFrame) holding one."""
+    frame = isinstance(X, pd.DataFrame)
+    columns = (X.iloc[:, i].to_numpy() for i in range(X.shape[1])) if frame else np.asarray(X).T
+    found = {}
+    for i, column in enumerate(columns):
+        if column.dtype.kind in "OUS":
+            text = next((v for v in column if isinstance(v, str | bytes) and not _is_number(v)), None)
+            if text is not None:
+                found[i] = text
+    return found
+
+
+def _is_number(text: str | bytes) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _numbers(y: Any) -> np.ndarray:

@@ -28,29 +28,52 @@ if TYPE_CHECKING:  # pandas is needed by the caller that passes a frame, not to 
     import pandas as pd
 
 
+class WriteFailed(RunnerError):
+    """Writing a file into `folder` failed for want of space or another OSError (`reason`, the
+    system's words); the message names the folder and the fix, and the file is as it was."""
+
+    def __init__(self, path: Path, err: OSError):
+        self.folder, self.reason = path.parent, err.strerror or str(err)
+        super().__init__(
+            f"writing {path.name} into {self.folder} failed ({self.reason}); {path.name} is as it was: free space "
+            "there or choose another folder for it"
+        )
+
+
 def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     """Call `write(tmp)` on a fresh temporary file next to `path`, then rename it onto `path`.
 
     The rename is atomic on POSIX filesystems, so concurrent writers (joblib workers) and
-    interrupted runs leave either no file or a whole one. Parents are created.
+    interrupted runs leave either no file or a whole one. Parents are created. `WriteFailed` (one
+    line) when the disk is full or another OSError stops the write: `path` is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:  # a fresh name; O_EXCL refuses one another writer holds
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            break
-        except FileExistsError:
-            continue
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _fresh_file(path)
+    except OSError as err:
+        raise WriteFailed(path, err) from None
     try:
         write(tmp)
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
+    except OSError as err:
+        raise WriteFailed(path, err) from None
     finally:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def _fresh_file(path: Path) -> Path:
+    """A new empty temporary file next to `path`, under a fresh name; O_EXCL refuses one another writer holds."""
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
@@ -104,10 +127,11 @@ def staged(folder: Path) -> Iterator[Path]:
     try:
         try:
             yield stage
-        except OSError as err:
+        except (OSError, WriteFailed) as err:
+            reason = err.reason if isinstance(err, WriteFailed) else err.strerror or str(err)
             raise RunnerError(
-                f"writing into {folder} failed ({err.strerror or err}); none of its files changed: free space "
-                "there or choose another folder"
+                f"writing into {folder} failed ({reason}); none of its files changed: free space there or choose "
+                "another folder"
             ) from None
         for path in sorted(stage.iterdir()):
             os.replace(path, folder / path.name)

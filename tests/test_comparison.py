@@ -1,13 +1,17 @@
 """`retrofit.compare` (`retrofit.comparison`): the sweep's matched comparison of a table in memory, the
 same numbers as the sweep's, and its one-line refusals before any fit."""
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
 from processes import run_python
+from refusals import one_line
 from synthetic import houses, small_regression_data
 
 import retrofit
+from retrofit.bounds import MAX_JOBS
 from retrofit.data import DatasetError
 from retrofit.errors import RetrofitError
 
@@ -96,6 +100,30 @@ def test_compare_bounds_its_members_as_the_sweep_does():
     X, y = small_regression_data()
     with pytest.raises(RetrofitError, match=r"n_estimators must be an integer in \[1, 10000\]"):
         retrofit.compare(X, y, variants=["oa_only"], n_estimators=10**6)
+
+
+@pytest.mark.parametrize("seeds", [range(10**6), range(MAX_JOBS + 1), "endless"])
+def test_compare_bounds_its_seeds_before_fitting(seeds):
+    """seeds=range(10**6) started a million fits, and an endless generator never ended; more than
+    `MAX_JOBS` seeds are refused in one line before any fit, reading one seed past the bound."""
+    X, y = small_regression_data()
+    drawn = itertools.count()
+    given = (next(drawn) for _ in itertools.count()) if seeds == "endless" else seeds
+    with pytest.raises(RetrofitError) as err:
+        retrofit.compare(X, y, variants=["oa_only"], seeds=given)
+    assert one_line(err) == (
+        "seeds lists more than 1000 seeds (retrofit.bounds.MAX_JOBS), one fit each; compare at most 1000 per call "
+        "(e.g. seeds=range(1000)) and concatenate the frames"
+    )
+    if seeds == "endless":
+        assert next(drawn) == MAX_JOBS + 1
+
+
+def test_compare_takes_as_many_seeds_as_the_bound():
+    """`MAX_JOBS` seeds are read whole: here the last repeats the first and is refused for that."""
+    X, y = small_regression_data()
+    with pytest.raises(RetrofitError, match=r"seeds \[0, 1, 2, .*, 19\] and 980 more \(1000 in all\) repeat a seed"):
+        retrofit.compare(X, y, variants=["oa_only"], seeds=[*range(MAX_JOBS - 1), 0])
 
 
 @pytest.mark.parametrize("seeds", [[-1], [0, 2**32], [0.5], [True]])

@@ -2,14 +2,18 @@
 or the same table as a DataFrame in memory, give one table; a missing key, column or file is named in
 one line."""
 
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
+from refusals import one_line
 from synthetic import csv_spec, houses, toy_frame, toy_spec
 
+from retrofit.bounds import MAX_COLUMNS, MAX_HEADER_CHARS
 from retrofit.data import DatasetError, DatasetSpec, frame_table, load_table
+from retrofit.data.csv_file import check_csv_command
 
 
 def csv_node(hydra_compose, *overrides: str) -> dict:
@@ -62,12 +66,42 @@ def test_a_frame_in_memory_is_the_table_its_csv_file_gives(tmp_path):
 
 
 def test_error_listing_a_wide_tables_columns_is_bounded(tmp_path):
-    """A malformed 100,000-column CSV once produced a message of hundreds of MB; it now lists 20 names."""
-    n = 100_000
+    """A malformed 100,000-column CSV once produced a message of hundreds of MB; it now lists 20 names
+    (here at the widest header read, `MAX_COLUMNS`)."""
+    n = MAX_COLUMNS
     spec = csv_spec(tmp_path, ",".join(f"c{i}" for i in range(n)) + "\n" + ",".join(["1"] * n) + "\n")
     with pytest.raises(DatasetError, match=rf"no target column 'y'; columns: .*'c19'\] and {n - 20} more") as err:
         load_table(spec, tmp_path)
     assert len(str(err.value)) < 1_000
+
+
+@pytest.mark.parametrize(
+    ("names", "what"),
+    [
+        ([f"c{i}" for i in range(10**6)], f"runs past {MAX_HEADER_CHARS} characters"),
+        (["c"] * (MAX_COLUMNS + 1), f"has {MAX_COLUMNS + 1} columns"),
+        (["x", '"a\nlong name"', "y" * MAX_HEADER_CHARS], f"runs past {MAX_HEADER_CHARS} characters"),
+    ],
+    ids=["million-columns", "one-too-many", "long-quoted-name"],
+)
+def test_a_header_far_too_wide_is_refused_before_pandas_reads_it(tmp_path, monkeypatch, hydra_compose, names, what):
+    """A header of a million columns was parsed for over a minute before "1 usable rows"; at most
+    `MAX_HEADER_CHARS` characters of it are read, by the command's first check and by the loader, and
+    it is refused in one line; pandas never sees the file."""
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join(["1"] * len(names)) + "\n")
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: pytest.fail("pandas read the file"))
+    expected = (
+        f"dataset 'wide': the header of {path} {what}, wider than the {MAX_COLUMNS} columns a table may have "
+        f"(retrofit.bounds.MAX_COLUMNS); keep the columns you need (e.g. cut -d, -f1-100 {path} > narrow.csv)"
+    )
+    with pytest.raises(DatasetError) as err:
+        load_table(DatasetSpec.from_mapping({"source": "csv", "path": str(path), "target": "y"}), tmp_path)
+    assert one_line(err) == expected
+    overrides = [f"dataset.path={path}", "dataset.target=y"]
+    with pytest.raises(DatasetError) as err:
+        check_csv_command(csv_node(hydra_compose, *overrides), overrides, tmp_path)
+    assert one_line(err) == expected
 
 
 def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
@@ -75,6 +109,23 @@ def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
     spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
     with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix `path`"):
         load_table(spec, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_csv_path_that_is_a_pipe_or_a_device_is_named_as_not_a_regular_file(tmp_path, kind):
+    """A FIFO or /dev/zero given as the CSV was reported as a file that "does not exist"."""
+    path = tmp_path / "pipe.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": str(path), "target": "y"})
+    with pytest.raises(DatasetError) as err:
+        load_table(spec, tmp_path)
+    assert (
+        one_line(err)
+        == f"dataset 'h': CSV file {path} is not a regular file; fix `path` (in its YAML, or dataset.path=)"
+    )
 
 
 def test_csv_path_relative_to_the_start_directory(tmp_path):

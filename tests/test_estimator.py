@@ -8,8 +8,10 @@ from functools import partial
 
 import joblib
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+from refusals import one_line
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import r2_score
@@ -376,3 +378,31 @@ def test_estimator_refuses_unfittable_inputs_in_one_line(inputs, message):
     with pytest.raises(RetrofitError, match=message):
         estimator.fit(*inputs(*small_regression_data()))
     assert not hasattr(estimator, "regressor_")
+
+
+def test_text_where_fit_saw_numbers_is_refused_at_predict_naming_the_column():
+    """An object array holding text at predict ended in tabpfn's bare "could not convert string to
+    float"; the column is named with the fix. Text in a column fit saw text in (a categorical), and
+    numbers written as text, still predict."""
+    X, y = regression_data(n=60, curved=False)
+    X_text = X.astype(object)
+    X_text[:, 2] = np.where(X[:, 2] > 0, "high", "low")
+    fitted = RetrofitRegressor("oa_only", n_estimators=1).fit(X_text, y)
+    assert fitted.text_columns_ == (2,)
+    given = X_text.copy()
+    given[5, 0] = "n/a"
+    with pytest.raises(RetrofitError) as err:
+        fitted.predict(given)
+    assert one_line(err) == (
+        "RetrofitRegressor.predict: column 0 (0-based) holds text ('n/a') where fit saw numbers only, and tabpfn "
+        "reads it as numbers: give it numbers (NaN where a value is missing), or fit on that column as text too, "
+        "so it is a categorical"
+    )
+    frame = pd.DataFrame(given, columns=["area", "rooms", "zone", "age"])
+    named = RetrofitRegressor("oa_only", n_estimators=1).fit(frame.assign(area=X[:, 0]), y)
+    with pytest.raises(RetrofitError, match=r"^RetrofitRegressor.predict: column 'area' holds text \('n/a'\)"):
+        named.predict(frame)
+    given[5, 0] = "1.5"  # a number written as text: tabpfn reads it
+    assert np.isfinite(fitted.predict(given)).all()
+    given[5, 2] = "medium"  # a new level of a text column: tabpfn's categorical
+    assert np.isfinite(fitted.predict(given)).all()

@@ -4,15 +4,18 @@ merged into a mapping; a `!!python` tag) is one line and exit status 1, never a 
 is `interrupted`, exit 130. Each command runs as a subprocess, as a user runs it."""
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import threading
 
 import pytest
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from processes import ROOT, run_entry_point, run_python
 
-from retrofit.jobs.exits import INTERRUPTED
+from retrofit.jobs.exits import INTERRUPTED, _said
 
 
 def one_line_error(out: subprocess.CompletedProcess) -> str:
@@ -49,6 +52,20 @@ forms that work)."""
 def test_a_config_that_does_not_compose_is_one_line(job, overrides, message, tmp_path):
     out = run_entry_point(f"{job}.py", *overrides, cwd=tmp_path)
     assert out.returncode == 1 and one_line_error(out).startswith(message)
+
+
+@pytest.mark.parametrize("value", ["sale price!", "a b#c", 'it\'s "net" price!', "~/my data.csv"])
+def test_the_quoting_hint_quotes_the_whole_value_and_parses_back_to_it(value):
+    """A column name with a space was cut at the space in the hint ('dataset.target="sale"'); the
+    hint now quotes the whole value, for the shell and for Hydra, and parses back to it."""
+    override = f"dataset.target={value}"
+    with pytest.raises(HydraException) as err:
+        OverridesParser.create().parse_overrides([override])
+    said = _said(err.value, [])
+    hint = said.removeprefix(f"{override}: Hydra's override grammar does not take ").split("quote the value, ")[1]
+    (argument,) = shlex.split(hint.removesuffix(" (a path's ~ is then your home directory)"))
+    assert OverridesParser.create().parse_overrides([argument])[0].value() == value
+    assert ("(a path's ~" in said) == ("~" in value) and "\n" not in said
 
 
 def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):

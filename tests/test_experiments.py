@@ -84,12 +84,19 @@ DATA_MISTAKES = [
         "error: dataset.path=~/houses.csv: Hydra's override grammar does not take a ~ unquoted; quote the value, "
         "'dataset.path=\"~/houses.csv\"'",
     ),
+    (
+        ["dataset.path=houses.csv", "dataset.target=sale price!"],
+        "error: dataset.target=sale price!: Hydra's override grammar does not take a character unquoted; quote the "
+        "value, 'dataset.target=\"sale price!\"'",
+    ),
 ]
 """(overrides of `dataset=csv`, the one line it answers): a user's mistakes about their own CSV file."""
 
 
 @pytest.mark.parametrize("job", ["sweep", "aggregate"])
-@pytest.mark.parametrize(("overrides", "message"), DATA_MISTAKES, ids=["no file", "no target", "dataset key", "tilde"])
+@pytest.mark.parametrize(
+    ("overrides", "message"), DATA_MISTAKES, ids=["no file", "no target", "dataset key", "tilde", "space"]
+)
 def test_a_data_mistake_is_one_line_before_any_model_is_imported(job, overrides, message, tmp_path):
     """Each answered on its own line (no progress bar has started) with torch, tabpfn, pandas and
     the rest unimported: before the seconds a model library takes to load."""

@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from refusals import one_line
 from synthetic import regression_data
 from tabpfn.checkpoint import Checkpoint
 from tabpfn.constants import ModelVersion
@@ -146,3 +147,44 @@ def test_a_folder_without_exactly_one_regressor_checkpoint_is_refused_naming_its
     (repo / "snapshots" / "other").mkdir()
     with pytest.raises(RetrofitError, match=r"has 2 snapshots \['0123.*', 'other'\] and no refs/main naming one"):
         check_checkpoint(repo)
+
+
+@pytest.mark.parametrize("ref", ["../../../outside", "../../../../../../etc", "/etc", "sub/dir", "..", "a\\b"])
+def test_a_refs_main_that_is_not_a_plain_name_is_refused_without_following_it(tmp_path, ref):
+    """`refs/main` reading a path (here one that reaches a folder of weights next to the cache, or
+    /etc) loaded the weights found there or listed the folder it reached; it is refused in one line
+    naming the ref and what to pass, and lists nothing."""
+    repo = _hub_cache(tmp_path / "hub", "tabpfn_2", {"tabpfn-v2-regressor.safetensors": get_path("tiny_v2")})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "tabpfn-v2-regressor-elsewhere.safetensors").write_bytes(get_path("tiny_v2").read_bytes())
+    (repo / "refs" / "main").write_text(ref)
+    with pytest.raises(RetrofitError) as err:
+        check_checkpoint(repo)
+    message = one_line(err)
+    assert message == (
+        f"HuggingFace model folder {repo}: refs/main reads {ref!r}, not a snapshot name (a plain name under "
+        f"snapshots/, no '/' or '..'); write the snapshot's name into {repo / 'refs' / 'main'} or pass "
+        f"host.path={repo / 'snapshots'}/<revision>"
+    )
+    assert "elsewhere" not in message and "passwd" not in message
+
+
+def test_a_snapshot_linked_outside_its_model_folder_is_refused(tmp_path):
+    """A snapshot that is a symlink to a folder outside the model's cache folder is not followed,
+    named by `refs/main` or as the only snapshot."""
+    repo = _hub_cache(tmp_path / "hub", "tabpfn_2", {})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "tabpfn-v2-regressor.safetensors").write_bytes(get_path("tiny_v2").read_bytes())
+    (repo / "snapshots" / REVISION).rmdir()
+    (repo / "snapshots" / REVISION).symlink_to(outside)
+    for ref in (REVISION, ""):
+        (repo / "refs" / "main").write_text(ref)
+        with pytest.raises(RetrofitError) as err:
+            check_checkpoint(repo)
+        assert one_line(err) == (
+            f"snapshot {repo / 'snapshots' / REVISION} of HuggingFace model folder {repo} links outside that folder; "
+            f"a snapshot is a folder under {repo / 'snapshots'}: pass host.path=<the checkpoint file> to use weights "
+            "kept elsewhere"
+        )

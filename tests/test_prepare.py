@@ -12,7 +12,8 @@ from refusals import one_line
 from synthetic import csv_rows, csv_spec, regression_data, toy_frame, toy_spec, write_csv
 
 import retrofit
-from retrofit.data import MIN_ROWS, DatasetError, DatasetSpec, clean, load_table, split
+from retrofit.bounds import MAX_WORK, WORK_ENV
+from retrofit.data import MIN_ROWS, DatasetError, DatasetSpec, clean, load_table, split, whole
 from retrofit.data.prepare import TARGET_SCALE, check_column_names, check_target_scale
 from retrofit.errors import RetrofitError, listing
 from retrofit.hosts import get_path, make_regressor
@@ -147,6 +148,38 @@ def test_missing_feature_values_stay_nan():
     frame.loc[frame.index[:5], "x"] = np.nan
     data = split(clean(frame, toy_spec("x")), 0)
     assert np.isnan(np.concatenate([data.X_train[:, 0], data.X_test[:, 0]])).sum() == 5
+
+
+def test_a_table_whose_fit_is_over_the_work_bound_is_refused_before_encoding(tmp_path, monkeypatch):
+    """A CSV of 100,000 rows with a 100,000-level text column fitted for hours with no word: its fit
+    (70,000 fitted rows × 100,000 rows × 2 features = 1.4e10) is refused at the split in one line
+    naming the work, the bound and the ways out; the rows it names fit, and so does a fit at the bound it names."""
+    n = 100_000
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": [f"row{i}" for i in range(n)], "x": rng.normal(size=n), "y": rng.normal(size=n)})
+    table = load_table(toy_spec(write_csv(tmp_path, frame)), tmp_path)
+    monkeypatch.delenv(WORK_ENV, raising=False)
+    with pytest.raises(DatasetError) as err:
+        split(table, 0)
+    assert one_line(err) == (
+        "dataset 'toy': one fit on 70000 of 100000 rows × 2 features (1 categorical, 100000 levels) is 1.4e+10 "
+        f"units of work (fitted rows × rows × features), over the bound of 2e+09 ({WORK_ENV}): keep at most 37796 "
+        f"rows (a sweep's dataset.max_rows=37796), drop features, or raise the bound: {WORK_ENV}=14000000000"
+    )
+    assert MAX_WORK == 2 * 10**9
+    small = clean(frame.iloc[:1000], toy_spec("x"))
+    n_fit = 37796 - int(np.ceil(0.3 * 37796))
+    assert n_fit * 37796 * 2 <= MAX_WORK < 1.001 * n_fit * 37796 * 2  # the rows named fit, and barely
+    monkeypatch.setenv(WORK_ENV, str(700 * 1000 * 2 - 1))
+    with pytest.raises(DatasetError, match=r"on 700 of 1000 rows .* 1.4e\+06 units .* bound of 1.4e\+06"):
+        split(small, 0)
+    with pytest.raises(DatasetError, match=r"on 1000 of 1000 rows"):
+        whole(small)  # the fit explain makes on every row
+    monkeypatch.setenv(WORK_ENV, str(700 * 1000 * 2))
+    assert len(split(small, 0).y_train) == 700
+    monkeypatch.setenv(WORK_ENV, "lots")
+    with pytest.raises(RetrofitError, match=rf"^{WORK_ENV}='lots' must be a positive number"):
+        split(small, 0)
 
 
 def test_max_rows_subsamples_with_the_seed():

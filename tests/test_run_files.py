@@ -6,6 +6,7 @@ import math
 import multiprocessing
 import os
 import re
+import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from processes import run_python
+from refusals import one_line
 
 from retrofit.errors import RunnerError
 from retrofit.metrics import matched_deltas
@@ -318,6 +320,38 @@ def _hold_lock(path: str, ready, release) -> None:
     with FileLock(path):
         ready.set()
         release.wait(30)
+
+
+@pytest.mark.parametrize(
+    ("tear", "damage"),
+    [
+        (lambda text: text[: text.rindex("\n", 0, -1) + 40], r"line 4 has \d+ fields, the header 49"),
+        (lambda text: text[:-1], "it ends mid-row, without a line break after its last row"),
+        (lambda text: text.replace("\n", ",x,y\n", 2).replace(",x,y", "", 1), r"line 2 has 51 fields, the header 49"),
+        (lambda text: "", "No columns to parse from file"),
+    ],
+    ids=["cut-mid-row", "cut-in-its-last-field", "long-row", "empty"],
+)
+def test_a_damaged_results_csv_is_named_with_the_command_that_moves_it_aside(tmp_path, tear, damage):
+    """A retrofit_rmse.csv cut mid-row was refused as "rows of other settings" (its last row read
+    with empty settings), one with a long row ended in pandas' ParserError, and the folder stayed
+    unusable; each is named as damaged in one line whose `mv` command, run, makes the folder usable."""
+    results = tmp_path / "my results"
+    rows = [record("a", "baseline", 0.0), record("a", "oa_only", 1.0), record("b", "oa_only", 2.0)]
+    agg.aggregate(results, rows, keep=True)
+    csv = results / "retrofit_rmse.csv"
+    csv.write_text(tear(csv.read_text()))
+    with pytest.raises(RunnerError) as err:
+        agg.aggregate(results, rows[:1], keep=True)
+    message = one_line(err)
+    move = f"mv '{csv}' '{csv}.damaged'"
+    assert re.fullmatch(
+        rf"{re.escape(str(csv))} is damaged \({damage}\); move it aside, `{re.escape(move)}`, and rerun "
+        "each command that wrote there: its rows come back from its stored units",
+        message,
+    ), message
+    subprocess.run(move, shell=True, check=True)
+    assert len(agg.aggregate(results, rows[:1], keep=True)) == 1
 
 
 def test_a_writer_waiting_on_the_results_lock_says_so_after_a_second(tmp_path, capfd):

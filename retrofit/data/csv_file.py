@@ -1,13 +1,15 @@
 """A CSV dataset's first checks, with the standard library only, so that a job answers them before
 pandas or any model library loads (`check_csv_command`) and the loader answers them alike: the file
-exists (`csv_path`), and the target is a column of its header (`missing_target`, naming the closest)."""
+exists (`csv_path`), its header is of a bounded width (`header`), and the target is a column of it
+(`missing_target`, naming the closest)."""
 
 import csv
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from retrofit.bounds import MAX_COLUMNS, MAX_HEADER_CHARS
 from retrofit.errors import DatasetError, listing
 
 PATH_OVERRIDE = "dataset.path="
@@ -21,14 +23,13 @@ def path_on_command_line(overrides: Sequence[str]) -> bool:
 
 def csv_path(dataset: str, path: str | Path, base_dir: Path) -> Path:
     """The file `path` names (`~` expanded; a relative path from `base_dir`); DatasetError naming
-    `dataset` unless it is a file."""
+    `dataset` unless it is a regular file: a folder is named as one, a pipe or a device (/dev/zero,
+    which would be read without end) as not a regular file."""
     path = Path(path).expanduser()
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
-        raise DatasetError(
-            f"dataset {dataset!r}: CSV file {path} {'is a folder' if path.is_dir() else 'does not exist'}; "
-            "fix `path` (in its YAML, or dataset.path=)"
-        )
+        what = "is a folder" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
+        raise DatasetError(f"dataset {dataset!r}: CSV file {path} {what}; fix `path` (in its YAML, or dataset.path=)")
     return path
 
 
@@ -39,14 +40,37 @@ def missing_target(dataset: str, target: str, columns: Sequence[object]) -> Data
     return DatasetError(f"dataset {dataset!r}: no target column {target!r}{hint}; columns: {listing(list(columns))}")
 
 
-def header(path: Path) -> list[str] | None:
+def header(dataset: str, path: Path) -> list[str] | None:
     """The first row of the CSV file `path` as written, or None when it cannot be read as text
-    (the loader then says why)."""
+    (the loader then says why). At most `MAX_HEADER_CHARS` characters are read: DatasetError naming
+    `dataset` for a header longer than that or of more than `MAX_COLUMNS` columns, before pandas,
+    which would parse a header of any width (a million columns for a minute)."""
     try:
         with path.open(newline="", encoding="utf-8") as file:
-            return next(csv.reader(file), [])
+            names = next(csv.reader(_header_lines(dataset, path, file)), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
+    if len(names) > MAX_COLUMNS:
+        raise _too_wide(dataset, path, f"has {len(names)} columns")
+    return names
+
+
+def _header_lines(dataset: str, path: Path, file: TextIO) -> Iterator[str]:
+    """The lines of `file` that `csv.reader` asks for (the header row's: more than one where a quoted
+    name holds a line break), `MAX_HEADER_CHARS` characters in all; DatasetError past them."""
+    left = MAX_HEADER_CHARS
+    while line := file.readline(left + 1):
+        if len(line) > left:
+            raise _too_wide(dataset, path, f"runs past {MAX_HEADER_CHARS} characters")
+        left -= len(line)
+        yield line
+
+
+def _too_wide(dataset: str, path: Path, what: str) -> DatasetError:
+    return DatasetError(
+        f"dataset {dataset!r}: the header of {path} {what}, wider than the {MAX_COLUMNS} columns a table may have "
+        f"(retrofit.bounds.MAX_COLUMNS); keep the columns you need (e.g. cut -d, -f1-100 {path} > narrow.csv)"
+    )
 
 
 def check_csv_command(dataset: Mapping[str, Any], overrides: Sequence[str], base_dir: Path) -> None:
@@ -57,6 +81,6 @@ def check_csv_command(dataset: Mapping[str, Any], overrides: Sequence[str], base
     if dataset.get("source") != "csv" or not isinstance(path, str) or not path_on_command_line(overrides):
         return
     name = dataset.get("name") or Path(path).stem
-    columns = header(csv_path(name, path, base_dir))
+    columns = header(name, csv_path(name, path, base_dir))
     if isinstance(target, str) and columns is not None and target not in columns:
         raise missing_target(name, target, columns)

@@ -7,7 +7,8 @@ Contract, in order:
 3. At least `MIN_ROWS` rows remain; the target must be finite, not constant and within the scales
    tabpfn standardises exactly (`check_target_scale`); features must not hold ±inf (NaN is fine;
    any finite scale is fine: tabpfn's own feature preprocessing is scale-free).
-4. `max_rows` subsamples rows with the case seed.
+4. `max_rows` subsamples rows with the case seed; the fit's work (fitted rows × rows × features)
+   must be within `retrofit.bounds.max_work` (`check_work`), checked before anything is encoded.
 5. Split: `sklearn.model_selection.train_test_split(test_size, random_state=seed)`.
 6. Categorical columns (text/bool/category dtypes, plus those named in `categorical`) are
    ordinal-encoded with categories learned on the training rows only (sorted); a level seen only
@@ -26,6 +27,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
+from retrofit.bounds import WORK_ENV, max_work
 from retrofit.data.csv_file import missing_target
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, RetrofitError, listing
@@ -100,6 +102,26 @@ def check_rows(dataset: str, n_rows: int) -> None:
     """DatasetError unless `n_rows` usable rows can be split (`MIN_ROWS`)."""
     if n_rows < MIN_ROWS:
         raise DatasetError(f"dataset {dataset!r}: {n_rows} usable rows; a train/test split needs at least {MIN_ROWS}")
+
+
+def check_work(table: Table, X: pd.DataFrame, n_fitted: int) -> None:
+    """DatasetError, before any encoding or fit, when one fit on `n_fitted` of the rows `X` of `table`
+    is over `retrofit.bounds.max_work`: TabPFN attends from each row to every fitted row in each
+    feature column, so the work is fitted rows × rows × features (a categorical column is one column
+    of codes however many levels it has; the message counts them, a text id column being the usual
+    cause of a table that large). It names the work, the bound, and the ways out."""
+    bound, n_features = max_work(), X.shape[1]
+    work = n_fitted * len(X) * n_features
+    if work <= bound:
+        return
+    levels = int(X[list(table.categorical)].nunique().sum()) if table.categorical else 0
+    fitting = math.isqrt(bound * len(X) // (n_fitted * n_features))  # rows whose fit is within the bound
+    raise DatasetError(
+        f"dataset {table.name!r}: one fit on {n_fitted} of {len(X)} rows × {n_features} features "
+        f"({len(table.categorical)} categorical, {levels} levels) is {work:.2g} units of work (fitted rows × rows "
+        f"× features), over the bound of {bound:.2g} ({WORK_ENV}): keep at most {fitting} rows (a sweep's "
+        f"dataset.max_rows={fitting}), drop features, or raise the bound: {WORK_ENV}={work}"
+    )
 
 
 def check_target_scale(y: np.ndarray, what: str, error: type[RetrofitError] = RetrofitError) -> None:
@@ -190,6 +212,7 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
             f"dataset {table.name!r}: test_size={test_size} leaves {len(X) - n_test} of its {len(X)} rows for training "
             f"and {n_test} for testing; choose a test_size that leaves at least 2 of each (e.g. test_size=0.3)"
         )
+    check_work(table, X, len(X) - n_test)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
     if y_train.nunique() < 2:
         raise DatasetError(f"dataset {table.name!r}: the target is constant on the training rows of seed {seed}")
@@ -214,6 +237,7 @@ def whole(table: Table) -> Split:
     """Every row of `table` as the training rows of one fit (step 6 on all rows; no test rows): what
     a model explaining the table's own rows is fitted on."""
     check_rows(table.name, len(table.X))
+    check_work(table, table.X, len(table.X))
     (X,) = _encoded(table.categorical, table.X)
     columns = tuple(table.X.columns)
     return Split(

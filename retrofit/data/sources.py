@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import sklearn.datasets
 
-from retrofit.data.csv_file import csv_path
+from retrofit.data.csv_file import csv_path, header
 from retrofit.data.prepare import check_column_names
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, bounded
@@ -100,15 +100,17 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     `DatasetSpec.from_mapping` has already made the path of a spec read from a YAML file absolute.
 
     Its header row is checked as written (`check_column_names`): pandas renames a repeated name
-    (`y, y` becomes `y, y.1`) and names a blank one (`Unnamed: 0`), which would hide both.
+    (`y, y` becomes `y, y.1`) and names a blank one (`Unnamed: 0`), which would hide both; and its
+    width is checked before pandas reads it (`retrofit.data.csv_file.header`).
     """
     path = csv_path(spec.name, spec.options["path"], base_dir)
+    header(spec.name, path)  # a header far too wide is refused before pandas parses it
     try:
         frame = pd.read_csv(path)
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+        written = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise DatasetError(f"dataset {spec.name!r}: {path} is not a readable CSV file ({bounded(str(err))})") from None
-    check_column_names(spec.name, header, where=f"the header of {path}")
+    check_column_names(spec.name, written, where=f"the header of {path}")
     return frame
 
 

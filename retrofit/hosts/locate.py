@@ -20,7 +20,7 @@ Nothing is ever downloaded. torch and tabpfn are imported only to look a name up
 import os
 from pathlib import Path
 
-from retrofit.errors import RetrofitError, listing
+from retrofit.errors import RetrofitError, bounded, listing
 
 CHECKPOINT_SUFFIXES = (".ckpt", ".safetensors")
 """The file endings of TabPFN checkpoints: a torch file, or safetensors."""
@@ -77,18 +77,44 @@ def _in_folder(folder: Path) -> Path:
 
 def _snapshot(repo: Path) -> Path:
     """The snapshot a model's HuggingFace cache folder `repo` points at: the one `refs/main` names,
-    else its only snapshot; RetrofitError naming the snapshots otherwise."""
+    else its only snapshot; RetrofitError naming the snapshots otherwise.
+
+    `refs/main` must read a plain name (no path separator, not `.` or `..`) and the snapshot must
+    resolve inside `repo`: a ref or a snapshot link that leads elsewhere is refused in one line,
+    never followed, so a cache folder cannot load weights from, or list, a folder outside it.
+    """
     ref = repo / "refs" / "main"
-    revision = ref.read_text().strip() if ref.is_file() else ""
+    revision = ref.read_text(errors="replace").strip() if ref.is_file() else ""
+    if revision and not _is_plain_name(revision):
+        raise RetrofitError(
+            f"HuggingFace model folder {repo}: refs/main reads {bounded(repr(revision), 100)}, not a snapshot "
+            f"name (a plain name under snapshots/, no '/' or '..'); write the snapshot's name into {ref} or pass "
+            f"host.path={repo / 'snapshots'}/<revision>"
+        )
     if revision and (repo / "snapshots" / revision).is_dir():
-        return repo / "snapshots" / revision
+        return _inside(repo, repo / "snapshots" / revision)
     snapshots = sorted(p for p in (repo / "snapshots").iterdir() if p.is_dir())
     if len(snapshots) == 1:
-        return snapshots[0]
+        return _inside(repo, snapshots[0])
     raise RetrofitError(
         f"HuggingFace model folder {repo} has {len(snapshots)} snapshots {listing([p.name for p in snapshots])} and "
         f"no refs/main naming one of them; pass host.path={repo / 'snapshots'}/<revision>"
     )
+
+
+def _is_plain_name(name: str) -> bool:
+    """Whether `name` names a folder's entry and nothing else: no `/`, `\\` or NUL, not `.` or `..`."""
+    return name not in (".", "..") and not set(name) & set("/\\\0")
+
+
+def _inside(repo: Path, snapshot: Path) -> Path:
+    """`snapshot`, checked to resolve inside the model folder `repo` (a snapshot linked elsewhere is refused)."""
+    if not snapshot.resolve().is_relative_to(repo.resolve()):
+        raise RetrofitError(
+            f"snapshot {snapshot} of HuggingFace model folder {repo} links outside that folder; a snapshot is a "
+            f"folder under {repo / 'snapshots'}: pass host.path=<the checkpoint file> to use weights kept elsewhere"
+        )
+    return snapshot
 
 
 def tabpfn_versions() -> list[str]:

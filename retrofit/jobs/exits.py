@@ -5,6 +5,7 @@ as `interrupted` with exit status `INTERRUPTED` (`entry_errors`, around every en
 import dataclasses
 import difflib
 import re
+import shlex
 import sys
 import typing
 from collections.abc import Iterator, Sequence
@@ -62,23 +63,23 @@ def schema_keys(schema: type, prefix: str = "") -> list[str]:
     return keys
 
 
-UNQUOTED = re.compile(r"LexerNoViableAltException: ([\w.+~]+?)=(\S+)")
+UNQUOTED = re.compile(r"LexerNoViableAltException: ([\w.+~]+?)=([^\n]*)")
 """Hydra's message for an override whose value holds a character its grammar takes only quoted
-(`~`, `*`, a space ...), with the key and the value."""
+(`~`, `!`, `#` ...), with the key and the whole value: the rest of its line, spaces and all (a
+column name such as `sale price!`)."""
 
 
 def _said(err: BaseException, keys: Sequence[str]) -> str:
     """`err`'s message on one line; an unknown key's advice replaced by the closest key of `keys`,
     a value Hydra's grammar refuses unquoted answered with the quoted form that works."""
     text = " ".join(str(err).split())
-    unquoted = UNQUOTED.search(text)
+    unquoted = UNQUOTED.search(str(err))
     if unquoted is not None:
-        key, value = unquoted.groups()
+        key, value = unquoted.group(1), unquoted.group(2).rstrip()
         what = "a ~" if "~" in value else "a character"
-        return (
-            f"{key}={value}: Hydra's override grammar does not take {what} unquoted; quote the value, "
-            f"'{key}=\"{value}\"' (a path's ~ is then your home directory)"
-        )
+        quoted = shlex.quote(f"{key}={_hydra_quoted(value)}")
+        home = " (a path's ~ is then your home directory)" if "~" in value else ""
+        return f"{key}={value}: Hydra's override grammar does not take {what} unquoted; quote the value, {quoted}{home}"
     unknown = UNKNOWN_KEY.search(text)
     if unknown is None:
         cause = _cause_line(err)
@@ -93,6 +94,12 @@ def _said(err: BaseException, keys: Sequence[str]) -> str:
     close = difflib.get_close_matches(unknown.group(1), keys, n=1)
     hint = f"did you mean {close[0]}?" if close else "no key of this config is close; see --help"
     return f"{unknown.group(1)} is not a key of this config ({hint})"
+
+
+def _hydra_quoted(value: str) -> str:
+    """`value` as a double-quoted string of Hydra's override grammar (its double quotes escaped)."""
+    escaped = value.replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def _cause_line(err: BaseException) -> str:

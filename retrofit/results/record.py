@@ -10,7 +10,9 @@ The first 34 columns are the published CSV contract (names and order kept); new 
 appended at the end.
 """
 
+import csv
 import math
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -19,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_type_hints
 
-from retrofit.errors import RunnerError
+from retrofit.errors import RunnerError, bounded
 from retrofit.labels import DEVICE_DOC
 from retrofit.unit_key import KEY, hparams_text
 
@@ -177,12 +179,45 @@ def frame_of(records: Sequence["UnitRecord | Mapping[str, Any]"]) -> "pd.DataFra
 
 
 def read_records(path: Path) -> list[UnitRecord]:
-    """The records of the CSV at `path`; RunnerError if it is not there."""
+    """The records of the CSV at `path`; RunnerError if it is not there, and RunnerError naming it as
+    damaged, with the command that moves it aside, where it is not a whole table (`_damage`): a file
+    cut mid-row would otherwise read as rows with empty settings."""
     import pandas as pd
 
     if not Path(path).is_file():
         raise RunnerError(f"{path} does not exist; pass a retrofit_rmse.csv a sweep wrote")
-    return [UnitRecord.from_row(row) for row in pd.read_csv(path, keep_default_na=True).to_dict("records")]
+    damage = _damage(Path(path))
+    if damage is None:
+        try:
+            return [UnitRecord.from_row(row) for row in pd.read_csv(path, keep_default_na=True).to_dict("records")]
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+            damage = bounded(str(err).strip(), 200)
+    aside = f"{path}.damaged"
+    raise RunnerError(
+        f"{path} is damaged ({damage}); move it aside, `mv {shlex.quote(str(path))} {shlex.quote(aside)}`, and "
+        "rerun each command that wrote there: its rows come back from its stored units"
+    )
+
+
+def _damage(path: Path) -> str | None:
+    """What makes the CSV at `path` not a whole table, or None: text that is not UTF-8, a last line
+    without its line break (pandas ends every row with one), or a row with more or fewer fields than
+    the header."""
+    try:
+        with path.open(newline="", encoding="utf-8") as file:
+            rows = csv.reader(file)
+            width = len(next(rows, []))
+            for row in rows:
+                if len(row) != width:
+                    return f"line {rows.line_num} has {len(row)} fields, the header {width}"
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text ({err.reason})"
+    except csv.Error as err:
+        return f"not CSV: {err}"
+    with path.open("rb") as file:
+        file.seek(max(path.stat().st_size - 1, 0))
+        whole = file.read(1) in (b"\n", b"")
+    return None if whole else "it ends mid-row, without a line break after its last row"
 
 
 @cache

@@ -1,0 +1,44 @@
+"""How much one command may take on, checked before any work: a command given more refuses in one
+line, naming the bound and what to do, instead of running for hours or filling memory.
+
+Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the seeds of one
+`retrofit.compare` call), `max_work` (the table one fit takes, `retrofit.data.prepare.check_work`),
+`MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header, `retrofit.data.csv_file.header`).
+"""
+
+import os
+
+from retrofit.errors import RetrofitError
+
+MAX_JOBS = 1000
+"""The most seeds one `retrofit.compare` call runs, each one fit: a longer list is hours of work,
+and a generator may have no end, so neither is started unasked."""
+MAX_WORK = 2 * 10**9
+"""The most work (`max_work`) one fit may take, by default: fitted rows × rows × feature columns.
+TabPFN attends from every row to every fitted row in each feature column, so a fit's time grows
+with this product: 2e9 is about a table at tabpfn's 10,000-row pretraining limit with 30 features
+split 70/30 (7,000 × 10,000 × 30 = 2.1e9), ten times the largest table of the suite (nmes1988:
+3,084 × 4,406 × 14 = 1.9e8)."""
+MAX_COLUMNS = 10_000
+"""The most columns a CSV file's header may name: five times the 2,000 features of tabpfn's widest
+pretraining limit (v2.5). pandas parses a header of any width, a million columns for a minute."""
+MAX_HEADER_CHARS = 100 * MAX_COLUMNS
+"""The most characters of a CSV file's header that are read (a hundred a column name): a longer
+header is refused before pandas sees the file."""
+WORK_ENV = "RETROFIT_MAX_WORK"
+"""The environment variable that raises (or lowers) `MAX_WORK`: a number, e.g. 5e9."""
+
+
+def max_work() -> int:
+    """The bound on one fit's work: `WORK_ENV` when set (a positive number), else `MAX_WORK`;
+    RetrofitError naming the variable for a value that is not a positive number."""
+    given = os.environ.get(WORK_ENV)
+    if given is None:
+        return MAX_WORK
+    try:
+        bound = float(given)
+    except ValueError:
+        bound = float("nan")
+    if not bound >= 1 or bound == float("inf"):  # NaN fails the comparison
+        raise RetrofitError(f"{WORK_ENV}={given!r} must be a positive number of work units, e.g. {WORK_ENV}=5e9")
+    return int(bound)
