@@ -32,7 +32,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.results.record import frame_of, read_records
     from retrofit.results.run_files import ARMS_CSV, CSV, read_arms, table_outputs, write_tables
     from retrofit.runner import resolve
-    from retrofit.runner.store import noise_floors
+    from retrofit.runner.finish import noise_floors
 
     job = start(cfg, hydra_cfg, TablesConfig, "configs/tables.yaml")
     folder = resolve(job.base_dir, job.settings.results_dir)

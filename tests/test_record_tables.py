@@ -14,7 +14,7 @@ from retrofit.results.figure_tables import record_table
 from retrofit.results.record import frame_of, read_records
 from retrofit.results.run_files import ARMS_CSV, CSV, read_arms, table_texts
 from retrofit.results.tables import FLOOR, MAIN, WITHIN
-from retrofit.runner.store import noise_floors
+from retrofit.runner.finish import noise_floors
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

@@ -24,7 +24,7 @@ TABLE, TABLE_TEX = "retrofit_table.md", "retrofit_table.tex"
 PER_DATASET, PER_DATASET_TEX = "retrofit_per_dataset.md", "retrofit_per_dataset.tex"
 TIMES_TABLE, ARMS_TABLE = "retrofit_times.md", "decomposition.md"
 Floors = Mapping[tuple[str, str], float] | None
-"""(host, device) -> noise floor in % of RMSE (`retrofit.runner.store.noise_floors`); None: not given."""
+"""(host, device) -> noise floor in % of RMSE (`retrofit.runner.finish.noise_floors`); None: not given."""
 
 
 def cases_line(frame: pd.DataFrame) -> str:
