@@ -60,15 +60,14 @@ quick-time: $(STAMP) ## make quick, its wall and CPU time recorded in results/co
 
 # The only command that rewrites the sweep's files in the committed results/ (RECORD, retrofit.record_guard). The sweep
 # reads the reference before it runs (as committed at HEAD; outside git, as the file is then), writes
-# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.reproduction); its last
-# step renders the tables and plots with the hosts' noise floors (experiments/tables.py, as `make tables`).
+# results/reproduction.txt and fails unless every row reproduces it (retrofit.results.reproduction); its tables
+# and plots show the hosts' noise floors (results/noise_floor.csv).
 # GRID_CHANGED=1 (grid_changed=true) records a grid changed on purpose: the rows both grids hold must
 # reproduce, new and dropped rows are listed in results/reproduction.txt.
 retrofit: $(STAMP) ## the main job: hosts x datasets x seeds x variants -> results/retrofit_rmse.csv, table, reproduction check
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=paper_table hydra/launcher=joblib \
 		hydra.launcher.n_jobs=2 results_dir=results reference=results/retrofit_rmse.csv \
-		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py && \
-		$(PY) experiments/tables.py'
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/sink_mass.py'
 
 # The tables and plots of the record's two sweeps (results/, results/suite/) re-rendered from their committed CSVs
 # (retrofit_rmse.csv, decomposition.csv, noise_floor.csv), nothing rerun: seconds. It writes results/, so it runs
@@ -78,13 +77,11 @@ tables: $(STAMP) ## re-render the record's tables (.md, .tex) and plots from its
 
 # The suite (docs/suite.md): its sweep (+experiment=suite: every shipped host × 36 real tables × 2 seeds, every
 # variant) into results/suite/, checked against the suite's committed retrofit_rmse.csv as `make retrofit` is, then
-# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot; then
-# the sweep's tables with the hosts' noise floors (experiments/tables.py, as `make tables`).
+# experiments/suite.py there: the baselines on the same splits, ratios, wins, ranks, deltas per half, the plot.
 suite: $(STAMP) ## the suite: hosts vs ridge / random forest / gradient boosting on 36 real tables, both halves -> results/suite/
 	$(RECORD) sh -c '$(PY) experiments/sweep.py -m +experiment=suite hydra/launcher=joblib hydra.launcher.n_jobs=2 \
 		hydra.launcher.verbose=10 results_dir=results/suite reference=results/suite/retrofit_rmse.csv \
-		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py && \
-		$(PY) experiments/tables.py results_dir=results/suite'
+		reference_commit=HEAD$(if $(value GRID_CHANGED), grid_changed=true) && $(PY) experiments/suite.py'
 
 # A candidate host, scored where tuning may look: the suite's development half only. WEIGHTS is a host file of HOST's
 # architecture (a pretraining run exports pretrain_runs/<host>/host.safetensors); its sweep (baseline + oa_only) and

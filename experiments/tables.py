@@ -32,15 +32,14 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.results.record import frame_of, read_records
     from retrofit.results.run_files import ARMS_CSV, CSV, read_arms, table_outputs, write_tables
     from retrofit.runner import resolve
-    from retrofit.runner.finish import noise_floors
+    from retrofit.runner.finish import frame_floors
 
     job = start(cfg, hydra_cfg, TablesConfig, "configs/tables.yaml")
     folder = resolve(job.base_dir, job.settings.results_dir)
     frame = frame_of(read_records(folder / CSV))
     arms = read_arms(folder / ARMS_CSV)
     job.outputs(*(folder / name for name in table_outputs(frame, arms)))  # the record only under make tables
-    precision = "auto" if set(frame["precision"]) == {"auto"} else "float32"  # as the sweep reads its floors
-    floors = noise_floors(resolve(job.base_dir, job.settings.noise_floors), precision=precision)
+    floors = frame_floors(frame, resolve(job.base_dir, job.settings.noise_floors))  # as the sweep reads them
     with staged(folder) as stage:  # every file of this write, or none
         names = [path.name for path in write_tables(frame, arms, stage, floors)]
     for name in names:

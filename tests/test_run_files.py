@@ -400,3 +400,47 @@ def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkey
         agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]
+
+
+def test_aggregate_shows_the_floors_it_is_handed_for_the_frame(tmp_path):
+    seen = []
+
+    def floors(frame):
+        seen.append(len(frame))
+        return {("h", "cpu"): 0.25}
+
+    agg.aggregate(tmp_path, synthetic_rows(), floors=floors)
+    table = (tmp_path / "retrofit_table.md").read_text()
+    assert seen == [18]  # called once, on the aggregated frame
+    assert "not given" not in table and "0.25" in table
+
+
+def test_frame_floors_reads_autocast_only_for_a_run_all_in_auto(tmp_path):
+    from retrofit.measure.floor_table import AUTOCAST_SOURCE
+    from retrofit.runner.finish import frame_floors
+
+    table = tmp_path / "noise_floor.csv"
+    pd.DataFrame(
+        [
+            dict(
+                host="h",
+                host_digest="d",
+                device="cpu",
+                source="input_ulp",
+                cases=2,
+                median_rel_pct=0.1,
+                max_rel_pct=0.2,
+            ),
+            dict(
+                host="h",
+                host_digest="d",
+                device="cpu",
+                source=AUTOCAST_SOURCE,
+                cases=2,
+                median_rel_pct=1,
+                max_rel_pct=3.0,
+            ),
+        ]
+    ).to_csv(table, index=False)
+    assert frame_floors(pd.DataFrame({"precision": ["float32", "auto"]}), table) == {("h", "cpu"): 0.2}
+    assert frame_floors(pd.DataFrame({"precision": ["auto", "auto"]}), table) == {("h", "cpu"): 3.0}

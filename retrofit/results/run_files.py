@@ -11,7 +11,7 @@ where given, are a column of the main table and a shaded band of the ΔRMSE plot
 """
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -184,14 +184,20 @@ def _apart(record: UnitRecord) -> tuple:
 
 
 def aggregate(
-    results_dir: Path, records: Sequence[UnitRecord], *, table: bool = True, keep: bool = False
+    results_dir: Path,
+    records: Sequence[UnitRecord],
+    *,
+    table: bool = True,
+    keep: bool = False,
+    floors: Callable[[pd.DataFrame], Floors] | None = None,
 ) -> pd.DataFrame:
     """Write `retrofit_rmse.csv` of `records` (rows are accepted as `UnitRecord.from_row` reads them)
     and its long format `retrofit_long.csv` and, with `table`, the main table and plots and the
     decomposition files (`outputs`) under `results_dir`; return the frame. With `keep`, the rows
     already in the CSV stay (a unit in both counts once, as in `records`: runs accumulate), and
     one computed with other settings or inputs than this run's row of its unit is refused
-    (`check_replaced`) rather than replaced.
+    (`check_replaced`) rather than replaced. `floors` gives the hosts' noise floors the tables and
+    plots show for the aggregated frame (none: shown as not given).
     Read and write happen under one lock on `results_dir` (`filelock`), so concurrent writers never
     lose each other's rows; the files are written together (`retrofit.io.staged`): a write that
     fails (a full disk) changes none of them."""
@@ -203,20 +209,22 @@ def aggregate(
         check_replaced(kept, records, results_dir / CSV)
         frame = frame_of([*kept, *records])
         with staged(results_dir) as stage:  # all files of this write, or none (a full disk)
-            write_files(frame, records, stage, table)
+            write_files(frame, records, stage, table, floors(frame) if floors else None)
         return frame
 
 
-def write_files(frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool) -> None:
+def write_files(
+    frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool, floors: Floors = None
+) -> None:
     """The files of `aggregate` for `frame` (from `records`) in `folder`: the CSVs, then with `table`
-    the tables and plots (`write_tables`, no noise floors given)."""
+    the tables and plots (`write_tables`, with the hosts' noise `floors` where given)."""
     write_csv(frame, folder / CSV)
     write_csv(long_frame(frame), folder / LONG_CSV)
     arms = ordered_arms(frame, records)
     if len(arms):
         write_csv(arms, folder / ARMS_CSV)
     if table:
-        write_tables(frame, arms, folder)
+        write_tables(frame, arms, folder, floors)
 
 
 def write_tables(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path, floors: Floors = None) -> list[Path]:

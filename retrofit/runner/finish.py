@@ -57,6 +57,12 @@ def noise_floors(*paths: Path, precision: str = "float32") -> dict[tuple[str, st
     return floors
 
 
+def frame_floors(frame: "pd.DataFrame", *paths: Path) -> dict[tuple[str, str], float]:
+    """The noise floors `frame`'s rows are read against (`noise_floors` of `paths`): those measured in
+    `auto` precision where every row ran in it, float32's otherwise."""
+    return noise_floors(*paths, precision="auto" if set(frame["precision"]) == {"auto"} else "float32")
+
+
 def floor_commands(
     frame: "pd.DataFrame", floors: Mapping[tuple[str, str], float], host_paths: Mapping[str, Path] | None = None
 ) -> dict[tuple[str, str], str]:
@@ -124,9 +130,9 @@ def finish(
     from retrofit.results.reproduction import verify
     from retrofit.results.run_files import aggregate, headline, outputs
 
-    frame = aggregate(results_dir, records, keep=keep)
+    frame = aggregate(results_dir, records, keep=keep, floors=frame_floors)
     written = [results_dir / name for name in outputs(frame)]
-    floors = noise_floors(precision="auto" if set(frame["precision"]) == {"auto"} else "float32")
+    floors = frame_floors(frame)
     commands = floor_commands(frame, floors, host_paths)
     report(headline(frame, floors, commands), written, log_files, notices, reused)
     if reference is not None:
