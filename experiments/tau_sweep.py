@@ -137,7 +137,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
     shown = table.assign(c=table["c"].map("{:g}".format)).round(4)
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
-    runner.report(shown.to_markdown(index=False), written, log_file, notices, reused)
+    runner.print_run_summary(shown.to_markdown(index=False), written, log_file, notices, reused)
 
 
 if __name__ == "__main__":

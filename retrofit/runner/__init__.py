@@ -257,7 +257,9 @@ def say(text: str = "") -> None:
     tqdm.write(text)
 
 
-def report(headline: str, written: Sequence[Path], log_files: str, notices: Sequence[str], reused: str) -> None:
+def print_run_summary(
+    headline: str, written: Sequence[Path], log_files: str, notices: Sequence[str], reused: str
+) -> None:
     """The end of a run: the notices (once), the headline table, the files written, where the
     per-unit detail is (`log_files`, the real paths) and how many units were reused (`reused`)."""
     for notice in notices:

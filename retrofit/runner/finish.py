@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrofit.errors import RunnerError
 from retrofit.record_guard import RECORD_DIR
-from retrofit.runner import report
+from retrofit.runner import print_run_summary
 from retrofit.runner.store import UnitStore
 from retrofit.unit_key import UnitKey
 
@@ -134,7 +134,7 @@ def finish(
     written = [results_dir / name for name in outputs(frame)]
     floors = frame_floors(frame)
     commands = floor_commands(frame, floors, host_paths)
-    report(headline(frame, floors, commands), written, log_files, notices, reused)
+    print_run_summary(headline(frame, floors, commands), written, log_files, notices, reused)
     if reference is not None:
         verify(results_dir, reference, frame_of(records) if keep else None)
     return frame
