@@ -52,6 +52,27 @@ def _notes_section(notes: list[str]) -> list[str]:
     return ["## Training notes", "", *(f"- {note}" for note in notes), ""] if notes else []
 
 
+def _measured_sections(quality: pd.DataFrame | None, suite: pd.DataFrame | None) -> list[str]:
+    """The card's measured sections: its ratios on the record's tables (`quality`) and on the suite
+    (`suite`), each left out where not given."""
+    lines = []
+    if quality is not None:
+        lines += [
+            "## Quality on real data (RMSE ratios; `results/host_quality.csv`)",
+            "",
+            quality.to_markdown(index=False),
+            "",
+        ]
+    if suite is not None:
+        lines += [
+            "## On the suite's real tables (geometric-mean RMSE ratios; `results/suite/suite_summary.csv`)",
+            "",
+            suite.to_markdown(index=False, floatfmt=".3f"),
+            "",
+        ]
+    return lines
+
+
 def render_card(
     name: str, path: Path, quality: pd.DataFrame | None, out_dir: Path, suite: pd.DataFrame | None = None
 ) -> Path:
@@ -98,20 +119,7 @@ def render_card(
         history.to_markdown(index=False),
         "",
     ]
-    if quality is not None:
-        lines += [
-            "## Quality on real data (RMSE ratios; `results/host_quality.csv`)",
-            "",
-            quality.to_markdown(index=False),
-            "",
-        ]
-    if suite is not None:
-        lines += [
-            "## On the suite's real tables (geometric-mean RMSE ratios; `results/suite/suite_summary.csv`)",
-            "",
-            suite.to_markdown(index=False, floatfmt=".3f"),
-            "",
-        ]
+    lines += _measured_sections(quality, suite)
     out = out_dir / f"{name}.md"
     out.write_text("\n".join(lines))
     return out

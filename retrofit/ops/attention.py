@@ -22,11 +22,17 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from retrofit.errors import RetrofitError
+from retrofit.ops.attention_inputs import EPS_MODES, check_eps_mode, check_inputs
 from retrofit.ops.presence import accumulation_dtype, as_dtype
 
-EPS_MODES = ("absolute", "relative")
-"""OAttention's sink semantics: the sink logit is `log eps_den` or `log eps_den + log W_i`."""
+__all__ = [
+    "EPS_MODES",
+    "check_eps_mode",
+    "o_attention",
+    "o_attention_materialised",
+    "o_attention_query_sets",
+    "o_attention_reference",
+]
 
 
 def o_attention(
@@ -57,7 +63,7 @@ def o_attention(
     scales by p_q / (1 + eps_den); rows with empty support are detected from the bias (B x K
     without a mask) and set to 0, with the same exactness contracts.
     """
-    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
     if compact:
         return _compact(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
     return _fused(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
@@ -85,7 +91,7 @@ def o_attention_query_sets(
     G = k_BGKD.shape[1]
     heads = [(k_BGKD, v_BGKD) if g == G else (k_BGKD[:, :g], v_BGKD[:, :g]) for _, _, g in query_sets]
     for (q_BHQD, p_BQ, _), (k_BgKD, v_BgKD) in zip(query_sets, heads, strict=True):
-        _check_inputs(q_BHQD, k_BgKD, v_BgKD, p_BQ, p_BK, None, eps_den, eps_mode)
+        check_inputs(q_BHQD, k_BgKD, v_BgKD, p_BQ, p_BK, None, eps_den, eps_mode)
     if compact:
         return [
             _compact(q_BHQD, k_BgKD, v_BgKD, p_BQ, p_BK, None, eps_den, eps_mode)
@@ -119,7 +125,7 @@ def o_attention_reference(
     sink logit `log eps_den`, so `eps_den` is rescaled by exp(-max) exactly); empty rows give 0.
     `compact` is accepted for signature parity; it does not change the mathematics.
     """
-    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
     return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, torch.float64)
 
 
@@ -138,7 +144,7 @@ def o_attention_materialised(
 
     Materialises the (B, H, Q, K) scores; for benchmarks and exactness comparisons only.
     """
-    _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
+    check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode)
     return _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, q_BHQD.dtype)
 
 
@@ -313,49 +319,3 @@ def _direct(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode, dtype):
     e_BHQK = torch.exp(logit_BHQK - max_BHQ1.masked_fill(max_BHQ1 == -math.inf, 0.0))
     den_BHQ1 = e_BHQK.sum(-1, keepdim=True)
     return p_B1Q1 * (e_BHQK @ v_BHKD) / ((1 + eps_den) * den_BHQ1.masked_fill(den_BHQ1 == 0, 1.0))
-
-
-def check_eps_mode(eps_mode: str, where: str = "", fix: str = "") -> None:
-    """RetrofitError unless `eps_mode` is one of `EPS_MODES`: the one check of the sink semantics, by
-    the operators on their own inputs and by `retrofit.adapters.AttentionSettings` (`where` prefixes
-    the message, `fix` ends it)."""
-    if eps_mode not in EPS_MODES:
-        raise RetrofitError(f"{where}eps_mode must be one of {EPS_MODES}, got {eps_mode!r}{fix}")
-
-
-def _check_inputs(q_BHQD, k_BGKD, v_BGKD, p_BQ, p_BK, mask, eps_den, eps_mode) -> None:
-    """Raise ValueError naming the first shape/dtype/argument problem and how to fix it."""
-    check_eps_mode(eps_mode, "o_attention: ")
-    if q_BHQD.dim() != 4 or k_BGKD.dim() != 4 or v_BGKD.dim() != 4:
-        raise ValueError(
-            "o_attention: q, k, v must be 4-D (B, H, L, D); got shapes "
-            f"{tuple(q_BHQD.shape)}, {tuple(k_BGKD.shape)}, {tuple(v_BGKD.shape)}. "
-            "Split heads first, e.g. x.view(B, L, H, D).transpose(1, 2)."
-        )
-    B, H, Q, D = q_BHQD.shape
-    _, G, K, _ = k_BGKD.shape
-    if k_BGKD.shape[:3] != v_BGKD.shape[:3] or k_BGKD.shape[0] != B or k_BGKD.shape[3] != D:
-        raise ValueError(
-            f"o_attention: k {tuple(k_BGKD.shape)} and v {tuple(v_BGKD.shape)} must share (B, G, K) "
-            f"with q {tuple(q_BHQD.shape)}'s batch B and k's head dim D equal to q's."
-        )
-    if H % G:
-        raise ValueError(
-            f"o_attention: q has {H} heads and k/v have {G}; query heads must be a multiple of "
-            "key/value heads (GQA/MQA); repeat k/v heads to match otherwise."
-        )
-    if tuple(p_BQ.shape) != (B, Q) or tuple(p_BK.shape) != (B, K):
-        raise ValueError(
-            f"o_attention: presences must be p_q (B, Q) = {(B, Q)} and p_k (B, K) = {(B, K)}; "
-            f"got {tuple(p_BQ.shape)} and {tuple(p_BK.shape)}. Use presence(h, tau) on (B, L, E)."
-        )
-    if mask is not None and mask.dtype != torch.bool:
-        raise ValueError(
-            f"o_attention: mask must be bool (True = visible), got {mask.dtype}; additive float "
-            "masks are not supported: pass `mask=float_mask > -inf` or fold it into presences."
-        )
-    if not eps_den > 0:
-        raise ValueError(
-            f"o_attention: eps_den must be > 0 (got {eps_den!r}); it is the sink mass that "
-            "makes empty support give 0 instead of 0/0."
-        )
