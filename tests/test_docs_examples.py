@@ -6,8 +6,8 @@ names the project's interpreter, `.venv/bin/python` (here the tests' own interpr
 it), and a bare `python` anywhere, in a block or in an inline code span, fails
 (`test_no_command_runs_a_bare_python`): on a fresh clone it is whatever the shell finds first.
 
-A `SELF_CONTAINED` document's python blocks run in an empty namespace. The other documents'
-blocks run in a namespace holding the names they use (`example_namespace`: a small
+README.md's python blocks run in an empty namespace: its example builds its own data. The other
+documents' blocks run in a namespace holding the names they use (`example_namespace`: a small
 regression table split into X_train, y_train, X_test, y_test, the same table as `frame`, `X`, `y`,
 removal `coalitions`). A command `RUN` names runs from a scratch start directory holding the CSV it
 names, its `/tmp/` outputs moved into it and `RUN`'s settings appended (one member, no timing), so it
@@ -35,7 +35,7 @@ INTERPRETER = ".venv/bin/python"
 """The interpreter every documented command names (`make install` makes it)."""
 BARE_PYTHON = {"python", "python3", "python3.11"}
 """Interpreters a fresh clone's shell finds on its own path, not the venv's."""
-SELF_CONTAINED: set[str] = set()
+SELF_CONTAINED = {"README.md"}
 """Documents whose python blocks define every name they use."""
 GENERATED = {"docs/data_dictionary.md"}
 """Documents another module writes (`retrofit.results.dictionary`), whose inline code it words."""
