@@ -44,6 +44,7 @@ SKIPPED = {
     r"^make ": "a make target: the record jobs run for minutes and rewrite results/; `make test` is this suite",
     r"^RETROFIT_RECORD=1": "writes the committed record (results/)",
     r"^git ": "changes the repository",
+    r"^\.venv/bin/hf ": "reaches HuggingFace with a token; the tests run offline (HF_HUB_OFFLINE=1)",
     r"bash gpu/check.sh": "needs a CUDA device: a GPU node runs it",
     r"bash gpu/pretrain.sh": "needs a CUDA device (tests/test_gpu_pretrain.py runs it with DEVICE=cpu)",
     r"^mkdir -p /my/conf": "writes a variant folder outside the scratch directory; the same search path is tested by "
