@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from processes import ROOT
 from refusals import one_line
 from synthetic import regression_data
 from tabpfn.checkpoint import Checkpoint
@@ -40,11 +41,47 @@ def test_folder_without_a_checkpoint_says_what_it_holds(tmp_path):
 _data = partial(regression_data, n=120, curved=False)
 
 
-def test_missing_checkpoint_fails_fast_without_download(tmp_path):
+REPOS = (
+    "Prior-Labs/TabPFN-v2-reg, Prior-Labs/tabpfn_2_5, Prior-Labs/tabpfn_2_6, Prior-Labs/tabpfn_3, Prior-Labs/tabpfn_3_5"
+)
+"""The gated HuggingFace repos of tabpfn's regressors (`tabpfn.model_loading.ModelSource`, at the pinned tabpfn)."""
+
+
+def _where_weights_come_from(repo: str, file: str, folder: pathlib.Path) -> str:
+    return (
+        f"real TabPFN weights are Prior Labs' gated HuggingFace repos ({REPOS}): accept the licence at "
+        f"https://huggingface.co/{repo}, `hf auth login`, then `hf download {repo} {file} --local-dir {folder}` "
+        "(docs/hosts.md#your-own-weights)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "repo", "file"),
+    [
+        ("nope-v3.ckpt", "Prior-Labs/tabpfn_3", "tabpfn-v3-regressor-v3_default.ckpt"),  # the version it names
+        ("weights.safetensors", "Prior-Labs/tabpfn_3_5", "tabpfn-v3.5-20260909.safetensors"),  # tabpfn's default
+        ("tabpfn-v2.5-regressor-v2.5_real.ckpt", "Prior-Labs/tabpfn_2_5", "tabpfn-v2.5-regressor-v2.5_real.ckpt"),
+    ],
+)
+def test_a_missing_checkpoint_fails_fast_saying_where_real_weights_come_from(
+    tmp_path, monkeypatch, hydra_compose, name, repo, file
+):
+    """In Python and on the command line, offline (not a hub timeout): what to pass, then the gated
+    repo and the download into the folder given of the file named if tabpfn publishes it, else of
+    the regressor of the version the name names, or of tabpfn's default version."""
+    monkeypatch.setattr(settings.tabpfn, "model_version", ModelVersion.V3_5)
+    missing = tmp_path / name
+    cfg = hydra_compose("sweep", ["host=checkpoint", f"host.path={missing}", "host.name=mine"])
     start = time.perf_counter()
-    with pytest.raises(RetrofitError, match="does not exist"):
-        make_regressor(tmp_path / "nope-v3.ckpt")
-    assert time.perf_counter() - start < 5.0  # offline validation, not a hub timeout
+    for refuse in (make_regressor, check_checkpoint, lambda _: case_from_hydra(cfg, cfg.hydra)):
+        with pytest.raises(RetrofitError) as err:
+            refuse(missing)
+        assert one_line(err) == (
+            f"checkpoint {missing} does not exist; pass host.path=<a TabPFN .ckpt/.safetensors file, a folder holding "
+            f"one, or a tabpfn model name such as v2.5>; {_where_weights_come_from(repo, file, tmp_path)}"
+        )
+    assert time.perf_counter() - start < 5.0
+    assert "\n## Your own weights\n" in (ROOT / "docs" / "hosts.md").read_text()  # the section the message links
 
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -113,10 +150,10 @@ def test_a_tabpfn_model_name_is_its_file_in_tabpfns_model_cache(tmp_path, monkey
     missing = cache / "tabpfn-v2.5-regressor-v2.5_default.ckpt"
     with pytest.raises(RetrofitError) as err:
         check_checkpoint("v2.5")
-    assert str(err.value) == (
+    assert one_line(err) == (
         f"tabpfn model 'v2.5' is not in tabpfn's model cache (looked for {missing}; nothing is downloaded): put the "
-        f"file there (online: hf download Prior-Labs/tabpfn_2_5 {missing.name} --local-dir {cache}), or set "
-        "TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>"
+        "file there, set TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>; "
+        + _where_weights_come_from("Prior-Labs/tabpfn_2_5", missing.name, cache)
     )
     with pytest.raises(RetrofitError, match=rf"checkpoint {tmp_path / 'v3'} does not exist; pass host.path="):
         check_checkpoint("./v3", base_dir=tmp_path)  # a version name is never a path, and a path never a name

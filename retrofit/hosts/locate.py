@@ -15,6 +15,7 @@ What `host.path`, `check_checkpoint` and `make_regressor` take (`checkpoint_file
   the start directory, looked up in that cache as tabpfn looks it up.
 
 Nothing is ever downloaded. torch and tabpfn are imported only to look a name up in tabpfn's cache.
+A checkpoint that is not there is refused saying where real weights come from (`weights_source`).
 """
 
 import os
@@ -27,6 +28,8 @@ CHECKPOINT_SUFFIXES = (".ckpt", ".safetensors")
 AUTO = "auto"
 """The model name for the version `TabPFNRegressor()` loads (tabpfn's `TABPFN_MODEL_VERSION`)."""
 USAGE = "pass host.path=<a TabPFN .ckpt/.safetensors file, a folder holding one, or a tabpfn model name such as v2.5>"
+WEIGHTS_DOC = "docs/hosts.md#your-own-weights"
+"""Where the docs say how to get real TabPFN weights."""
 
 
 def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
@@ -54,7 +57,7 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
         return path
     if not os.path.dirname(os.fspath(given)):  # a bare file name: tabpfn's model cache next, as tabpfn does
         return tabpfn_model(os.fspath(given), searched=path.parent)
-    raise RetrofitError(f"checkpoint {path} does not exist; {USAGE}")
+    raise RetrofitError(f"checkpoint {path} does not exist; {USAGE}; {weights_source(path.name, path.parent)}")
 
 
 def _in_folder(folder: Path) -> Path:
@@ -128,7 +131,7 @@ def tabpfn_model(name: str, searched: Path | None = None) -> Path:
     """The regressor checkpoint in tabpfn's model cache that tabpfn loads for `name`: a version of
     `tabpfn_versions` (its default regressor, as `TabPFNRegressor.create_default_for_version` picks
     it), or a file name. RetrofitError if the file is not there, saying where it looked (`searched`
-    too: the folder a bare file name was looked for first) and how to put it there."""
+    too: the folder a bare file name was looked for first) and how to put it there (`weights_source`)."""
     from tabpfn.model_loading import get_cache_dir, resolve_model_path, resolve_model_version
 
     if name in tabpfn_versions():
@@ -140,15 +143,30 @@ def tabpfn_model(name: str, searched: Path | None = None) -> Path:
         return path
     missing = f"tabpfn model {name!r} is not" if searched is None else f"no file {name!r} in {searched}, nor"
     raise RetrofitError(
-        f"{missing} in tabpfn's model cache (looked for {path}; nothing is downloaded): put the file there"
-        f"{_download_hint(path)}, or set TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>"
+        f"{missing} in tabpfn's model cache (looked for {path}; nothing is downloaded): put the file there, set "
+        f"TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>; "
+        f"{weights_source(path.name, path.parent)}"
     )
 
 
-def _download_hint(path: Path) -> str:
-    """How to fetch `path` into its folder on a machine online, where the file is one tabpfn publishes."""
-    from tabpfn.model_loading import ModelSource
+def weights_source(name: str, folder: Path) -> str:
+    """Where real TabPFN weights come from, for a checkpoint `name` that is not in `folder`: Prior Labs'
+    gated HuggingFace repos (tabpfn's `ModelSource`), and the steps that download into `folder` the
+    file `name` if tabpfn publishes it, else the default regressor of the version `name` names
+    (tabpfn's default version where it names none); ends with `WEIGHTS_DOC`."""
+    from tabpfn.model_loading import ModelSource, resolve_model_path, resolve_model_version
 
-    sources = [getattr(ModelSource, name)() for name in vars(ModelSource) if name.startswith("get_")]
-    repo = next((source.repo_id for source in sources if path.name in source.filenames), None)
-    return "" if repo is None else f" (online: hf download {repo} {path.name} --local-dir {path.parent})"
+    sources = [getattr(ModelSource, method)() for method in vars(ModelSource) if method.startswith("get_")]
+    regressors = [s for s in sources if any("classifier" not in file for file in s.filenames)]
+    if not any(name in source.filenames for source in regressors):
+        named = resolve_model_version(Path(name)).value  # "v2" for a name that names no version
+        version = named if named in name else resolve_model_version(None).value
+        (default,), *_ = resolve_model_path(None, "regressor", version)
+        name = default.name
+    repo = next(source.repo_id for source in regressors if name in source.filenames)
+    repos = ", ".join(dict.fromkeys(source.repo_id for source in regressors))
+    return (
+        f"real TabPFN weights are Prior Labs' gated HuggingFace repos ({repos}): accept the licence at "
+        f"https://huggingface.co/{repo}, `hf auth login`, then `hf download {repo} {name} --local-dir {folder}` "
+        f"({WEIGHTS_DOC})"
+    )

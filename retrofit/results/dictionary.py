@@ -84,7 +84,7 @@ def dictionary_markdown() -> str:
     lines = [
         "# Data dictionary of the results CSVs",
         "",
-        "Generated from the code that writes each file's columns (`python -m retrofit.results.dictionary >",
+        "Generated from the code that writes each file's columns (`.venv/bin/python -m retrofit.results.dictionary >",
         "docs/data_dictionary.md`); a test checks that it covers every column of `results/` and matches",
         "the code.",
         "",

@@ -47,7 +47,8 @@ def floors_note(floors: Floors) -> str:
     if floors is None:
         return (
             "Noise floor `not given`: this aggregation had none; `make tables` (the record) or "
-            "`python experiments/tables.py results_dir=<this folder>` renders it from the record's noise_floor.csv."
+            "`.venv/bin/python experiments/tables.py results_dir=<this folder>` renders it from the record's "
+            "noise_floor.csv."
         )
     return (
         "Noise floor: how far the host's own stock RMSE moves under changes that should not matter "
