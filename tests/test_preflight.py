@@ -240,12 +240,25 @@ def test_the_check_of_what_hydra_writes_cannot_be_taken_away(tmp_path, override)
     assert not (RECORD_DIR / ".hydra").exists()
 
 
-def test_a_root_config_without_the_write_check_does_not_run(tmp_path):
-    (tmp_path / "bare.yaml").write_text("defaults:\n  - sweep_schema\n  - paths: default\n  - _self_\n")
+@pytest.mark.parametrize(
+    "root",
+    [
+        "defaults:\n  - sweep_schema\n  - paths: default\n  - _self_\n",
+        (ROOT / "configs" / "sweep.yaml")
+        .read_text()
+        .replace("  callbacks:\n", "  callbacks:\n    check_writes:\n      _target_: experiments.sweep.CheckSweep\n"),
+    ],
+    ids=["without-hydra-defaults", "check-replaced"],
+)
+def test_a_root_config_without_the_write_check_writes_nothing(tmp_path, root):
+    """Such a config used to be refused by its job, after Hydra had written `.hydra/` and the log
+    file; it is refused before Hydra acts, and nothing but the config is in the folder after."""
+    (tmp_path / "bare.yaml").write_text(root)
     out = run_hydra(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "bare", cwd=tmp_path)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "runs without the callback retrofit.jobs.preflight.CheckWrites" in out.stderr
     assert "list `- hydra: default` in its defaults" in out.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["bare.yaml"]
 
 
 def test_a_unit_store_that_is_a_file_is_one_line_before_any_work(host, tmp_path):

@@ -19,9 +19,10 @@ job after its module's last name (`hydra.job.name`), which names its log file an
 `error: <what> (<fix>)` and a non-zero exit, never a traceback: an unknown job (status `USAGE`),
 a config that does not compose (an unknown option or key, a bad value, a `!!python` tag) and
 Ctrl-C (`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input
-through `retrofit.errors.exit_on_user_error`. Before Hydra writes anything, what it would write is
-checked (`retrofit.jobs.preflight`, a callback of every root config): nothing lands in the
-committed record unless a record target runs it. `+key=value` adds a key Hydra leaves unchecked;
+through `retrofit.errors.exit_on_user_error`. Before Hydra acts, the command's config is composed
+as Hydra will compose it (`retrofit.jobs.compose`) and checked (`retrofit.jobs.preflight`): it names
+no code but the project's own (`retrofit.jobs.instantiated`), and nothing Hydra would write lands in
+the committed record unless a record target runs it. `+key=value` adds a key Hydra leaves unchecked;
 each `run` (`retrofit.jobs.start`) refuses it before any work.
 
 An experiment module imports at its top only what its `SCHEMA` needs, and what `run` needs that is
@@ -159,17 +160,20 @@ def launch(job: str) -> None:
         register(job)
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
-        from retrofit.jobs.preflight import check_command_line, require_checked
-
-        with exit_on_user_error():  # what would take away the check of what Hydra writes
-            check_command_line(given, CONFIGS_DIR)
+        from retrofit.jobs.compose import command_config
+        from retrofit.jobs.preflight import check_command_line, check_composed
 
         def task(cfg: DictConfig) -> None:
             with exit_on_user_error():
-                require_checked(HydraConfig.get())
                 module.run(cfg, HydraConfig.get())
 
-        main(_named(module, task))()
+        named = _named(module, task)
+        with exit_on_user_error():  # the command line, then the config it composes, before Hydra acts
+            check_command_line(given, CONFIGS_DIR)
+            composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
+            if composed is not None:
+                check_composed(*composed)
+        main(named)()
 
 
 def _named(module: ModuleType, task):

@@ -102,7 +102,13 @@ def _cause_line(err: BaseException) -> str:
     if not isinstance(cause, OmegaConfBaseException):
         return ""
     key = getattr(cause, "full_key", None)
-    return f"{str(cause).splitlines()[0]}" + (f" (key {key})" if key else "")
+    return reason(cause) + (f" (key {key})" if key else "")
+
+
+def reason(err: OmegaConfBaseException) -> str:
+    """What an OmegaConf error says is wrong, on one line (its message without the lines naming
+    the key and the node's type, which OmegaConf appends)."""
+    return str(err).splitlines()[0]
 
 
 def _new_mapping_key(err: BaseException | None) -> str | None:

@@ -1,16 +1,20 @@
-"""What a command would write, checked before Hydra writes anything, and the refusals that follow.
+"""What a command would write and what it would run, checked before Hydra acts, and the refusals that follow.
 
-Hydra writes before a job's own checks run: the run folder with its `.hydra/` (or the sweep folder
-with `multirun.yaml`) and the log files its logging config names. The callback `CheckWrites`
-(every root config has it through `configs/hydra/default.yaml`) runs when Hydra has composed the
-command's config and before it writes: it resolves every path Hydra would write
-(`hydra_writes`: run or sweep folder, the first job's folder, `.hydra/`, every logging handler's
-`filename`) and refuses, in one line, a path in the committed record (`retrofit.record_guard`)
-unless this is a record target's command, and a config group option given as a path (`../x`,
-`/x`: a file outside the config folders). `retrofit.jobs.launch` refuses what would take the
-callback away (`check_command_line`: an override of `hydra.callbacks`; `--config-dir` holding a
-config its own folders would hide, which would silently not be read), and each job refuses to run
-under a config without it (`require_checked`).
+Hydra acts before a job's own checks run: it configures its logging and instantiates the callbacks,
+sweeper and launcher its config names, then writes the run folder with its `.hydra/` (or the sweep
+folder with `multirun.yaml`) and the log files its logging config names. `retrofit.jobs.launch`
+therefore checks first: the command line (`check_command_line`: an override of `hydra.callbacks`,
+which would take the check away; `--config-dir` holding a config its own folders would hide, which
+would silently not be read), then the config it composes, as Hydra will (`retrofit.jobs.compose`),
+before Hydra sees it (`check_composed`): code it names that the project does not list
+(`retrofit.jobs.instantiated`), a config without the callback `CheckWrites` (`require_checked`: a
+root config of one's own that leaves out `- hydra: default`, or replaces the check), and
+`check_config`: every path Hydra would write (`hydra_writes`: run or sweep folder, the first
+job's folder, `.hydra/`, every logging handler's `filename`) refused, in one line, in the
+committed record (`retrofit.record_guard`) unless this is a record target's command, and a config
+group option given as a path (`../x`, `/x`: a file outside the config folders). The callback
+`CheckWrites` (every root config has it through `configs/hydra/default.yaml`) runs `check_config`
+again on the config Hydra composed itself, before it writes.
 """
 
 import copy
@@ -29,12 +33,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.jobs.instantiated import CHECK_WRITES, check_instantiated
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
 
 BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 """The package's own config folder (`pkg://retrofit.configs`: the built-in variants)."""
-CALLBACK = "retrofit.jobs.preflight.CheckWrites"
-"""The `_target_` of the callback in `configs/hydra/default.yaml`."""
 
 
 class CheckWrites(Callback):
@@ -48,6 +51,15 @@ class CheckWrites(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
             check_config(config, RunMode.MULTIRUN)
+
+
+def check_composed(cfg: DictConfig, mode: RunMode) -> None:
+    """RunnerError for the command's config `cfg` as `retrofit.jobs.compose` composed it, before
+    Hydra acts on it: code it names that the project does not list (`check_instantiated`), no
+    `CheckWrites` among its callbacks (`require_checked`), then `check_config`."""
+    check_instantiated(cfg)
+    require_checked(cfg.hydra)
+    check_config(cfg, mode)
 
 
 def check_config(cfg: DictConfig, mode: RunMode) -> None:
@@ -92,9 +104,9 @@ def require_checked(hydra_cfg: DictConfig) -> None:
     """RunnerError unless the running config has `CheckWrites` among its callbacks (a root config of
     one's own that leaves out `- hydra: default` would run unchecked)."""
     targets = [OmegaConf.select(node, "_target_") for node in (hydra_cfg.get("callbacks") or {}).values()]
-    if CALLBACK not in targets:
+    if CHECK_WRITES not in targets:
         raise RunnerError(
-            f"config {hydra_cfg.job.config_name!r} runs without the callback {CALLBACK} that checks what "
+            f"config {hydra_cfg.job.config_name!r} runs without the callback {CHECK_WRITES} that checks what "
             "a run writes; list `- hydra: default` in its defaults (as configs/sweep.yaml does)"
         )
 
