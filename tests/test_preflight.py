@@ -201,6 +201,46 @@ def test_no_override_makes_hydra_write_into_the_record(tmp_path, args, message):
     assert {name: t for name, t in _tree(tmp_path).items() if not name.startswith("outputs")} == cwd_before
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["hydra.sweep.dir={tmp}/sweep", "hydra.sweep.subdir=s${{seed}}", "seed=0,1"],
+            "error: job 1 (seed=1 dataset.target=nope): hydra.sweep.subdir puts Hydra's files at {tmp}/sweep/s1, in",
+        ),
+        (
+            ["hydra/launcher=submitit_local", "hydra.launcher.submitit_folder={record}/x/%j"],
+            "error: hydra.launcher.submitit_folder puts Hydra's files at {record}/x, in the committed record",
+        ),
+        (
+            ["hydra/launcher=joblib", "hydra.launcher.temp_folder={record}/x"],
+            "error: hydra.launcher.temp_folder puts Hydra's files at {record}/x, in the committed record",
+        ),
+    ],
+    ids=["job-folder-through-a-symlink", "submitit-folder", "joblib-temp-folder"],
+)
+def test_each_job_and_the_launcher_are_checked_before_anything_is_written(tmp_path, args, message):
+    """A job's own folder (`s${seed}`, where `s1` is a symlink into the record) used to be checked
+    for job 0 only, and a launcher's folder not at all (submitit's pickles and logs landed in
+    results/); each is refused in one line and nothing is written anywhere (`dataset.target=nope`
+    stops a run that got past the check before it writes)."""
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "s1").symlink_to(RECORD_DIR, target_is_directory=True)
+    fields = {"record": RECORD_DIR, "tmp": tmp_path}
+    before, cwd_before = _tree(RECORD_DIR), _tree(tmp_path)
+    out = run_hydra(
+        str(ROOT / "experiments" / "sweep.py"),
+        "-m",
+        *(a.format(**fields) for a in args),
+        "dataset.target=nope",
+        cwd=tmp_path,
+        **{RECORD_ENV: "0"},
+    )
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(message.format(**fields)), out.stderr
+    assert _tree(RECORD_DIR) == before and _tree(tmp_path) == cwd_before
+
+
 def test_a_config_dir_whose_config_its_own_configs_would_hide_is_refused(tmp_path):
     """`-cd <dir>` with a sweep.yaml setting n_estimators: 3 used to run with 8 (configs/sweep.yaml
     comes first on Hydra's search path), silently; a config of its own name takes effect (-cn)."""

@@ -33,8 +33,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from retrofit.errors import RunnerError, exit_on_any_error
-from retrofit.jobs.instantiated import CHECK_WRITES, check_instantiated
+from retrofit.jobs.instantiated import CHECK_WRITES, LAUNCHERS, check_instantiated
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
+from retrofit.runner.sweep_jobs import sweep_job_configs
 
 BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 """The package's own config folder (`pkg://retrofit.configs`: the built-in variants)."""
@@ -42,7 +43,8 @@ BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 class CheckWrites(Callback):
     """Refuse, before Hydra writes anything, a command that would write into the committed record
-    or read a config group option from a path (the module docstring)."""
+    or read a config group option from a path (the module docstring), checking Hydra's own
+    composition of the command and, in a multirun, every job's config (`check_job`)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
@@ -51,6 +53,8 @@ class CheckWrites(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with exit_on_any_error():
             check_config(config, RunMode.MULTIRUN)
+            for num, job in enumerate(sweep_job_configs(config)):
+                check_job(job, num)
 
 
 def check_composed(cfg: DictConfig, mode: RunMode) -> None:
@@ -62,11 +66,23 @@ def check_composed(cfg: DictConfig, mode: RunMode) -> None:
     check_config(cfg, mode)
 
 
-def check_config(cfg: DictConfig, mode: RunMode) -> None:
-    """RunnerError for the composed command config `cfg` (with its `hydra` node) run in `mode`: a
-    config group option given as a path, or a file Hydra would write in the committed record."""
+def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> None:
+    """RunnerError for the composed command config `cfg` (with its `hydra` node) run in `mode` (or
+    job number `num` of a multirun): a config group option given as a path, or a file Hydra would
+    write in the committed record (`hydra_writes`)."""
     check_group_options(cfg, [*cfg.hydra.overrides.task, *cfg.hydra.overrides.hydra])
-    check_hydra_writes(hydra_writes(copy.deepcopy(cfg), mode))
+    check_hydra_writes(hydra_writes(copy.deepcopy(cfg), mode, num))
+
+
+def check_job(job: DictConfig, num: int) -> None:
+    """RunnerError, naming job number `num` and its overrides, for the config `job` of a multirun's
+    job (`retrofit.runner.sweep_jobs.sweep_job_configs`): code it names (its job logging is its
+    own) and what it writes, its own folder included (`check_config`)."""
+    try:
+        check_instantiated(job)
+        check_config(job, RunMode.MULTIRUN, num)
+    except RunnerError as err:
+        raise RunnerError(f"job {num} ({' '.join(job.hydra.overrides.task)}): {err}") from None
 
 
 CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
@@ -126,36 +142,52 @@ def check_config_dir(config_dir: Path, own: tuple[Path, ...]) -> None:
             )
 
 
-def hydra_writes(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
-    """Every path Hydra writes for the composed `cfg` in `mode` before its job runs, by the key that
-    names it: the run folder (a sweep: the sweep folder and its first job's folder), its
-    `hydra.output_subdir` and the `filename` of every handler of its job and Hydra logging,
-    resolved as Hydra resolves them, absolute."""
+def hydra_writes(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict[str, Path]:
+    """Every path Hydra writes for the composed `cfg` before a job runs, by the key that names it,
+    resolved as Hydra resolves them, absolute. A run (`mode` RUN) writes its run folder, its
+    `hydra.output_subdir` and the `filename` of every handler of its job and Hydra logging; a
+    multirun (`num` None) its sweep folder, the files of Hydra's logging and the folders its
+    launcher writes (`retrofit.jobs.instantiated.LAUNCHERS`, up to a `%` placeholder such as
+    submitit's `%j`); job number `num` of a multirun (`cfg` is that job's config) the sweep folder,
+    the job's own folder (`hydra.sweep.subdir` under it), its `hydra.output_subdir` and the files of
+    its job logging. `cfg` gets the job number and output folder Hydra gives it: pass a copy."""
     hydra = cfg.hydra
+    job = mode == RunMode.RUN or num is not None
     with read_write(hydra), open_dict(hydra):
-        hydra.job.num = 0
-        hydra.job.id = hydra.job.get("id") or "0"
-        if mode == RunMode.MULTIRUN:
-            writes = {
-                "hydra.sweep.dir": hydra.sweep.dir,
-                "hydra.sweep.subdir": Path(hydra.sweep.dir) / hydra.sweep.subdir,
-            }
-        else:
+        hydra.job.num = num or 0
+        hydra.job.id = hydra.job.get("id") or str(num or 0)
+        if mode == RunMode.RUN:
             writes = {"hydra.run.dir": hydra.run.dir}
+        else:
+            writes = {"hydra.sweep.dir": hydra.sweep.dir}
+            if job:
+                writes["hydra.sweep.subdir"] = Path(hydra.sweep.dir) / hydra.sweep.subdir
         empty = next((key for key, path in writes.items() if str(path) in ("", ".")), None)
         if empty is not None:
             raise RunnerError(f"{empty} is empty; leave it at its default (under outputs/) or name a folder")
         output = str(list(writes.values())[-1])
         hydra.runtime.output_dir = str(Path(output).absolute())
+        before = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in a file name (run_job sets it again)
-        if hydra.output_subdir is not None:
-            writes["hydra.output_subdir"] = Path(output) / hydra.output_subdir
-        for logging in ("job_logging", "hydra_logging"):
-            handlers = OmegaConf.select(hydra, f"{logging}.handlers") or {}
-            for name, handler in handlers.items():
-                if "filename" in handler:
-                    writes[f"hydra.{logging}.handlers.{name}.filename"] = handler.filename
+        try:
+            if job and hydra.output_subdir is not None:
+                writes["hydra.output_subdir"] = Path(output) / hydra.output_subdir
+            for logging in [name for name, used in (("job_logging", job), ("hydra_logging", num is None)) if used]:
+                handlers = OmegaConf.select(hydra, f"{logging}.handlers") or {}
+                for name, handler in handlers.items():
+                    if "filename" in handler:
+                        writes[f"hydra.{logging}.handlers.{name}.filename"] = handler.filename
+            if not job:
+                writes |= _launcher_folders(hydra.launcher)
+        finally:
+            HydraConfig.instance().cfg = before
     return {key: Path(str(path)).absolute() for key, path in writes.items()}
+
+
+def _launcher_folders(launcher: DictConfig) -> dict[str, str]:
+    """The folders the multirun `launcher` writes (`LAUNCHERS`), by key, each up to its first `%`."""
+    keys = LAUNCHERS.get(launcher.get("_target_"), ())
+    return {f"hydra.launcher.{key}": str(launcher[key]).split("%")[0] for key in keys if launcher.get(key)}
 
 
 def check_hydra_writes(writes: dict[str, Path]) -> None:
