@@ -35,7 +35,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from retrofit.errors import RunnerError, exit_on_any_error
 from retrofit.jobs.instantiated import CHECK_WRITES, LAUNCHERS, check_instantiated
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
-from retrofit.runner.sweep_jobs import sweep_job_configs
+from retrofit.runner import say
+from retrofit.runner.sweep_jobs import sweep_job_configs, sweep_jobs
 
 BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 """The package's own config folder (`pkg://retrofit.configs`: the built-in variants)."""
@@ -60,10 +61,14 @@ class CheckWrites(Callback):
 def check_composed(cfg: DictConfig, mode: RunMode) -> None:
     """RunnerError for the command's config `cfg` as `retrofit.jobs.compose` composed it, before
     Hydra acts on it: code it names that the project does not list (`check_instantiated`), no
-    `CheckWrites` among its callbacks (`require_checked`), then `check_config`."""
+    `CheckWrites` among its callbacks (`require_checked`), then `check_config`; a multirun's jobs
+    are then counted (more than `retrofit.runner.sweep_jobs.MAX_JOBS`, or one job twice, is
+    refused) and their number printed."""
     check_instantiated(cfg)
     require_checked(cfg.hydra)
     check_config(cfg, mode)
+    if mode == RunMode.MULTIRUN:  # its jobs counted, bounded and said before Hydra composes each
+        say(f"{len(sweep_jobs(cfg))} jobs: each is composed and checked before the first runs")
 
 
 def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> None:
