@@ -32,10 +32,11 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.errors import RunnerError
+from retrofit.jobs.exits import callback_errors
 from retrofit.jobs.instantiated import CHECK_WRITES, LAUNCHERS, check_instantiated
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
-from retrofit.runner import say
+from retrofit.runner import command_overrides, say
 from retrofit.runner.sweep_jobs import sweep_job_configs, sweep_jobs
 
 BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -48,46 +49,69 @@ class CheckWrites(Callback):
     composition of the command and, in a multirun, every job's config (`check_job`)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        with exit_on_any_error():
+        with callback_errors():
             check_config(config, RunMode.RUN)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        with exit_on_any_error():
+        with callback_errors():
             check_config(config, RunMode.MULTIRUN)
             for num, job in enumerate(sweep_job_configs(config)):
                 check_job(job, num)
 
 
-def check_composed(cfg: DictConfig, mode: RunMode) -> None:
-    """RunnerError for the command's config `cfg` as `retrofit.jobs.compose` composed it, before
-    Hydra acts on it: code it names that the project does not list (`check_instantiated`), no
-    `CheckWrites` among its callbacks (`require_checked`), then `check_config`; a multirun's jobs
-    are then counted (more than `retrofit.runner.sweep_jobs.MAX_JOBS`, or one job twice, is
-    refused) and their number printed."""
+def check_composed(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
+    """What Hydra will write for the command's config `cfg` as `retrofit.jobs.compose` composed it
+    (`hydra_writes`, its run or sweep folder first), checked before Hydra acts on it; RunnerError
+    for code it names that the project does not list (`check_instantiated`), no `CheckWrites` among
+    its callbacks (`require_checked`), job settings the jobs do not run under
+    (`check_job_settings`), then `check_config`. A multirun's jobs are then counted (more than
+    `retrofit.runner.sweep_jobs.MAX_JOBS`, or one job twice, is refused) and their number printed."""
     check_instantiated(cfg)
     require_checked(cfg.hydra)
-    check_config(cfg, mode)
+    check_job_settings(cfg.hydra)
+    writes = check_config(cfg, mode)
     if mode == RunMode.MULTIRUN:  # its jobs counted, bounded and said before Hydra composes each
         say(f"{len(sweep_jobs(cfg))} jobs: each is composed and checked before the first runs")
+    return writes
 
 
-def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> None:
-    """RunnerError for the composed command config `cfg` (with its `hydra` node) run in `mode` (or
-    job number `num` of a multirun): a config group option given as a path, or a file Hydra would
-    write in the committed record (`hydra_writes`)."""
-    check_group_options(cfg, [*cfg.hydra.overrides.task, *cfg.hydra.overrides.hydra])
-    check_hydra_writes(hydra_writes(copy.deepcopy(cfg), mode, num))
+def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict[str, Path]:
+    """What Hydra writes for the composed command config `cfg` (with its `hydra` node) run in `mode`
+    (or as job number `num` of a multirun), `hydra_writes`, checked; RunnerError for a config group
+    option given as a path, or a file Hydra would write in the committed record."""
+    check_group_options(cfg, [*command_overrides(cfg.hydra), *command_overrides(cfg.hydra, "hydra")])
+    writes = hydra_writes(copy.deepcopy(cfg), mode, num)
+    check_hydra_writes(writes)
+    return writes
+
+
+def check_job_settings(hydra_cfg: DictConfig) -> None:
+    """RunnerError for a Hydra job setting the jobs do not run under: `hydra.job.chdir=true` (a job
+    reads its relative paths from the directory the command starts in) and the record variable in
+    `hydra.job.env_set` (set by a record target for its own command only, never by a config)."""
+    if hydra_cfg.job.chdir:
+        raise RunnerError(
+            "hydra.job.chdir=true: a job runs in the directory the command starts in, where its relative "
+            "paths (results_dir, cache_dir, a dataset's file) are read; drop it (Hydra's own files go to "
+            "hydra.run.dir)"
+        )
+    if RECORD_ENV in (hydra_cfg.job.env_set or {}):
+        raise RunnerError(
+            f"hydra.job.env_set.{RECORD_ENV}: the record variable is set by the Makefile's record targets, "
+            "for their own command only; drop it"
+        )
 
 
 def check_job(job: DictConfig, num: int) -> None:
     """RunnerError, naming job number `num` and its overrides, for the config `job` of a multirun's
     job (`retrofit.runner.sweep_jobs.sweep_job_configs`): code it names (its job logging is its
-    own) and what it writes, its own folder included (`check_config`)."""
+    own), its job settings and what it writes, its own folder included (`check_config`)."""
     try:
         check_instantiated(job)
+        check_job_settings(job.hydra)
         check_config(job, RunMode.MULTIRUN, num)
     except RunnerError as err:
-        raise RunnerError(f"job {num} ({' '.join(job.hydra.overrides.task)}): {err}") from None
+        raise RunnerError(f"job {num} ({' '.join(command_overrides(job.hydra))}): {err}") from None
 
 
 CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
@@ -225,7 +249,8 @@ def check_group_options(cfg: DictConfig, overrides: list[str]) -> None:
         key = override.key_or_group
         if override.is_delete() or "." in key:
             continue
-        if key in choices or OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:  # a group, not a key
+        present = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False) is not _ABSENT
+        if key in choices or not present:  # a group, not a key (whose value need not resolve here)
             selected.append((override.input_line, key, _option_values(override)))
     _refuse_paths(selected)
 

@@ -72,6 +72,7 @@ from retrofit.runner import (
     SweepConfig,
     TimingConfig,
     collected_notices,
+    command_overrides,
     job_config,
     job_logs,
     output_dir,
@@ -150,7 +151,7 @@ def variant_options(hydra_cfg: DictConfig) -> list[str]:
 def listed_variants(hydra_cfg: DictConfig) -> list[str] | None:
     """The variants of a `variant=[a,b]` override (one run, one baseline, every listed variant), or
     None. `variant.<key>=` overrides name one variant; with a list, `+hparams.<key>=` sets all."""
-    overrides = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
+    overrides = OverridesParser.create().parse_overrides(command_overrides(hydra_cfg))
     listed = [o.value() for o in overrides if o.get_key_element() == "variant" and isinstance(o.value(), list)]
     if not listed:
         return None
@@ -246,7 +247,7 @@ def dataset_file(hydra_cfg: DictConfig, option: str) -> Path | None:
     """The file `dataset/<option>.yaml` as Hydra finds it: in the first file source of the job's
     search path that holds one (`hydra.runtime.config_sources`); None for a dataset whose `path` is
     set on the command line (`dataset.path=`: read from the directory the command started in)."""
-    if path_on_command_line(hydra_cfg.overrides.task):
+    if path_on_command_line(command_overrides(hydra_cfg)):
         return None
     sources = [Path(src.path) for src in hydra_cfg.runtime.config_sources if src.schema == "file"]
     return next((file for file in (src / "dataset" / f"{option}.yaml" for src in sources) if file.is_file()), None)

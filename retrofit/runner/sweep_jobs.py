@@ -17,6 +17,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError
+from retrofit.runner import command_overrides
 
 MAX_JOBS = 1000
 """The most jobs one multirun command launches: each is composed (a fifth of a second or so) and
@@ -33,7 +34,7 @@ def sweep_jobs(config: DictConfig) -> list[list[str]]:
     if not hasattr(sweeper, "split_arguments"):
         raise RunnerError(f"hydra.sweeper={config.hydra.sweeper._target_}: the sweep runs with Hydra's basic sweeper")
     params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    overrides = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
+    overrides = OverridesParser.create().parse_overrides([*params, *command_overrides(config.hydra)])
     count = job_count(overrides)
     if count > MAX_JOBS:
         raise RunnerError(
