@@ -52,9 +52,8 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     callback aggregates at the end)."""
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return
-    check_csv_command(
-        cfg.dataset, runner.command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd)
-    )  # before any model loads
+    # before any model loads
+    check_csv_command(cfg.dataset, runner.command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     from retrofit.runner.store import finish, sweep_records
     from retrofit.runner.sweep_config import case_from_hydra
 

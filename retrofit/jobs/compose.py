@@ -52,7 +52,8 @@ def command_config(
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return None
     calling_file, calling_module = detect_calling_file_or_module_from_task_function(task)
-    search_path = create_automatic_config_search_path(calling_file, calling_module, args.config_path or config_path)
+    path = config_path if args.config_path is None else args.config_path
+    search_path = create_automatic_config_search_path(calling_file, calling_module, path)
     if args.config_dir is not None:
         folder = os.path.abspath(args.config_dir)
         if not os.path.isdir(folder):
@@ -61,7 +62,8 @@ def command_config(
     task_name = detect_task_name(calling_file, calling_module)
     hydra = Hydra.create_main_hydra2(task_name=task_name, config_search_path=search_path)
     try:
-        name, overrides = args.config_name or config_name, list(args.overrides)
+        name = config_name if args.config_name is None else args.config_name
+        overrides = list(args.overrides)
         mode = hydra.get_mode(config_name=name, overrides=overrides)
         if mode is None or (args.multirun and mode == RunMode.RUN):  # as Hydra's _run_app records the mode
             mode = RunMode.MULTIRUN if args.multirun else RunMode.RUN

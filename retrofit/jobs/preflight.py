@@ -8,13 +8,17 @@ which would take the check away; `--config-dir` holding a config its own folders
 would silently not be read), then the config it composes, as Hydra will (`retrofit.jobs.compose`),
 before Hydra sees it (`check_composed`): code it names that the project does not list
 (`retrofit.jobs.instantiated`), a config without the callback `CheckWrites` (`require_checked`: a
-root config of one's own that leaves out `- hydra: default`, or replaces the check), and
-`check_config`: every path Hydra would write (`hydra_writes`: run or sweep folder, the first
-job's folder, `.hydra/`, every logging handler's `filename`) refused, in one line, in the
-committed record (`retrofit.record_guard`) unless this is a record target's command, and a config
-group option given as a path (`../x`, `/x`: a file outside the config folders). The callback
-`CheckWrites` (every root config has it through `configs/hydra/default.yaml`) runs `check_config`
-again on the config Hydra composed itself, before it writes.
+root config of one's own that leaves out `- hydra: default`, or replaces the check), job settings
+the jobs do not run under (`check_job_settings`: `hydra.job.chdir=true`, the record variable in
+`hydra.job.env_set`), and `check_config`: every path Hydra would write (`hydra_writes`: the run
+folder, or the sweep folder and its launcher's folders; `.hydra/`, every logging handler's
+`filename`) refused, in one line, in the committed record (`retrofit.record_guard`) unless this is
+a record target's command, and a config group option given as a path (`../x`, `/x`: a file
+outside the config folders). A multirun's jobs are counted and said there, before any is composed
+(`retrofit.runner.sweep_jobs`). The callback `CheckWrites` (every root config has it through
+`configs/hydra/default.yaml`) runs `check_config` again on the config Hydra composed itself and,
+in a multirun, `check_job` on every job's config before the first job runs: each job's own folder,
+`.hydra/` and log files, its job logging's code and its job settings.
 """
 
 import copy
@@ -71,7 +75,8 @@ def check_composed(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
     check_job_settings(cfg.hydra)
     writes = check_config(cfg, mode)
     if mode == RunMode.MULTIRUN:  # its jobs counted, bounded and said before Hydra composes each
-        say(f"{len(sweep_jobs(cfg))} jobs: each is composed and checked before the first runs")
+        count = len(sweep_jobs(cfg))
+        say(f"{count} job{'s' * (count != 1)}: each is composed and checked before the first runs")
     return writes
 
 
