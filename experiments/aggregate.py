@@ -27,8 +27,8 @@ from omegaconf import DictConfig
 
 from retrofit import runner
 from retrofit.data.csv_file import check_csv_command
-from retrofit.errors import exit_on_any_error
 from retrofit.jobs import launch
+from retrofit.jobs.exits import callback_errors
 from retrofit.runner import SweepConfig, reference_of, results_dir_of
 
 CONFIG = "sweep"
@@ -52,7 +52,8 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     callback aggregates at the end)."""
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return
-    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
+    # before any model loads
+    check_csv_command(cfg.dataset, runner.command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     from retrofit.runner.finish import finish, sweep_records
     from retrofit.runner.sweep_config import case_from_hydra
 
@@ -76,13 +77,13 @@ class AggregateSweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from retrofit.runner.sweep_config import checked_sweep
 
-        with exit_on_any_error():
+        with callback_errors():
             self.cases, self.reference = checked_sweep(config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from retrofit.runner.sweep_config import finish_sweep
 
-        with exit_on_any_error():
+        with callback_errors():
             total = len({case.key(unit) for case in self.cases for unit in case.units})
             finish_sweep(config, self.cases, self.reference, runner.reused(total, total))
 

@@ -16,7 +16,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from retrofit.errors import RunnerError
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
-from retrofit.runner import HostConfig
+from retrofit.runner import HostConfig, command_overrides
 
 SIZES = ("tiny", "default")
 """A random host's size: `tiny` (`retrofit.hosts.random_host.random_host`) or tabpfn's default
@@ -73,7 +73,7 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
     if cfg.host is None:
         hosts = {name: get_path(name) for name in cfg.hosts}
     else:
-        listed = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0].lstrip("+~") == "hosts"]
+        listed = [o for o in command_overrides(hydra_cfg) if o.split("=", 1)[0].lstrip("+~") == "hosts"]
         if listed:
             raise RunnerError(
                 f"host={cfg.host.name} audits that one host, but {listed[0]!r} lists others too; pass either "

@@ -15,7 +15,7 @@ from retrofit.data.csv_file import check_csv_command
 from retrofit.explanation.settings import ExplainSettings
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
-from retrofit.runner import HostConfig
+from retrofit.runner import HostConfig, command_overrides
 
 
 @dataclass
@@ -34,7 +34,7 @@ SCHEMA = ExplainConfig
 
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Explain `rows` of the dataset; write the CSV and the figure; print where they are."""
-    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))  # before any model loads
+    check_csv_command(cfg.dataset, command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))  # before any model loads
     from retrofit.data import load_table
     from retrofit.explanation import explain_table
     from retrofit.explanation.files import explanation_files, write_explanation

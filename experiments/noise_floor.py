@@ -14,7 +14,7 @@ from omegaconf import MISSING, DictConfig
 from retrofit.errors import RunnerError
 from retrofit.jobs import launch
 from retrofit.jobs.start import start
-from retrofit.runner import HostConfig
+from retrofit.runner import HostConfig, command_overrides
 
 
 @dataclass
@@ -56,7 +56,7 @@ def chosen_datasets(settings: NoiseFloorConfig, hydra_cfg: DictConfig) -> list:
 
     if settings.dataset is None:
         return dataset_specs(hydra_cfg, settings.datasets)
-    listed = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0].lstrip("+~") == "datasets"]
+    listed = [o for o in command_overrides(hydra_cfg) if o.split("=", 1)[0].lstrip("+~") == "datasets"]
     if listed:
         raise RunnerError(
             f"dataset={hydra_cfg.runtime.choices.dataset} measures that one dataset, but {listed[0]!r} lists others "

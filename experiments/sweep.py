@@ -22,8 +22,8 @@ from omegaconf import DictConfig
 
 from retrofit import runner
 from retrofit.data.csv_file import check_csv_command
-from retrofit.errors import exit_on_any_error
 from retrofit.jobs import launch
+from retrofit.jobs.exits import callback_errors
 from retrofit.runner import SweepConfig, reference_of, results_dir_of
 
 SCHEMA = SweepConfig
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`).
     A CSV named on the command line is checked first (`check_csv_command`), before any model loads."""
-    check_csv_command(cfg.dataset, hydra_cfg.overrides.task, Path(hydra_cfg.runtime.cwd))
+    check_csv_command(cfg.dataset, runner.command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     from retrofit.runner.case import run_case
     from retrofit.runner.finish import case_records, finish, reusable
     from retrofit.runner.sweep_config import case_from_hydra
@@ -80,7 +80,7 @@ class CheckSweep(Callback):
         from retrofit.runner.finish import reusable
         from retrofit.runner.sweep_config import checked_sweep
 
-        with exit_on_any_error():
+        with callback_errors():
             self.cases, self.reference = checked_sweep(config)
             total = len({case.key(unit) for case in self.cases for unit in case.units})
             self.reused = runner.reused(reusable(self.cases), total)
@@ -88,7 +88,7 @@ class CheckSweep(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from retrofit.runner.sweep_config import finish_sweep
 
-        with exit_on_any_error():
+        with callback_errors():
             finish_sweep(config, self.cases, self.reference, self.reused)
 
 

@@ -1,9 +1,9 @@
 """How much one command may take on, checked before any work: a command given more refuses in one
 line, naming the bound and what to do, instead of running for hours or filling memory.
 
-Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the seeds of one
-`retrofit.compare` call), `max_work` (the table one fit takes, `retrofit.data.prepare.check_work`),
-`MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header, `retrofit.data.csv_file.header`).
+Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the jobs of one
+multirun, `retrofit.runner.sweep_jobs`, and the seeds of one `retrofit.compare` call), `max_work`
+(the table one fit takes, `retrofit.data.prepare.check_work`), `MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header, `retrofit.data.csv_file.header`).
 """
 
 import os
@@ -11,8 +11,10 @@ import os
 from retrofit.errors import RetrofitError
 
 MAX_JOBS = 1000
-"""The most seeds one `retrofit.compare` call runs, each one fit: a longer list is hours of work,
-and a generator may have no end, so neither is started unasked."""
+"""The most jobs one multirun launches and the most seeds one `retrofit.compare` call runs. A
+multirun's jobs are each composed (a fifth of a second or so) and checked before the first runs, so
+a larger grid would spend minutes before anything is said; each seed of `compare` is one fit, and a
+generator may have no end, so neither is started unasked."""
 MAX_WORK = 2 * 10**9
 """The most work (`max_work`) one fit may take, by default: fitted rows × rows × feature columns.
 TabPFN attends from every row to every fitted row in each feature column, so a fit's time grows

@@ -201,6 +201,46 @@ def test_no_override_makes_hydra_write_into_the_record(tmp_path, args, message):
     assert {name: t for name, t in _tree(tmp_path).items() if not name.startswith("outputs")} == cwd_before
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["hydra.sweep.dir={tmp}/sweep", "hydra.sweep.subdir=s${{seed}}", "seed=0,1"],
+            "error: job 1 (seed=1 dataset.target=nope): hydra.sweep.subdir puts Hydra's files at {tmp}/sweep/s1, in",
+        ),
+        (
+            ["hydra/launcher=submitit_local", "hydra.launcher.submitit_folder={record}/x/%j"],
+            "error: hydra.launcher.submitit_folder puts Hydra's files at {record}/x, in the committed record",
+        ),
+        (
+            ["hydra/launcher=joblib", "hydra.launcher.temp_folder={record}/x"],
+            "error: hydra.launcher.temp_folder puts Hydra's files at {record}/x, in the committed record",
+        ),
+    ],
+    ids=["job-folder-through-a-symlink", "submitit-folder", "joblib-temp-folder"],
+)
+def test_each_job_and_the_launcher_are_checked_before_anything_is_written(tmp_path, args, message):
+    """A job's own folder (`s${seed}`, where `s1` is a symlink into the record) used to be checked
+    for job 0 only, and a launcher's folder not at all (submitit's pickles and logs landed in
+    results/); each is refused in one line and nothing is written anywhere (`dataset.target=nope`
+    stops a run that got past the check before it writes)."""
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "s1").symlink_to(RECORD_DIR, target_is_directory=True)
+    fields = {"record": RECORD_DIR, "tmp": tmp_path}
+    before, cwd_before = _tree(RECORD_DIR), _tree(tmp_path)
+    out = run_hydra(
+        str(ROOT / "experiments" / "sweep.py"),
+        "-m",
+        *(a.format(**fields) for a in args),
+        "dataset.target=nope",
+        cwd=tmp_path,
+        **{RECORD_ENV: "0"},
+    )
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(message.format(**fields)), out.stderr
+    assert _tree(RECORD_DIR) == before and _tree(tmp_path) == cwd_before
+
+
 def test_a_config_dir_whose_config_its_own_configs_would_hide_is_refused(tmp_path):
     """`-cd <dir>` with a sweep.yaml setting n_estimators: 3 used to run with 8 (configs/sweep.yaml
     comes first on Hydra's search path), silently; a config of its own name takes effect (-cn)."""
@@ -240,12 +280,25 @@ def test_the_check_of_what_hydra_writes_cannot_be_taken_away(tmp_path, override)
     assert not (RECORD_DIR / ".hydra").exists()
 
 
-def test_a_root_config_without_the_write_check_does_not_run(tmp_path):
-    (tmp_path / "bare.yaml").write_text("defaults:\n  - sweep_schema\n  - paths: default\n  - _self_\n")
+@pytest.mark.parametrize(
+    "root",
+    [
+        "defaults:\n  - sweep_schema\n  - paths: default\n  - _self_\n",
+        (ROOT / "configs" / "sweep.yaml")
+        .read_text()
+        .replace("  callbacks:\n", "  callbacks:\n    check_writes:\n      _target_: experiments.sweep.CheckSweep\n"),
+    ],
+    ids=["without-hydra-defaults", "check-replaced"],
+)
+def test_a_root_config_without_the_write_check_writes_nothing(tmp_path, root):
+    """Such a config used to be refused by its job, after Hydra had written `.hydra/` and the log
+    file; it is refused before Hydra acts, and nothing but the config is in the folder after."""
+    (tmp_path / "bare.yaml").write_text(root)
     out = run_hydra(str(ROOT / "experiments" / "sweep.py"), "-cd", str(tmp_path), "-cn", "bare", cwd=tmp_path)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "runs without the callback retrofit.jobs.preflight.CheckWrites" in out.stderr
     assert "list `- hydra: default` in its defaults" in out.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["bare.yaml"]
 
 
 def test_a_unit_store_that_is_a_file_is_one_line_before_any_work(host, tmp_path):

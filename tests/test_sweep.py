@@ -117,7 +117,7 @@ BAD_INPUTS = {
     ),
     "missing-target": (["dataset.target=nope"], "no target column 'nope'"),
     "unknown-hparam": (["+hparams.temperature=2"], "unknown retrofit hyper-parameters"),
-    "duplicate-jobs": (["-m", "seed=0,0"], "duplicate units in this sweep"),
+    "duplicate-jobs": (["-m", "seed=0,0"], "jobs 0 and 1 of this sweep are the same job"),
     "bad-table-later-in-sweep": (
         ["-m", "dataset=hitters,diabetes", "dataset.target=Salary"],
         "no target column 'Salary'",

@@ -33,8 +33,8 @@ from retrofit.runner.sweep_config import (
     case_from_hydra,
     check_seed_selections,
     sweep_cases,
-    sweep_jobs,
 )
+from retrofit.runner.sweep_jobs import sweep_jobs
 from retrofit.variants import resolve_variant
 
 ROOT = Path(__file__).resolve().parents[1]

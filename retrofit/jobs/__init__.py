@@ -17,12 +17,16 @@ command line (`--help`, `-m`, `--config-name`, overrides; `-v` is `log_level=INF
 job after its module's last name (`hydra.job.name`), which names its log file and, under
 `configs/hydra/default.yaml`, its run folder. Every error a user can fix ends in one line
 `error: <what> (<fix>)` and a non-zero exit, never a traceback: an unknown job (status `USAGE`),
-a config that does not compose (an unknown option or key, a bad value, a `!!python` tag) and
-Ctrl-C (`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input
-through `retrofit.errors.exit_on_user_error`. Before Hydra writes anything, what it would write is
-checked (`retrofit.jobs.preflight`, a callback of every root config): nothing lands in the
-committed record unless a record target runs it. `+key=value` adds a key Hydra leaves unchecked;
-each `run` (`retrofit.jobs.start`) refuses it before any work.
+a config that does not compose (an unknown option or key, a bad value, a `!!python` tag), a value
+whose interpolation does not resolve (its key, the value as written and the fix) and Ctrl-C
+(`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input through
+`retrofit.errors.exit_on_user_error`, a full device through `retrofit.jobs.exits.exit_on_full_disk`
+(the folder on it: Hydra's run or sweep folder, or the file a job wrote). Before Hydra acts, the
+command's config is composed as Hydra will compose it (`retrofit.jobs.compose`) and checked
+(`retrofit.jobs.preflight`): it names no code but the project's own (`retrofit.jobs.instantiated`),
+and nothing Hydra would write lands in the committed record unless a record target runs it.
+`+key=value` adds a key Hydra leaves unchecked; each `run` (`retrofit.jobs.start`) refuses it
+before any work.
 
 An experiment module imports at its top only what its `SCHEMA` needs, and what `run` needs that is
 heavy (torch, tabpfn, sklearn, shapiq, pandas) inside `run`: `launch` imports the job to store its
@@ -50,7 +54,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
-from retrofit.jobs.exits import FULL_ERROR, entry_errors, schema_keys
+from retrofit.jobs.exits import FULL_ERROR, entry_errors, exit_on_full_disk, schema_keys
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
@@ -62,6 +66,8 @@ VERBOSE = ("-v", "--verbose")
 """Flags read as `log_level=INFO` (Hydra itself takes only overrides)."""
 HELP = ("--help", "-h", "--hydra-help")
 """Flags that only print help: answered from the root config, before any model is imported."""
+JOB_FULL_DISK = "free space there, or give the job's outputs (results_dir, cache_dir, output) another device"
+"""What to do when a job's own writes find its device full."""
 
 
 def group_options(group: str, *, _root_: DictConfig) -> str:
@@ -159,17 +165,21 @@ def launch(job: str) -> None:
         register(job)
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
-        from retrofit.jobs.preflight import check_command_line, require_checked
-
-        with exit_on_user_error():  # what would take away the check of what Hydra writes
-            check_command_line(given, CONFIGS_DIR)
+        from retrofit.jobs.compose import command_config
+        from retrofit.jobs.preflight import check_command_line, check_composed
 
         def task(cfg: DictConfig) -> None:
-            with exit_on_user_error():
-                require_checked(HydraConfig.get())
+            with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK):
                 module.run(cfg, HydraConfig.get())
 
-        main(_named(module, task))()
+        named = _named(module, task)
+        with exit_on_user_error():  # the command line, then the config it composes, before Hydra acts
+            check_command_line(given, CONFIGS_DIR)
+            composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
+            writes = {} if composed is None else check_composed(*composed)
+        key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
+        with exit_on_full_disk(f"free space there, or set {key} to a folder on another device", folder):
+            main(named)()
 
 
 def _named(module: ModuleType, task):

@@ -1,19 +1,25 @@
-"""How a command ends when Hydra is in the way: a config that does not compose in one line, Ctrl-C
-as `interrupted` with exit status `INTERRUPTED` (`entry_errors`, around every entry point's Hydra
-`main`; `retrofit.jobs.launch`)."""
+"""How a command ends when Hydra is in the way: a config that does not compose or a value whose
+interpolation does not resolve in one line, Ctrl-C as `interrupted` with exit status
+`INTERRUPTED` (`entry_errors`, around every entry point's Hydra `main`; `retrofit.jobs.launch`),
+the same one line from a Hydra callback (`callback_errors`), and a full device named with the
+folder on it and the fix (`exit_on_full_disk`)."""
 
 import dataclasses
 import difflib
+import errno
 import re
 import shlex
 import sys
 import typing
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 import yaml
 from hydra.errors import HydraException
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, InterpolationResolutionError, OmegaConfBaseException
+
+from retrofit.errors import exit_on_any_error
 
 INTERRUPTED = 130
 """The exit status of a run stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
@@ -72,6 +78,9 @@ column name such as `sale price!`)."""
 def _said(err: BaseException, keys: Sequence[str]) -> str:
     """`err`'s message on one line; an unknown key's advice replaced by the closest key of `keys`,
     a value Hydra's grammar refuses unquoted answered with the quoted form that works."""
+    interpolation = _unresolved(err)
+    if interpolation is not None:
+        return unresolved_said(interpolation)
     text = " ".join(str(err).split())
     unquoted = UNQUOTED.search(str(err))
     if unquoted is not None:
@@ -109,7 +118,41 @@ def _cause_line(err: BaseException) -> str:
     if not isinstance(cause, OmegaConfBaseException):
         return ""
     key = getattr(cause, "full_key", None)
-    return f"{str(cause).splitlines()[0]}" + (f" (key {key})" if key else "")
+    return reason(cause) + (f" (key {key})" if key else "")
+
+
+HYDRA_UNSET = "HydraConfig was not set"
+"""OmegaConf's reason for a `${hydra:...}` value read outside a running job."""
+
+
+def _unresolved(err: BaseException | None) -> InterpolationResolutionError | None:
+    """The interpolation that did not resolve in `err` or the errors it was raised from, or None."""
+    while err is not None:
+        if isinstance(err, InterpolationResolutionError):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def unresolved_said(err: InterpolationResolutionError) -> str:
+    """One line for a config value whose interpolation does not resolve: its key, the value as
+    written, why, and what to do."""
+    key = err.full_key or "a value of the config"
+    written = f"={err.child_node}" if err.child_node is not None else ""
+    if HYDRA_UNSET in str(err):
+        fix = (
+            f"a ${{hydra:...}} value exists only inside a running job, and {key} is read before one runs "
+            f"(by the checks of a run or a sweep); give {key} a plain path"
+        )
+    else:
+        fix = f"fix the interpolation, or give {key} a plain value"
+    return f"{key}{written} does not resolve: {reason(err)}; {fix}"
+
+
+def reason(err: OmegaConfBaseException) -> str:
+    """What an OmegaConf error says is wrong, on one line (its message without the lines naming
+    the key and the node's type, which OmegaConf appends)."""
+    return str(err).splitlines()[0]
 
 
 def _new_mapping_key(err: BaseException | None) -> str | None:
@@ -137,3 +180,35 @@ def entry_errors(keys: Sequence[str] = ()) -> Iterator[None]:
                 raise
             sys.stderr.write(f"error: {_said(err, keys)}\n")
             raise SystemExit(1) from None
+
+
+@contextmanager
+def callback_errors() -> Iterator[None]:
+    """Around a Hydra callback's work, which must end the command itself (Hydra turns an exception in
+    a callback into a warning, which would let a failed check pass): a `RetrofitError` or a config
+    value that does not resolve as one line `error: ...`, any other error (a bug) with its
+    traceback, exit status 1 (`retrofit.errors.exit_on_any_error`)."""
+    with exit_on_any_error():
+        try:
+            yield
+        except InterpolationResolutionError as err:
+            raise SystemExit(f"error: {unresolved_said(err)}") from None
+
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+"""The errors of a write to a device with no space (or quota) left."""
+
+
+@contextmanager
+def exit_on_full_disk(fix: str, folder: Path | None = None) -> Iterator[None]:
+    """A write to a full device in the block as one line naming the file (or else the folder
+    `folder` as far as it exists, or else "the job's outputs") and `fix`, exit status 1, no traceback."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in FULL_DISK:
+            raise
+        existing = folder and next((path for path in (folder, *folder.parents) if path.exists()), folder)
+        where = err.filename or existing or "the job's outputs"
+        sys.stderr.write(f"error: no space left on the device holding {where} ({err.strerror}); {fix}\n")
+        raise SystemExit(1) from None

@@ -1,16 +1,24 @@
-"""What a command would write, checked before Hydra writes anything, and the refusals that follow.
+"""What a command would write and what it would run, checked before Hydra acts, and the refusals that follow.
 
-Hydra writes before a job's own checks run: the run folder with its `.hydra/` (or the sweep folder
-with `multirun.yaml`) and the log files its logging config names. The callback `CheckWrites`
-(every root config has it through `configs/hydra/default.yaml`) runs when Hydra has composed the
-command's config and before it writes: it resolves every path Hydra would write
-(`hydra_writes`: run or sweep folder, the first job's folder, `.hydra/`, every logging handler's
-`filename`) and refuses, in one line, a path in the committed record (`retrofit.record_guard`)
-unless this is a record target's command, and a config group option given as a path (`../x`,
-`/x`: a file outside the config folders). `retrofit.jobs.launch` refuses what would take the
-callback away (`check_command_line`: an override of `hydra.callbacks`; `--config-dir` holding a
-config its own folders would hide, which would silently not be read), and each job refuses to run
-under a config without it (`require_checked`).
+Hydra acts before a job's own checks run: it configures its logging and instantiates the callbacks,
+sweeper and launcher its config names, then writes the run folder with its `.hydra/` (or the sweep
+folder with `multirun.yaml`) and the log files its logging config names. `retrofit.jobs.launch`
+therefore checks first: the command line (`check_command_line`: an override of `hydra.callbacks`,
+which would take the check away; `--config-dir` holding a config its own folders would hide, which
+would silently not be read), then the config it composes, as Hydra will (`retrofit.jobs.compose`),
+before Hydra sees it (`check_composed`): code it names that the project does not list
+(`retrofit.jobs.instantiated`), a config without the callback `CheckWrites` (`require_checked`: a
+root config of one's own that leaves out `- hydra: default`, or replaces the check), job settings
+the jobs do not run under (`check_job_settings`: `hydra.job.chdir=true`, the record variable in
+`hydra.job.env_set`), and `check_config`: every path Hydra would write (`hydra_writes`: the run
+folder, or the sweep folder and its launcher's folders; `.hydra/`, every logging handler's
+`filename`) refused, in one line, in the committed record (`retrofit.record_guard`) unless this is
+a record target's command, and a config group option given as a path (`../x`, `/x`: a file
+outside the config folders). A multirun's jobs are counted and said there, before any is composed
+(`retrofit.runner.sweep_jobs`). The callback `CheckWrites` (every root config has it through
+`configs/hydra/default.yaml`) runs `check_config` again on the config Hydra composed itself and,
+in a multirun, `check_job` on every job's config before the first job runs: each job's own folder,
+`.hydra/` and log files, its job logging's code and its job settings.
 """
 
 import copy
@@ -28,33 +36,87 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from retrofit.errors import RunnerError, exit_on_any_error
+from retrofit.errors import RunnerError
+from retrofit.jobs.exits import callback_errors
+from retrofit.jobs.instantiated import CHECK_WRITES, LAUNCHERS, check_instantiated
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
+from retrofit.runner import command_overrides, say
+from retrofit.runner.sweep_jobs import sweep_job_configs, sweep_jobs
 
 BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 """The package's own config folder (`pkg://retrofit.configs`: the built-in variants)."""
-CALLBACK = "retrofit.jobs.preflight.CheckWrites"
-"""The `_target_` of the callback in `configs/hydra/default.yaml`."""
 
 
 class CheckWrites(Callback):
     """Refuse, before Hydra writes anything, a command that would write into the committed record
-    or read a config group option from a path (the module docstring)."""
+    or read a config group option from a path (the module docstring), checking Hydra's own
+    composition of the command and, in a multirun, every job's config (`check_job`)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        with exit_on_any_error():
+        with callback_errors():
             check_config(config, RunMode.RUN)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        with exit_on_any_error():
+        with callback_errors():
             check_config(config, RunMode.MULTIRUN)
+            for num, job in enumerate(sweep_job_configs(config)):
+                check_job(job, num)
 
 
-def check_config(cfg: DictConfig, mode: RunMode) -> None:
-    """RunnerError for the composed command config `cfg` (with its `hydra` node) run in `mode`: a
-    config group option given as a path, or a file Hydra would write in the committed record."""
-    check_group_options(cfg, [*cfg.hydra.overrides.task, *cfg.hydra.overrides.hydra])
-    check_hydra_writes(hydra_writes(copy.deepcopy(cfg), mode))
+def check_composed(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
+    """What Hydra will write for the command's config `cfg` as `retrofit.jobs.compose` composed it
+    (`hydra_writes`, its run or sweep folder first), checked before Hydra acts on it; RunnerError
+    for code it names that the project does not list (`check_instantiated`), no `CheckWrites` among
+    its callbacks (`require_checked`), job settings the jobs do not run under
+    (`check_job_settings`), then `check_config`. A multirun's jobs are then counted (more than
+    `retrofit.bounds.MAX_JOBS`, or one job twice, is refused) and their number printed."""
+    check_instantiated(cfg)
+    require_checked(cfg.hydra)
+    check_job_settings(cfg.hydra)
+    writes = check_config(cfg, mode)
+    if mode == RunMode.MULTIRUN:  # its jobs counted, bounded and said before Hydra composes each
+        count = len(sweep_jobs(cfg))
+        say(f"{count} job{'s' * (count != 1)}: each is composed and checked before the first runs")
+    return writes
+
+
+def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict[str, Path]:
+    """What Hydra writes for the composed command config `cfg` (with its `hydra` node) run in `mode`
+    (or as job number `num` of a multirun), `hydra_writes`, checked; RunnerError for a config group
+    option given as a path, or a file Hydra would write in the committed record."""
+    check_group_options(cfg, [*command_overrides(cfg.hydra), *command_overrides(cfg.hydra, "hydra")])
+    writes = hydra_writes(copy.deepcopy(cfg), mode, num)
+    check_hydra_writes(writes)
+    return writes
+
+
+def check_job_settings(hydra_cfg: DictConfig) -> None:
+    """RunnerError for a Hydra job setting the jobs do not run under: `hydra.job.chdir=true` (a job
+    reads its relative paths from the directory the command starts in) and the record variable in
+    `hydra.job.env_set` (set by a record target for its own command only, never by a config)."""
+    if hydra_cfg.job.chdir:
+        raise RunnerError(
+            "hydra.job.chdir=true: a job runs in the directory the command starts in, where its relative "
+            "paths (results_dir, cache_dir, a dataset's file) are read; drop it (Hydra's own files go to "
+            "hydra.run.dir)"
+        )
+    if RECORD_ENV in (hydra_cfg.job.env_set or {}):
+        raise RunnerError(
+            f"hydra.job.env_set.{RECORD_ENV}: the record variable is set by the Makefile's record targets, "
+            "for their own command only; drop it"
+        )
+
+
+def check_job(job: DictConfig, num: int) -> None:
+    """RunnerError, naming job number `num` and its overrides, for the config `job` of a multirun's
+    job (`retrofit.runner.sweep_jobs.sweep_job_configs`): code it names (its job logging is its
+    own), its job settings and what it writes, its own folder included (`check_config`)."""
+    try:
+        check_instantiated(job)
+        check_job_settings(job.hydra)
+        check_config(job, RunMode.MULTIRUN, num)
+    except RunnerError as err:
+        raise RunnerError(f"job {num} ({' '.join(command_overrides(job.hydra))}): {err}") from None
 
 
 CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
@@ -92,9 +154,9 @@ def require_checked(hydra_cfg: DictConfig) -> None:
     """RunnerError unless the running config has `CheckWrites` among its callbacks (a root config of
     one's own that leaves out `- hydra: default` would run unchecked)."""
     targets = [OmegaConf.select(node, "_target_") for node in (hydra_cfg.get("callbacks") or {}).values()]
-    if CALLBACK not in targets:
+    if CHECK_WRITES not in targets:
         raise RunnerError(
-            f"config {hydra_cfg.job.config_name!r} runs without the callback {CALLBACK} that checks what "
+            f"config {hydra_cfg.job.config_name!r} runs without the callback {CHECK_WRITES} that checks what "
             "a run writes; list `- hydra: default` in its defaults (as configs/sweep.yaml does)"
         )
 
@@ -114,36 +176,52 @@ def check_config_dir(config_dir: Path, own: tuple[Path, ...]) -> None:
             )
 
 
-def hydra_writes(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
-    """Every path Hydra writes for the composed `cfg` in `mode` before its job runs, by the key that
-    names it: the run folder (a sweep: the sweep folder and its first job's folder), its
-    `hydra.output_subdir` and the `filename` of every handler of its job and Hydra logging,
-    resolved as Hydra resolves them, absolute."""
+def hydra_writes(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict[str, Path]:
+    """Every path Hydra writes for the composed `cfg` before a job runs, by the key that names it,
+    resolved as Hydra resolves them, absolute. A run (`mode` RUN) writes its run folder, its
+    `hydra.output_subdir` and the `filename` of every handler of its job and Hydra logging; a
+    multirun (`num` None) its sweep folder, the files of Hydra's logging and the folders its
+    launcher writes (`retrofit.jobs.instantiated.LAUNCHERS`, up to a `%` placeholder such as
+    submitit's `%j`); job number `num` of a multirun (`cfg` is that job's config) the sweep folder,
+    the job's own folder (`hydra.sweep.subdir` under it), its `hydra.output_subdir` and the files of
+    its job logging. `cfg` gets the job number and output folder Hydra gives it: pass a copy."""
     hydra = cfg.hydra
+    job = mode == RunMode.RUN or num is not None
     with read_write(hydra), open_dict(hydra):
-        hydra.job.num = 0
-        hydra.job.id = hydra.job.get("id") or "0"
-        if mode == RunMode.MULTIRUN:
-            writes = {
-                "hydra.sweep.dir": hydra.sweep.dir,
-                "hydra.sweep.subdir": Path(hydra.sweep.dir) / hydra.sweep.subdir,
-            }
-        else:
+        hydra.job.num = num or 0
+        hydra.job.id = hydra.job.get("id") or str(num or 0)
+        if mode == RunMode.RUN:
             writes = {"hydra.run.dir": hydra.run.dir}
+        else:
+            writes = {"hydra.sweep.dir": hydra.sweep.dir}
+            if job:
+                writes["hydra.sweep.subdir"] = Path(hydra.sweep.dir) / hydra.sweep.subdir
         empty = next((key for key, path in writes.items() if str(path) in ("", ".")), None)
         if empty is not None:
             raise RunnerError(f"{empty} is empty; leave it at its default (under outputs/) or name a folder")
         output = str(list(writes.values())[-1])
         hydra.runtime.output_dir = str(Path(output).absolute())
+        before = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(cfg)  # for ${hydra:...} in a file name (run_job sets it again)
-        if hydra.output_subdir is not None:
-            writes["hydra.output_subdir"] = Path(output) / hydra.output_subdir
-        for logging in ("job_logging", "hydra_logging"):
-            handlers = OmegaConf.select(hydra, f"{logging}.handlers") or {}
-            for name, handler in handlers.items():
-                if "filename" in handler:
-                    writes[f"hydra.{logging}.handlers.{name}.filename"] = handler.filename
+        try:
+            if job and hydra.output_subdir is not None:
+                writes["hydra.output_subdir"] = Path(output) / hydra.output_subdir
+            for logging in [name for name, used in (("job_logging", job), ("hydra_logging", num is None)) if used]:
+                handlers = OmegaConf.select(hydra, f"{logging}.handlers") or {}
+                for name, handler in handlers.items():
+                    if "filename" in handler:
+                        writes[f"hydra.{logging}.handlers.{name}.filename"] = handler.filename
+            if not job:
+                writes |= _launcher_folders(hydra.launcher)
+        finally:
+            HydraConfig.instance().cfg = before
     return {key: Path(str(path)).absolute() for key, path in writes.items()}
+
+
+def _launcher_folders(launcher: DictConfig) -> dict[str, str]:
+    """The folders the multirun `launcher` writes (`LAUNCHERS`), by key, each up to its first `%`."""
+    keys = LAUNCHERS.get(launcher.get("_target_"), ())
+    return {f"hydra.launcher.{key}": str(launcher[key]).split("%")[0] for key in keys if launcher.get(key)}
 
 
 def check_hydra_writes(writes: dict[str, Path]) -> None:
@@ -176,7 +254,8 @@ def check_group_options(cfg: DictConfig, overrides: list[str]) -> None:
         key = override.key_or_group
         if override.is_delete() or "." in key:
             continue
-        if key in choices or OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:  # a group, not a key
+        present = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False) is not _ABSENT
+        if key in choices or not present:  # a group, not a key (whose value need not resolve here)
             selected.append((override.input_line, key, _option_values(override)))
     _refuse_paths(selected)
 

@@ -14,7 +14,8 @@ The package has six modules; each imports only modules below it in this list (`i
   torch, tabpfn or fitting);
 - this one, read without torch, tabpfn or pandas (a job's schema is imported at launch): the
   schemas of the sweep's root config (`RunConfig`, `SweepConfig`, `HostConfig`, `TimingConfig`,
-  `DecompositionConfig`), `job_config` (a composed root config checked against its schema), the
+  `DecompositionConfig`), `job_config` (a composed root config checked against its schema),
+  `command_overrides` (the command line as written), the
   keys that say where a run reads and writes (`resolve`, `output_dir`, `results_dir_of`,
   `runs_dir`, `reference_of`), and what a run shows on the console (`unit_bar`, `reused`,
   `collected_notices`, `say`, `report`, `job_logs`).
@@ -141,6 +142,13 @@ def job_config(cfg: DictConfig, schema: type, where: str) -> DictConfig:
     return typed(schema, job, where, RunnerError)
 
 
+def command_overrides(hydra_cfg: DictConfig, kind: str = "task") -> list[str]:
+    """The command line's overrides of `kind` ("task" or "hydra", `hydra.overrides.<kind>`) as
+    written: a `${...}` in one is its text, never resolved (resolving `results_dir=${hydra:...}`
+    would read a value that exists only inside a running job)."""
+    return OmegaConf.to_container(hydra_cfg.overrides[kind], resolve=False)
+
+
 def resolve(base_dir: Path, path: str | Path) -> Path:
     """`path` made absolute against `base_dir` (where the command was started)."""
     path = Path(path).expanduser()
@@ -150,7 +158,7 @@ def resolve(base_dir: Path, path: str | Path) -> Path:
 def output_dir(cfg: DictConfig, base_dir: Path, key: str) -> Path:
     """The directory config key `key` names, resolved (`resolve`) and checked writable
     (`retrofit.record_guard.writable_dir`) before any work."""
-    value = cfg.get(key)
+    value = cfg[key]  # read by key: a value that does not resolve is named by it
     return writable_dir(value and resolve(base_dir, value), key)
 
 

@@ -2,8 +2,8 @@
 Hydra's own composition; the decomposition arms as extra units of a case; a whole sweep checked
 before its first job and finished after its last, with the cases it checked.
 
-Jobs: the jobs of a sweep as its configured sweeper expands them (`sweep_jobs`), a config group
-option's node on a job's search path (`group_option`), the variant nodes a case runs.
+Jobs: a config group option's node on a job's search path (`group_option`), the variant nodes a
+case runs (the jobs of a sweep, as its sweeper expands them: `retrofit.runner.sweep_jobs`).
 
 Variants: no `variant` choice runs every variant on Hydra's search path; `variant=<name>` runs
 `baseline` and that one, `variant=[a,b]` baseline and those (one fit); `-m variant=a,b` one job
@@ -30,7 +30,8 @@ untimed unit with `arm_extra=True` otherwise). The labels travel in each unit's 
 by re-reading this config.
 
 A sweep (the Hydra callback `experiments.sweep.CheckSweep`): before the first job, every job
-composed as Hydra's configured sweeper expands them (`sweep_job_configs`), their cases built and
+composed as Hydra's configured sweeper expands them (`sweep_job_configs`: the configs that the
+write check of `retrofit.jobs.preflight` composed for the same sweep), their cases built and
 checked together (`retrofit.runner.case.check_cases`: each job's data loads and splits; no unit
 that two jobs would run differently) and its seed lists, each notice said once, the reference
 read (`checked_sweep`). After the last job, the sweep's results from the units of those same cases,
@@ -51,9 +52,7 @@ from typing import Any
 import yaml
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException
 from hydra.types import RunMode
-from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from retrofit.adapters import ARCHITECTURES
@@ -73,6 +72,7 @@ from retrofit.runner import (
     SweepConfig,
     TimingConfig,
     collected_notices,
+    command_overrides,
     job_config,
     job_logs,
     output_dir,
@@ -84,6 +84,7 @@ from retrofit.runner import (
 )
 from retrofit.runner.case import BASELINE, Case, UnitSpec, check_cases, resolved_variant
 from retrofit.runner.finish import finish, sweep_records
+from retrofit.runner.sweep_jobs import sweep_job_configs
 from retrofit.typed import typed
 from retrofit.unit_key import hparams_text
 from retrofit.variants import HPARAMS, VARIANT_DIR, available_variants, load_variant, typed_spec, with_tau_rule
@@ -92,28 +93,6 @@ log = logging.getLogger(__name__)
 
 BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
 """The search path entry under which Hydra finds the built-in variants."""
-
-
-def sweep_jobs(config: DictConfig) -> list[list[str]]:
-    """The override list of every job the sweeper will launch for this multirun `config`:
-    `hydra.sweeper.params`, then the command line, expanded by the configured sweeper itself
-    (Hydra's basic sweeper, named by its config string `hydra.sweeper._target_`)."""
-    sweeper = get_class(config.hydra.sweeper._target_)
-    if not hasattr(sweeper, "split_arguments"):
-        raise RunnerError(f"hydra.sweeper={config.hydra.sweeper._target_}: the sweep runs with Hydra's basic sweeper")
-    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    overrides = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
-    try:
-        (jobs,) = sweeper.split_arguments(overrides, None)
-    except HydraException as err:
-        raise RunnerError(f"{err}: sweep lists of values (a,b,c or choice(a,b,c))") from None
-    return jobs
-
-
-def sweep_job_configs(config: DictConfig) -> list[DictConfig]:
-    """The composed config (with its `hydra` node) of every job of the multirun `config` (`sweep_jobs`)."""
-    loader = GlobalHydra.instance().config_loader()
-    return [loader.load_sweep_config(config, job) for job in sweep_jobs(config)]
 
 
 def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
@@ -184,7 +163,7 @@ def variant_options(hydra_cfg: DictConfig) -> list[str]:
 def listed_variants(hydra_cfg: DictConfig) -> list[str] | None:
     """The variants of a `variant=[a,b]` override (one run, one baseline, every listed variant), or
     None. `variant.<key>=` overrides name one variant; with a list, `+hparams.<key>=` sets all."""
-    overrides = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
+    overrides = OverridesParser.create().parse_overrides(command_overrides(hydra_cfg))
     listed = [o.value() for o in overrides if o.get_key_element() == "variant" and isinstance(o.value(), list)]
     if not listed:
         return None
@@ -280,7 +259,7 @@ def dataset_file(hydra_cfg: DictConfig, option: str) -> Path | None:
     """The file `dataset/<option>.yaml` as Hydra finds it: in the first file source of the job's
     search path that holds one (`hydra.runtime.config_sources`); None for a dataset whose `path` is
     set on the command line (`dataset.path=`: read from the directory the command started in)."""
-    if path_on_command_line(hydra_cfg.overrides.task):
+    if path_on_command_line(command_overrides(hydra_cfg)):
         return None
     sources = [Path(src.path) for src in hydra_cfg.runtime.config_sources if src.schema == "file"]
     return next((file for file in (src / "dataset" / f"{option}.yaml" for src in sources) if file.is_file()), None)
