@@ -3,7 +3,8 @@ line, naming the bound and what to do, instead of running for hours or filling m
 
 Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the jobs of one
 multirun, `retrofit.runner.sweep_jobs`, and the seeds of one `retrofit.compare` call), `max_work`
-(the table one fit takes, `retrofit.data.prepare.check_work`), `MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header, `retrofit.data.csv_file.header`).
+(the table one fit takes, `retrofit.data.prepare.check_work`), `MAX_COLUMNS` and `MAX_HEADER_CHARS`
+(a CSV file's header, `retrofit.data.csv_file.header`).
 """
 
 import os
