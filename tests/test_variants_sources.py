@@ -94,7 +94,8 @@ def test_a_variant_file_given_by_path_is_reported_under_its_stem(mine_file, capl
     rows = retrofit.compare(frame, "price", variants=[mine_file, spec], n_estimators=1)
     assert list(rows.variant) == ["mine", "o_attention"]
     assert rows.rmse[0] == rows.rmse[1]  # the file and the spec are one variant under two names
-    with caplog.at_level(logging.INFO, logger="retrofit"):
+    # the logger of the line itself: a job run in this process earlier may have set its own level
+    with caplog.at_level(logging.INFO, logger="retrofit.patching"):
         model = retrofit.RetrofitRegressor(str(mine_file), n_estimators=1).fit(frame[["area", "rooms"]], frame.price)
     assert model.regressor_.retrofit_report_.variant.name == "mine"
     assert "retrofit variant 'mine' on" in caplog.text and str(mine_file) not in caplog.text
