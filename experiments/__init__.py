@@ -8,7 +8,7 @@ The module defines
 
     SCHEMA = NameConfig   # a dataclass: the root config's keys and types (here or in a light module)
 
-    def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None: ...   # the job, from the composed config
+    def run(job: JobStart) -> None: ...   # the job, from the composed config
 
     if __name__ == "__main__":
         launch("<name>")  # from retrofit.jobs import launch

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 
 @dataclass
@@ -58,10 +58,9 @@ class ProbeConfig:
 SCHEMA = ProbeConfig
 
 
-def run(cfg, hydra_cfg):
-    job = start(cfg, hydra_cfg, ProbeConfig, "configs/probe.yaml")
+def run(job: JobStart) -> None:
     (output,) = job.outputs(job.settings.output)
-    output.write_text(hydra_cfg.job.name)
+    output.write_text(job.hydra_cfg.job.name)
 
 
 if __name__ == "__main__":

@@ -167,10 +167,11 @@ def launch(job: str) -> None:
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.compose import command_config
         from retrofit.jobs.preflight import check_command_line, check_composed
+        from retrofit.jobs.start import job_start
 
         def task(cfg: DictConfig) -> None:
             with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK):
-                module.run(cfg, HydraConfig.get())
+                module.run(job_start(module, cfg, HydraConfig.get()))
 
         named = _named(module, task)
         with exit_on_user_error():  # the command line, then the config it composes, before Hydra acts
