@@ -40,7 +40,7 @@ SCHEMA = AblationConfig
 
 
 def run(job: JobStart) -> None:
-    """Measure the ablation `job.settings` describes, write its CSV and Markdown table and print the table."""
+    """Measure the ablation `job` describes, write its CSV and Markdown table and print the table."""
     from benchmarks.null_insertion import ablation_markdown, ablation_table
 
     settings: AblationConfig = job.settings

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 
 def run(job: JobStart) -> None:
-    """Aggregate the one case `job.settings` describes into its `results_dir` (with the rows of other
+    """Aggregate the one case `job` describes into its `results_dir` (with the rows of other
     units already there) and check it against `reference` when given; a multirun's job does nothing
     (its callback aggregates at the end)."""
     cfg, hydra_cfg = job.settings, job.hydra_cfg

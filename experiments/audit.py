@@ -98,7 +98,7 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
 
 
 def run(job: JobStart) -> None:
-    """Audit every host of `job.settings` under every variant and insertion; write the table and print the
+    """Audit every host of `job` under every variant and insertion; write the table and print the
     largest relative prediction change per host, variant and insertion."""
     from retrofit.audit import Insertion, audit_table
     from retrofit.audit.run import audit_summary

@@ -35,7 +35,7 @@ SCHEMA = BenchConfig
 
 
 def run(job: JobStart) -> None:
-    """Time and memory-probe the grid of `job.settings` and print the table with its goals (no file)."""
+    """Time and memory-probe the grid of `job` and print the table with its goals (no file)."""
     from benchmarks.attention_speed import BenchGrid, memory_table, time_table
     from benchmarks.tools.resident_memory import make_rss_track_live_memory
     from retrofit.hosts.device import device_label

@@ -59,7 +59,7 @@ SCHEMA = BenchBatchConfig
 
 
 def run(job: JobStart) -> None:
-    """Time predict_many against one predict after another on every fitted case of `job.settings`, write
+    """Time predict_many against one predict after another on every fitted case of `job`, write
     the rounds and print the speed-up (and, below `EXPLAINED_BELOW`, where the time goes)."""
     import torch
 

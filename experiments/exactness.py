@@ -45,7 +45,7 @@ SCHEMA = ExactnessConfig
 
 
 def run(job: JobStart) -> None:
-    """Measure every grid point of `job.settings`, write the table atomically and print it."""
+    """Measure every grid point of `job`, write the table atomically and print it."""
     import pandas as pd
 
     from benchmarks.attention_exactness import Shape, exactness_table

@@ -12,7 +12,7 @@ SCHEMA = ExplainBenchConfig
 
 
 def run(job: JobStart) -> None:
-    """Explain every dataset of `job.settings` by every method on every host; write the tables and plots
+    """Explain every dataset of `job` by every method on every host; write the tables and plots
     (each checked writable here first) and print the table."""
     from benchmarks.removal_vs_refit.explain_table import run as explain_benchmark
     from retrofit.runner.sweep_config import dataset_specs

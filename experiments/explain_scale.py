@@ -15,7 +15,7 @@ AS_OBJECT = False
 
 
 def run(job: JobStart) -> None:
-    """Measure every architecture of `job.settings`, write the table and print it."""
+    """Measure every architecture of `job`, write the table and print it."""
     from benchmarks.removal_vs_refit.removal_at_scale import scale_table
 
     logging.getLogger("benchmarks").setLevel(logging.INFO)

@@ -40,7 +40,7 @@ SCHEMA = HostQualityConfig
 
 
 def run(job: JobStart) -> None:
-    """Score every host and preset of `job.settings` against the baselines on every case; write the tables
+    """Score every host and preset of `job` against the baselines on every case; write the tables
     (and the model cards when `cards_dir` is set) and print the summary and the extrapolation probe."""
     import pandas as pd
 

@@ -67,7 +67,7 @@ def chosen_datasets(settings: NoiseFloorConfig, hydra_cfg: DictConfig) -> list:
 
 
 def run(job: JobStart) -> None:
-    """Measure every host's movements on every dataset x seed of `job.settings` on its device; write the
+    """Measure every host's movements on every dataset x seed of `job` on its device; write the
     per-source table (kept beside the rows of other hosts and devices already in `output`) and
     print this run's rows."""
     from benchmarks.floor_movements import measure, summarise

@@ -56,7 +56,7 @@ SCHEMA = PaddingDemoConfig
 
 
 def run(job: JobStart) -> None:
-    """Measure how padding moves each variant's predictions on every case of `job.settings`; write and print it."""
+    """Measure how padding moves each variant's predictions on every case of `job`; write and print it."""
     settings: PaddingDemoConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     (output,) = job.outputs(settings.output)

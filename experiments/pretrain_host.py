@@ -25,7 +25,7 @@ AS_OBJECT = False
 
 
 def run(job: JobStart) -> None:
-    """Train the host `job.settings.pretrain` describes (resuming from its run directory) and export it."""
+    """Train the host `job.settings.pretrain` describes (resuming from its run directory), export it."""
     from retrofit.pretrain.trainer import Pretrainer
 
     pretrain = PretrainConfig.from_config(job.settings.pretrain)

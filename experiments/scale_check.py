@@ -15,7 +15,7 @@ AS_OBJECT = False
 
 
 def run(job: JobStart) -> None:
-    """Measure every architecture and variant of `job.settings`, write the table and print it with its goals
+    """Measure every architecture and variant of `job`, write the table and print it with its goals
     (met or not), where the time goes for each architecture's worst time miss, and the machine's
     load average at the start and the end."""
     from benchmarks.scale.profiles import miss_profiles

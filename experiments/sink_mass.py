@@ -38,7 +38,7 @@ AS_OBJECT = False
 
 
 def run(job: JobStart) -> None:
-    """Measure the sink mass of every host of `job.settings` (the shipped ones, or `host`); write and print it."""
+    """Measure the sink mass of every host of `job` (the shipped ones, or `host`); write and print it."""
     from retrofit.audit.sink import sink_mass_table
     from retrofit.hosts import SHIPPED_HOSTS, get_path
     from retrofit.runner.sweep_config import dataset_specs, host_path

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 
 def run(job: JobStart) -> None:
-    """Run the case `job.settings` describes; a single run also writes its rows and checks them
-    (`finish`). A CSV named on the command line was checked first (`job_start`), before any model loads."""
+    """Run the case `job` describes; a single run also writes its rows and checks them (`finish`).
+    A CSV named on the command line is checked first (`job_start`), before any model loads."""
     from retrofit.runner.case import run_case
     from retrofit.runner.finish import case_records, finish, reusable
     from retrofit.runner.sweep_config import case_from_hydra

@@ -62,7 +62,7 @@ def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> "list[Case]":
 
 
 def run(job: JobStart) -> None:
-    """Run every case of `job.settings` `repeats` times with its phases timed; write and print the table."""
+    """Run every case of `job` `repeats` times with its phases timed; write and print the table."""
     import pandas as pd
 
     from benchmarks.phase_costs import cost_table, import_seconds

@@ -113,8 +113,8 @@ AS_OBJECT = False
 
 
 def run(job: JobStart) -> None:
-    """Run every unit of the sweep `job.settings` describes (a progress bar per case), write the table
-    and plot and report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
+    """Run every unit of the sweep `job` describes (a progress bar per case), write the table and plot and
+    report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
     import pandas as pd
 
     from retrofit.results.tau_table import plot_tau
