@@ -2,9 +2,10 @@
 
 A job is a module of `experiments` (`experiments/<name>.py` is job `<name>`; that package's
 docstring gives the convention): its `SCHEMA`, the dataclass of its root config's keys, and
-`run(job)`, which runs the `retrofit.jobs.start.JobStart` that `launch` built from the composed
-config and `HydraConfig.get()` (`retrofit.jobs.start.job_start`: settings checked against `SCHEMA`, a schema object
-unless the module sets `AS_OBJECT = False`; start directory; device). Its root config is
+`run(job)`, which runs the `retrofit.jobs.start.JobStart` that `launch` builds from the composed
+config and `HydraConfig.get()` (`retrofit.jobs.start.job_start`: the settings checked against
+`SCHEMA`, a schema object unless the module sets `AS_OBJECT = False`; the start directory; the
+device). Its root config is
 `configs/<name>.yaml`, or the one its `CONFIG` names, with the Hydra overrides its `OVERRIDES`
 appends to every command line (`aggregate` runs the sweep's with its own callback). The folder is
 the table of jobs (`job_names` lists its files), and `launch` imports the job it runs by its name

@@ -65,8 +65,8 @@ def job_start(module: ModuleType, cfg: DictConfig, hydra_cfg: DictConfig) -> Job
 def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, as_object: bool = True) -> JobStart:
     """The `JobStart` of the composed root config `cfg` with `schema` (`job_config`: a key added by
     `+key=value` is refused by name); `settings` is a `schema` instance unless `as_object` is false.
-    A `dataset` mapping whose CSV file the command line names has it checked next (`check_csv_command`),
-    before any model loads; a schema with a `device` key has it resolved last (`job_device`)."""
+    A `dataset` mapping whose CSV file the command line names has that file checked next
+    (`check_csv_command`), before any model loads; a `device` key is resolved last (`job_device`)."""
     checked = job_config(cfg, schema, where)
     if isinstance(checked.get("dataset"), DictConfig):
         check_csv_command(checked.dataset, command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
