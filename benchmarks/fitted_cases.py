@@ -2,8 +2,8 @@
 `experiments/padding_demo.py`): their keys (`CasesConfig`) and the cases,
 loaded, split and fitted (`fitted_cases`).
 
-    job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
-    cases = fitted_cases(job)
+    def run(job: JobStart) -> None:   # the job's settings a `CasesConfig`
+        cases = fitted_cases(job)
 """
 
 from dataclasses import dataclass

@@ -3,10 +3,10 @@
 
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 NOTE = (
     "OA-only is exact in block 1 (OAttention ignores the null token) but its FFN and LayerNorm bias\n"
@@ -39,11 +39,10 @@ class AblationConfig:
 SCHEMA = AblationConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure the ablation `cfg` describes, write its CSV and Markdown table and print the table."""
+def run(job: JobStart) -> None:
+    """Measure the ablation `job` describes, write its CSV and Markdown table and print the table."""
     from benchmarks.null_insertion import ablation_markdown, ablation_table
 
-    job = start(cfg, hydra_cfg, AblationConfig, "configs/ablation.yaml")
     settings: AblationConfig = job.settings
     csv_path, md_path = job.outputs(settings.output_csv, settings.output_md)
     keys = [key for key in AblationConfig.__dataclass_fields__ if not key.startswith("output") and key != "device"]

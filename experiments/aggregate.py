@@ -26,14 +26,15 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from retrofit import runner
-from retrofit.data.csv_file import check_csv_command
 from retrofit.jobs import launch
 from retrofit.jobs.exits import callback_errors
+from retrofit.jobs.start import JobStart
 from retrofit.runner import SweepConfig, reference_of, results_dir_of
 
 CONFIG = "sweep"
 """The sweep's root config, `configs/sweep.yaml`: the same command line names the same cases."""
 SCHEMA = SweepConfig
+AS_OBJECT = False
 OVERRIDES = [
     "hydra.callbacks.check_sweep._target_=experiments.aggregate.AggregateSweep",
     "hydra.job.name=aggregate",
@@ -46,20 +47,19 @@ if TYPE_CHECKING:
     from retrofit.runner.case import Case
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Aggregate the one case `cfg` describes into its `results_dir` (with the rows of other units
-    already there) and check it against `reference` when given; a multirun's job does nothing (its
-    callback aggregates at the end)."""
+def run(job: JobStart) -> None:
+    """Aggregate the one case `job` describes into its `results_dir` (with the rows of other
+    units already there) and check it against `reference` when given; a multirun's job does nothing
+    (its callback aggregates at the end)."""
+    cfg, hydra_cfg = job.settings, job.hydra_cfg
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return
-    # before any model loads
-    check_csv_command(cfg.dataset, runner.command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     from retrofit.runner.finish import finish, sweep_records
     from retrofit.runner.sweep_config import case_from_hydra
 
     with runner.collected_notices() as notices:
         case = case_from_hydra(cfg, hydra_cfg)
-    reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))
+    reference = reference_of(cfg, job.base_dir)
     records = sweep_records([case])
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
     reused = runner.reused(len(records), len(records))

@@ -15,7 +15,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from retrofit.errors import RunnerError
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.runner import HostConfig, command_overrides
 
 SIZES = ("tiny", "default")
@@ -60,6 +60,7 @@ class AuditConfig:
 
 
 SCHEMA = AuditConfig
+AS_OBJECT = False
 
 
 def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[str, Path]:
@@ -96,23 +97,22 @@ def audited_hosts(cfg: DictConfig, hydra_cfg: DictConfig, folder: Path) -> dict[
     return hosts
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Audit every host of `cfg` under every variant and insertion; write the table and print the
+def run(job: JobStart) -> None:
+    """Audit every host of `job` under every variant and insertion; write the table and print the
     largest relative prediction change per host, variant and insertion."""
     from retrofit.audit import Insertion, audit_table
     from retrofit.audit.run import audit_summary
     from retrofit.runner.sweep_config import dataset_specs
 
-    job = start(cfg, hydra_cfg, AuditConfig, "configs/audit.yaml", as_object=False)
     cfg, base_dir = job.settings, job.base_dir
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     (output,) = job.outputs(cfg.output)
     with tempfile.TemporaryDirectory() as folder:
         table = audit_table(
-            audited_hosts(cfg, hydra_cfg, Path(folder)),
+            audited_hosts(cfg, job.hydra_cfg, Path(folder)),
             OmegaConf.to_container(cfg.variants),
             list(cfg.n_null),
-            dataset=dataset_specs(hydra_cfg, [cfg.dataset])[0],
+            dataset=dataset_specs(job.hydra_cfg, [cfg.dataset])[0],
             base_dir=base_dir,
             n_estimators=cfg.n_estimators,
             random_state=cfg.random_state,

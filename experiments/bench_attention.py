@@ -3,10 +3,10 @@
 
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 
 @dataclass
@@ -34,13 +34,12 @@ class BenchConfig:
 SCHEMA = BenchConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Time and memory-probe the grid of `cfg` and print the table with its goals (no file)."""
+def run(job: JobStart) -> None:
+    """Time and memory-probe the grid of `job` and print the table with its goals (no file)."""
     from benchmarks.attention_speed import BenchGrid, memory_table, time_table
     from benchmarks.tools.resident_memory import make_rss_track_live_memory
     from retrofit.hosts.device import device_label
 
-    job = start(cfg, hydra_cfg, BenchConfig, "configs/bench_attention.yaml")
     settings: BenchConfig = job.settings
     fields = [key for key in BenchGrid.__dataclass_fields__ if key != "device"]
     grid = BenchGrid(**{key: _frozen(getattr(settings, key)) for key in fields}, device=job.device)

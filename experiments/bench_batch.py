@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from benchmarks.fitted_cases import CasesConfig, fitted_cases
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.labels import DEVICE_DOC
 
 if TYPE_CHECKING:  # the models come with `run`, not with the schema
@@ -58,15 +58,14 @@ class BenchBatchConfig(CasesConfig):
 SCHEMA = BenchBatchConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Time predict_many against one predict after another on every fitted case of `cfg`, write
+def run(job: JobStart) -> None:
+    """Time predict_many against one predict after another on every fitted case of `job`, write
     the rounds and print the speed-up (and, below `EXPLAINED_BELOW`, where the time goes)."""
     import torch
 
     from retrofit.batching import check_bounds
     from retrofit.patching import retrofit
 
-    job = start(cfg, hydra_cfg, BenchBatchConfig, "configs/bench_batch.yaml")
     settings: BenchBatchConfig = job.settings
     check_bounds(settings.max_padding, 1)  # before the cases are fitted
     logging.getLogger("retrofit").setLevel(logging.WARNING)

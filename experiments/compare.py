@@ -14,11 +14,11 @@ import os
 import sys
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 
 @dataclass
@@ -32,11 +32,10 @@ class CompareConfig:
 SCHEMA = CompareConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+def run(job: JobStart) -> None:
     """Print the comparison of the files `a` and `b` (relative paths: from where the command started)."""
     from retrofit.runner import resolve
 
-    job = start(cfg, hydra_cfg, CompareConfig, "configs/compare.yaml")
     show(*(resolve(job.base_dir, path) for path in (job.settings.a, job.settings.b)))
 
 

@@ -8,12 +8,12 @@ inputs from `seed` afresh, so measuring one point at a time gives the same rows 
 import itertools
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 from tqdm.auto import tqdm
 
 from retrofit.io import write_atomic
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 
 @dataclass
@@ -44,13 +44,12 @@ class ExactnessConfig:
 SCHEMA = ExactnessConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure every grid point of `cfg`, write the table atomically and print it."""
+def run(job: JobStart) -> None:
+    """Measure every grid point of `job`, write the table atomically and print it."""
     import pandas as pd
 
     from benchmarks.attention_exactness import Shape, exactness_table
 
-    job = start(cfg, hydra_cfg, ExactnessConfig, "configs/exactness.yaml")
     settings: ExactnessConfig = job.settings
     (path,) = job.outputs(settings.output_csv)
     shapes = [Shape(**vars(shape)) for shape in settings.shapes]

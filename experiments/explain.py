@@ -6,16 +6,14 @@
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, OmegaConf
 
-from retrofit.data.csv_file import check_csv_command
 from retrofit.explanation.settings import ExplainSettings
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
-from retrofit.runner import HostConfig, command_overrides
+from retrofit.jobs.start import JobStart
+from retrofit.runner import HostConfig
 
 
 @dataclass
@@ -30,20 +28,19 @@ class ExplainConfig(ExplainSettings):
 
 
 SCHEMA = ExplainConfig
+AS_OBJECT = False
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+def run(job: JobStart) -> None:
     """Explain `rows` of the dataset; write the CSV and the figure; print where they are."""
-    check_csv_command(cfg.dataset, command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))  # before any model loads
     from retrofit.data import load_table
     from retrofit.explanation import explain_table
     from retrofit.explanation.files import explanation_files, write_explanation
     from retrofit.runner.sweep_config import dataset_file, dataset_spec, host_path
 
-    job = start(cfg, hydra_cfg, ExplainConfig, "configs/explain.yaml", as_object=False)
     logging.getLogger("retrofit").setLevel(logging.WARNING)  # the console shows the plan, the estimate, the bar
     settings, base_dir = job.settings, job.base_dir
-    spec = dataset_spec(settings.dataset, dataset_file(hydra_cfg, hydra_cfg.runtime.choices.get("dataset")))
+    spec = dataset_spec(settings.dataset, dataset_file(job.hydra_cfg, job.hydra_cfg.runtime.choices.get("dataset")))
     files = job.outputs(*explanation_files(settings.results_dir, spec.name))
     host = host_path(settings, base_dir)
     knobs = ExplainSettings.of(OmegaConf.to_container(settings, resolve=True))

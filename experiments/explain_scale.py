@@ -6,22 +6,20 @@ import logging
 import tempfile
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from benchmarks.removal_vs_refit.explain_scale_settings import ExplainScaleConfig
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 SCHEMA = ExplainScaleConfig
+AS_OBJECT = False
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure every architecture of `cfg`, write the table and print it."""
+def run(job: JobStart) -> None:
+    """Measure every architecture of `job`, write the table and print it."""
     from benchmarks.removal_vs_refit.removal_at_scale import scale_table
 
     logging.getLogger("benchmarks").setLevel(logging.INFO)
     logging.getLogger("retrofit.patching").setLevel(logging.WARNING)  # else a line per refit
-    job = start(cfg, hydra_cfg, ExplainScaleConfig, "configs/explain_scale.yaml", as_object=False)
     settings = dataclasses.replace(ExplainScaleConfig.from_config(job.settings), device=job.device)
     (output,) = job.outputs(settings.output)
     with tempfile.TemporaryDirectory() as folder:

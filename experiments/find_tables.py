@@ -6,20 +6,17 @@
 
 from dataclasses import asdict
 
-from omegaconf import DictConfig
-
 from retrofit.data.table_filter import TableFilter
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 SCHEMA = TableFilter
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+def run(job: JobStart) -> None:
     """Print the candidate tables within the configured bounds, and how many there are."""
     from retrofit.data import find_tables
 
-    job = start(cfg, hydra_cfg, TableFilter, "configs/find_tables.yaml")
     found = find_tables(**asdict(job.settings))
     print(f"{len(found)} candidate tables (`retrofit columns table=<table>` describes one)")
     if len(found):

@@ -9,10 +9,10 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.runner import resolve
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,8 @@ class HostQualityConfig:
 SCHEMA = HostQualityConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Score every host and preset of `cfg` against the baselines on every case; write the tables
+def run(job: JobStart) -> None:
+    """Score every host and preset of `job` against the baselines on every case; write the tables
     (and the model cards when `cards_dir` is set) and print the summary and the extrapolation probe."""
     import pandas as pd
 
@@ -51,13 +51,12 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.hosts.device import device_label
     from retrofit.runner.sweep_config import dataset_specs
 
-    job = start(cfg, hydra_cfg, HostQualityConfig, "host quality config")
     settings: HostQualityConfig = job.settings
     base_dir = job.base_dir
     hosts = {name: get_path(name) for name in settings.hosts}
     (out,) = job.outputs(Path(settings.results_dir) / "host_quality.csv")
     rows = []
-    for spec in dataset_specs(hydra_cfg, settings.datasets):
+    for spec in dataset_specs(job.hydra_cfg, settings.datasets):
         for seed in settings.seeds:
             _, data = load_split(spec, seed, base_dir=base_dir)
             rows += score_case(spec.name, seed, data, hosts, settings.presets, settings.n_estimators, job.device)

@@ -13,7 +13,7 @@ from omegaconf import MISSING, DictConfig
 
 from retrofit.errors import RunnerError
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.runner import HostConfig, command_overrides
 
 
@@ -66,21 +66,20 @@ def chosen_datasets(settings: NoiseFloorConfig, hydra_cfg: DictConfig) -> list:
     return [dataset_spec(node, dataset_file(hydra_cfg, hydra_cfg.runtime.choices.dataset))]
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure every host's movements on every dataset x seed of `cfg` on its device; write the
+def run(job: JobStart) -> None:
+    """Measure every host's movements on every dataset x seed of `job` on its device; write the
     per-source table (kept beside the rows of other hosts and devices already in `output`) and
     print this run's rows."""
     from benchmarks.floor_movements import measure, summarise
     from retrofit.io import write_atomic
     from retrofit.measure.floor_table import merged
 
-    job = start(cfg, hydra_cfg, NoiseFloorConfig, "configs/noise_floor.yaml")
     settings: NoiseFloorConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     logging.getLogger("benchmarks.floor_movements").setLevel(logging.INFO)  # one line per host and case
     hosts = host_paths(settings, job.base_dir)
     (output,) = job.outputs(settings.output)
-    datasets = chosen_datasets(settings, hydra_cfg)
+    datasets = chosen_datasets(settings, job.hydra_cfg)
     movements = measure(
         hosts, datasets, settings.seeds, settings.n_estimators, base_dir=job.base_dir, device=job.device
     )

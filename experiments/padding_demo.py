@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from benchmarks.fitted_cases import CasesConfig, fitted_cases
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.labels import DEVICE_DOC
 
 if TYPE_CHECKING:  # the models come with `run`, not with the schema
@@ -55,9 +55,8 @@ class PaddingDemoConfig(CasesConfig):
 SCHEMA = PaddingDemoConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure how padding moves each variant's predictions on every case of `cfg`; write and print it."""
-    job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
+def run(job: JobStart) -> None:
+    """Measure how padding moves each variant's predictions on every case of `job`; write and print it."""
     settings: PaddingDemoConfig = job.settings
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     (output,) = job.outputs(settings.output)

@@ -6,11 +6,11 @@ python experiments/pretrain_host.py pretrain=tiny_v2              # make pretrai
 import logging
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.jobs import launch
+from retrofit.jobs.start import JobStart
 from retrofit.pretrain.pretrain_config import PretrainConfig
-from retrofit.runner import job_config
 
 
 @dataclass
@@ -21,13 +21,14 @@ class PretrainHostConfig:
 
 
 SCHEMA = PretrainHostConfig
+AS_OBJECT = False
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Train the host `cfg.pretrain` describes (resuming from its run directory) and export it."""
+def run(job: JobStart) -> None:
+    """Train the host `job.settings.pretrain` describes (resuming from its run directory), export it."""
     from retrofit.pretrain.trainer import Pretrainer
 
-    pretrain = PretrainConfig.from_config(job_config(cfg, PretrainHostConfig, "configs/pretrain_host.yaml").pretrain)
+    pretrain = PretrainConfig.from_config(job.settings.pretrain)
     path = Pretrainer(pretrain).run()
     logging.getLogger(__name__).info("host written to %s", path)
 

@@ -6,17 +6,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from benchmarks.scale.scale_settings import ScaleConfig
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 SCHEMA = ScaleConfig
+AS_OBJECT = False
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure every architecture and variant of `cfg`, write the table and print it with its goals
+def run(job: JobStart) -> None:
+    """Measure every architecture and variant of `job`, write the table and print it with its goals
     (met or not), where the time goes for each architecture's worst time miss, and the machine's
     load average at the start and the end."""
     from benchmarks.scale.profiles import miss_profiles
@@ -24,7 +23,6 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from benchmarks.scale.verdicts import goal_lines, goals_text, refused_lines
 
     logging.getLogger("retrofit").setLevel(logging.INFO)
-    job = start(cfg, hydra_cfg, ScaleConfig, "configs/scale_check.yaml", as_object=False)
     config = ScaleConfig.from_config(job.settings)
     (output,) = job.outputs(config.output)
     load_start = os.getloadavg()

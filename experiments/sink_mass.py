@@ -9,10 +9,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, OmegaConf
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.runner import HostConfig
 
 
@@ -34,16 +34,16 @@ class SinkMassConfig:
 
 
 SCHEMA = SinkMassConfig
+AS_OBJECT = False
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Measure the sink mass of every host of `cfg` (the shipped ones, or `host`); write and print it."""
+def run(job: JobStart) -> None:
+    """Measure the sink mass of every host of `job` (the shipped ones, or `host`); write and print it."""
     from retrofit.audit.sink import sink_mass_table
     from retrofit.hosts import SHIPPED_HOSTS, get_path
     from retrofit.runner.sweep_config import dataset_specs, host_path
     from retrofit.variants import tau_rule
 
-    job = start(cfg, hydra_cfg, SinkMassConfig, "configs/sink_mass.yaml", as_object=False)
     cfg, base_dir = job.settings, job.base_dir
     logging.getLogger("retrofit").setLevel(logging.WARNING)
     (output,) = job.outputs(cfg.output)
@@ -54,7 +54,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     tau = tau_rule(OmegaConf.to_container(cfg.tau) if OmegaConf.is_config(cfg.tau) else cfg.tau)
     table = sink_mass_table(
         hosts,
-        dataset_specs(hydra_cfg, cfg.datasets),
+        dataset_specs(job.hydra_cfg, cfg.datasets),
         list(cfg.seeds),
         base_dir=base_dir,
         n_estimators=cfg.n_estimators,

@@ -10,11 +10,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.errors import RunnerError
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _baselines(spec, seed: int, base_dir: Path) -> list[dict]:
     return score_case(spec.name, seed, split, hosts={}, presets=(), n_estimators=0)
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+def run(job: JobStart) -> None:
     """Fit the baselines, read the hosts' side, write the suite's files (module docstring)."""
     import pandas as pd
     from joblib import Parallel, delayed
@@ -69,7 +69,6 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.runner import resolve
     from retrofit.runner.sweep_config import dataset_specs
 
-    job = start(cfg, hydra_cfg, SuiteConfig, "configs/suite.yaml")
     settings: SuiteConfig = job.settings
     out_dir = resolve(job.base_dir, settings.output_dir)
     outputs = job.outputs(*(out_dir / name for name in FILES))
@@ -79,7 +78,7 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         raise RunnerError(f"{sweep_csv} does not exist: run the suite's sweep there first (make suite runs both)")
     sweep = read_results(sweep_csv, str(sweep_csv))
     hosts = host_scores(sweep, halves, settings.seeds)
-    specs = dataset_specs(hydra_cfg, list(halves))
+    specs = dataset_specs(job.hydra_cfg, list(halves))
     work = [(spec, seed) for spec in specs for seed in settings.seeds]
     parallel = Parallel(n_jobs=settings.n_jobs, return_as="generator")
     jobs = parallel(delayed(_baselines)(spec, seed, job.base_dir) for spec, seed in work)

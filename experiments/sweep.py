@@ -21,32 +21,33 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from retrofit import runner
-from retrofit.data.csv_file import check_csv_command
 from retrofit.jobs import launch
 from retrofit.jobs.exits import callback_errors
+from retrofit.jobs.start import JobStart
 from retrofit.runner import SweepConfig, reference_of, results_dir_of
 
 SCHEMA = SweepConfig
+AS_OBJECT = False
 
 if TYPE_CHECKING:
     from retrofit.results.reproduction import Reference
     from retrofit.runner.case import Case
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Run the case `cfg` describes; a single run also writes its rows and checks them (`finish`).
-    A CSV named on the command line is checked first (`check_csv_command`), before any model loads."""
-    check_csv_command(cfg.dataset, runner.command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
+def run(job: JobStart) -> None:
+    """Run the case `job` describes; a single run also writes its rows and checks them (`finish`).
+    A CSV named on the command line is checked first (`job_start`), before any model loads."""
     from retrofit.runner.case import run_case
     from retrofit.runner.finish import case_records, finish, reusable
     from retrofit.runner.sweep_config import case_from_hydra
 
+    cfg, hydra_cfg = job.settings, job.hydra_cfg
     if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
         run_case(case_from_hydra(cfg, hydra_cfg))
         return
     with runner.collected_notices() as notices:
         case = case_from_hydra(cfg, hydra_cfg)
-        reference = reference_of(cfg, Path(hydra_cfg.runtime.cwd))  # read before the run writes anything
+        reference = reference_of(cfg, job.base_dir)  # read before the run writes anything
         reused = runner.reused(reusable([case]), len(case.units))
         rows = run_case(case)
     log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")

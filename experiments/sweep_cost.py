@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
-from omegaconf import MISSING, DictConfig, open_dict
+from omegaconf import MISSING, open_dict
 
 from retrofit.io import write_atomic
 from retrofit.jobs import launch, register
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 if TYPE_CHECKING:  # the cases come with `sweep_cases`, not with the schema
     from retrofit.runner.case import Case
@@ -61,13 +61,12 @@ def sweep_cases(settings: SweepCostConfig, base_dir: Path) -> "list[Case]":
     return cases
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Run every case of `cfg` `repeats` times with its phases timed; write and print the table."""
+def run(job: JobStart) -> None:
+    """Run every case of `job` `repeats` times with its phases timed; write and print the table."""
     import pandas as pd
 
     from benchmarks.phase_costs import cost_table, import_seconds
 
-    job = start(cfg, hydra_cfg, SweepCostConfig, "configs/sweep_cost.yaml")
     settings: SweepCostConfig = job.settings
     (output,) = job.outputs(settings.output)
     logging.getLogger("retrofit").setLevel(logging.WARNING)

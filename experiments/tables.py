@@ -9,10 +9,10 @@
 
 from dataclasses import dataclass
 
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 
 @dataclass
@@ -26,7 +26,7 @@ class TablesConfig:
 SCHEMA = TablesConfig
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
+def run(job: JobStart) -> None:
     """Read the folder's CSVs and the floors, check where the files go, write them and name each."""
     from retrofit.io import staged
     from retrofit.results.record import frame_of, read_records
@@ -34,7 +34,6 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.runner import resolve
     from retrofit.runner.finish import frame_floors
 
-    job = start(cfg, hydra_cfg, TablesConfig, "configs/tables.yaml")
     folder = resolve(job.base_dir, job.settings.results_dir)
     frame = frame_of(read_records(folder / CSV))
     arms = read_arms(folder / ARMS_CSV)

@@ -23,7 +23,7 @@ from retrofit import runner
 from retrofit.errors import RunnerError
 from retrofit.io import write_csv
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 from retrofit.runner import RunConfig, resolve
 
 if TYPE_CHECKING:  # the cases and tables come with the functions below, not with the schema
@@ -48,7 +48,7 @@ class TauSweepConfig(RunConfig):
 def tau_cases(cfg: DictConfig, hydra_cfg: DictConfig) -> "list[Case]":
     """One `Case` per dataset × seed of `configs/tau_sweep.yaml`, validated (data loaded and
     split), duplicates rejected — all before any unit runs. `cfg`: the config composed onto
-    `TauSweepConfig` (as `run` checks it, with `start`); `hydra_cfg`: the `hydra` node."""
+    `TauSweepConfig` (as `launch` checks it for `run`); `hydra_cfg`: the `hydra` node."""
     from retrofit.runner.case import Case, check_cases
     from retrofit.runner.sweep_config import (
         applicable,
@@ -109,10 +109,11 @@ def write_tau_results(results_dir: Path, cases: "list[Case]") -> "pd.DataFrame":
 
 
 SCHEMA = TauSweepConfig
+AS_OBJECT = False
 
 
-def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
-    """Run every unit of the sweep `cfg` describes (a progress bar per case), write the table and plot and
+def run(job: JobStart) -> None:
+    """Run every unit of the sweep `job` describes (a progress bar per case), write the table and plot and
     report them; with `plot_only`, redraw the plot from the table in `results_dir` and run nothing."""
     import pandas as pd
 
@@ -120,7 +121,6 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
     from retrofit.runner.case import run_case
     from retrofit.runner.finish import reusable
 
-    job = start(cfg, hydra_cfg, SCHEMA, "configs/tau_sweep.yaml", as_object=False)
     settings = job.settings
     (table_path,) = job.outputs(Path(settings.results_dir) / "tau_sweep.csv")
     results_dir = table_path.parent
@@ -129,14 +129,14 @@ def run(cfg: DictConfig, hydra_cfg: DictConfig) -> None:
         runner.say(f"wrote {plot_tau(table, results_dir / 'tau_sweep.png', default_c(list(settings.variants)))}")
         return
     with runner.collected_notices() as notices:
-        cases = tau_cases(settings, hydra_cfg)
+        cases = tau_cases(settings, job.hydra_cfg)
     reused = runner.reused(reusable(cases), sum(len(case.units) for case in cases))
     for case in cases:  # one progress bar per case over its units
         run_case(case)
     table = write_tau_results(results_dir, cases)
     written = [results_dir / "tau_sweep.csv", results_dir / "tau_sweep.png"]
     shown = table.assign(c=table["c"].map("{:g}".format)).round(4)
-    log_file = str(Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log")
+    log_file = str(Path(job.hydra_cfg.runtime.output_dir) / f"{job.hydra_cfg.job.name}.log")
     runner.print_run_summary(shown.to_markdown(index=False), written, log_file, notices, reused)
 
 

@@ -10,7 +10,7 @@ from retrofit.errors import RetrofitError
 from retrofit.hosts.device import device_clock, device_label
 from retrofit.jobs import job_module, job_names, root_config
 from retrofit.jobs.exits import schema_keys
-from retrofit.jobs.start import job_device
+from retrofit.jobs.start import job_device, job_start
 
 MEASURING_JOBS = [
     "ablation",
@@ -51,8 +51,8 @@ def test_a_job_refuses_cuda_without_cuda_in_one_line_before_any_work(job, hydra_
     hydra_cfg = cfg.hydra
     with open_dict(cfg):  # a job gets its config without the hydra node, as Hydra runs it
         del cfg["hydra"]
-    with pytest.raises(RetrofitError) as refused:
-        job_module(job).run(cfg, hydra_cfg)
+    with pytest.raises(RetrofitError) as refused:  # as `launch` starts the job
+        job_module(job).run(job_start(job_module(job), cfg, hydra_cfg))
     message = str(refused.value)
     assert "\n" not in message and "device='cuda'" in message and "no CUDA device" in message
     assert list(tmp_path.iterdir()) == []  # nothing written

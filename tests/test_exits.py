@@ -54,6 +54,27 @@ def test_a_config_that_does_not_compose_is_one_line(job, overrides, message, tmp
     assert out.returncode == 1 and one_line_error(out).startswith(message)
 
 
+HYDRA_REFUSALS = [
+    (
+        ["-m", "seed=0,1", "--cfg", "job"],
+        "error: -m/--multirun and -c/--cfg each choose what Hydra does, and a command does one (keep one; "
+        "to see the config of one job of a sweep, drop -m and give each swept key one value)",
+    ),
+    (["--info", "-r"], "error: -r/--run and -i/--info each choose what Hydra does, and a command does one (keep one)"),
+    (["--resolve"], "error: --resolve resolves the config that --cfg prints (add --cfg job, or drop --resolve)"),
+]
+"""(a sweep's command line, the one line it answers) for what Hydra refuses with a traceback."""
+
+
+@pytest.mark.parametrize(("argv", "message"), HYDRA_REFUSALS, ids=[" ".join(argv) for argv, _ in HYDRA_REFUSALS])
+def test_a_command_line_hydra_refuses_with_a_traceback_is_one_line(argv, message, tmp_path):
+    out = run_entry_point("sweep.py", *argv, cwd=tmp_path)
+    assert out.returncode == 1 and one_line_error(out) == message and out.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # nothing run, nothing written
+    alone = run_entry_point("sweep.py", *argv[-2:], cwd=tmp_path) if argv[-1] == "job" else None
+    assert alone is None or (alone.returncode == 0 and "seed: 0" in alone.stdout)  # --cfg job alone still prints
+
+
 @pytest.mark.parametrize("value", ["sale price!", "a b#c", 'it\'s "net" price!', "~/my data.csv"])
 def test_the_quoting_hint_quotes_the_whole_value_and_parses_back_to_it(value):
     """A column name with a space was cut at the space in the hint ('dataset.target="sale"'); the

@@ -93,7 +93,7 @@ DATA_MISTAKES = [
 """(overrides of `dataset=csv`, the one line it answers): a user's mistakes about their own CSV file."""
 
 
-@pytest.mark.parametrize("job", ["sweep", "aggregate"])
+@pytest.mark.parametrize("job", ["sweep", "aggregate", "explain", "noise_floor"])  # a `dataset` node (`job_start`)
 @pytest.mark.parametrize(
     ("overrides", "message"), DATA_MISTAKES, ids=["no file", "no target", "dataset key", "tilde", "space"]
 )

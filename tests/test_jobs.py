@@ -40,14 +40,14 @@ def test_every_module_of_experiments_is_a_job_whose_root_config_is_its_name():
 
 
 PROBE_JOB = """
-\"\"\"A probe: writes the name Hydra gave the job to `output`.\"\"\"
+\"\"\"A probe: writes the name Hydra gave the job and the type of its settings to `output`.\"\"\"
 
 from dataclasses import dataclass
 
 from omegaconf import MISSING
 
 from retrofit.jobs import launch
-from retrofit.jobs.start import start
+from retrofit.jobs.start import JobStart
 
 
 @dataclass
@@ -58,10 +58,9 @@ class ProbeConfig:
 SCHEMA = ProbeConfig
 
 
-def run(cfg, hydra_cfg):
-    job = start(cfg, hydra_cfg, ProbeConfig, "configs/probe.yaml")
+def run(job: JobStart) -> None:
     (output,) = job.outputs(job.settings.output)
-    output.write_text(hydra_cfg.job.name)
+    output.write_text(f"{job.hydra_cfg.job.name} {type(job.settings).__name__}")
 
 
 if __name__ == "__main__":
@@ -96,10 +95,25 @@ def test_a_module_and_its_root_config_are_a_job_checked_by_its_schema_and_named_
     ]
     ran = run_python("-c", LAUNCH_FROM_CWD, "output=named.txt", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    assert (tmp_path / "named.txt").read_text() == "probe"
+    assert (tmp_path / "named.txt").read_text() == "probe ProbeConfig"
     assert [log.relative_to(tmp_path).parts[:2] for log in (tmp_path / "outputs").rglob("probe.log")] == [
         ("outputs", "probe")
     ]
+
+
+def test_launch_starts_the_job_as_its_module_asks(tmp_path):
+    """`launch` checks the config against the module's `SCHEMA`, naming its root config, and hands
+    `run` its settings as a schema object, or as the checked DictConfig with `AS_OBJECT = False`."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "__init__.py").write_text('"""Experiments of their own."""\n')
+    (tmp_path / "experiments" / "probe.py").write_text(f"{PROBE_JOB}\nAS_OBJECT = False\n")
+    shutil.copytree(CONFIGS / "hydra", tmp_path / "configs" / "hydra")
+    (tmp_path / "configs" / "probe.yaml").write_text("defaults:\n  - probe_schema\n  - hydra: default\n  - _self_\n")
+    ran = run_python("-c", LAUNCH_FROM_CWD, "output=named.txt", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert (tmp_path / "named.txt").read_text() == "probe DictConfig"
+    added = run_python("-c", LAUNCH_FROM_CWD, "output=x.txt", "+extra=1", cwd=tmp_path)
+    assert added.returncode == 1 and one_line_error(added).startswith("error: configs/probe.yaml: bad key 'extra'")
 
 
 def test_a_home_directory_that_is_a_file_is_one_line_before_any_import(tmp_path):

@@ -2,7 +2,10 @@
 
 A job is a module of `experiments` (`experiments/<name>.py` is job `<name>`; that package's
 docstring gives the convention): its `SCHEMA`, the dataclass of its root config's keys, and
-`run(cfg, hydra_cfg)`, which runs the composed config with `HydraConfig.get()`. Its root config is
+`run(job)`, which runs the `retrofit.jobs.start.JobStart` that `launch` builds from the composed
+config and `HydraConfig.get()` (`retrofit.jobs.start.job_start`: the settings checked against
+`SCHEMA`, a schema object unless the module sets `AS_OBJECT = False`; the start directory; the
+device). Its root config is
 `configs/<name>.yaml`, or the one its `CONFIG` names, with the Hydra overrides its `OVERRIDES`
 appends to every command line (`aggregate` runs the sweep's with its own callback). The folder is
 the table of jobs (`job_names` lists its files), and `launch` imports the job it runs by its name
@@ -22,11 +25,12 @@ whose interpolation does not resolve (its key, the value as written and the fix)
 (`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input through
 `retrofit.errors.exit_on_user_error`, a full device through `retrofit.jobs.exits.exit_on_full_disk`
 (the folder on it: Hydra's run or sweep folder, or the file a job wrote). Before Hydra acts, the
-command's config is composed as Hydra will compose it (`retrofit.jobs.compose`) and checked
+command's config is composed as Hydra will compose it (`retrofit.jobs.compose`, which refuses two
+of Hydra's modes at once, such as `-m` with `--cfg`) and checked
 (`retrofit.jobs.preflight`): it names no code but the project's own (`retrofit.jobs.instantiated`),
 and nothing Hydra would write lands in the committed record unless a record target runs it.
-`+key=value` adds a key Hydra leaves unchecked; each `run` (`retrofit.jobs.start`) refuses it
-before any work.
+`+key=value` adds a key Hydra leaves unchecked; `job_start` refuses it, naming the root config,
+before `run` is called.
 
 An experiment module imports at its top only what its `SCHEMA` needs, and what `run` needs that is
 heavy (torch, tabpfn, sklearn, shapiq, pandas) inside `run`: `launch` imports the job to store its
@@ -167,10 +171,11 @@ def launch(job: str) -> None:
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.compose import command_config
         from retrofit.jobs.preflight import check_command_line, check_composed
+        from retrofit.jobs.start import job_start
 
         def task(cfg: DictConfig) -> None:
             with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK):
-                module.run(cfg, HydraConfig.get())
+                module.run(job_start(module, cfg, HydraConfig.get()))
 
         named = _named(module, task)
         with exit_on_user_error():  # the command line, then the config it composes, before Hydra acts

@@ -8,7 +8,9 @@ folder on the search path, `--config-dir` before the schemas, `--config-path`, `
 mode of `-m` or of `hydra.mode`, nothing written and nothing instantiated), so that
 `retrofit.jobs.preflight` refuses a command before Hydra does anything with it. A command that
 runs nothing (`--cfg`, `--info`, `--shell-completion`, the help flags) is not composed here, and
-`--experimental-rerun`, which unpickles a saved config (a pickle runs code), is refused.
+`--experimental-rerun`, which unpickles a saved config (a pickle runs code), is refused, as is a
+command line Hydra would end in a traceback: two of its modes (`-m` with `--cfg`), `--resolve`
+without `--cfg` (`check_modes`).
 
 It uses Hydra's private `_internal` API, as this one module may (hydra-core is pinned in
 `pyproject.toml`): Hydra's public API composes no config of a `--config-dir` command nor of a
@@ -35,6 +37,27 @@ from omegaconf import DictConfig
 
 from retrofit.errors import RunnerError
 
+MODES = {
+    "run": "-r/--run",
+    "multirun": "-m/--multirun",
+    "cfg": "-c/--cfg",
+    "info": "-i/--info",
+    "shell_completion": "-sc/--shell-completion",
+}
+"""What Hydra does with a command (its parsed argument -> the flags), of which a command takes one."""
+ONE_JOB = "; to see the config of one job of a sweep, drop -m and give each swept key one value"
+
+
+def check_modes(args: Any) -> None:
+    """RunnerError, one line, for parsed arguments `args` that Hydra would refuse with a traceback
+    (its ValueError): two of its `MODES` (such as `-m` with `--cfg`), or `--resolve` without `--cfg`."""
+    given = [flags for mode, flags in MODES.items() if getattr(args, mode) not in (None, False)]
+    if len(given) > 1:
+        hint = ONE_JOB if args.multirun and args.cfg else ""
+        raise RunnerError(f"{' and '.join(given)} each choose what Hydra does, and a command does one (keep one{hint})")
+    if args.resolve and args.cfg is None:
+        raise RunnerError("--resolve resolves the config that --cfg prints (add --cfg job, or drop --resolve)")
+
 
 def command_config(
     argv: list[str], config_path: str, config_name: str, task: Callable[[DictConfig], Any]
@@ -49,6 +72,7 @@ def command_config(
             "--experimental-rerun unpickles a saved config, and a pickle runs code; "
             "run the command again with the overrides in its .hydra/overrides.yaml"
         )
+    check_modes(args)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return None
     calling_file, calling_module = detect_calling_file_or_module_from_task_function(task)

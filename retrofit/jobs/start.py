@@ -1,24 +1,27 @@
-"""How every job starts: its config checked against its schema, where the command was started, and
-its output files resolved there and checked against the record guard, and the device it measures
-on resolved (`device`: "cpu", "cuda" or "auto"; `device=cuda` without CUDA refused in one line),
-before any work.
+"""How every job starts: its config checked against its schema, where the command was started, a
+CSV file its `dataset` names on the command line, its output files resolved there and checked
+against the record guard, and the device it measures on resolved (`device`: "cpu", "cuda" or
+"auto"; `device=cuda` without CUDA refused in one line), before any work. `retrofit.jobs.launch`
+builds a job's `JobStart` (`job_start`) and hands it to the job's `run`:
 
-    job = start(cfg, hydra_cfg, PaddingDemoConfig, "configs/padding_demo.yaml")
-    (output,) = job.outputs(job.settings.output)   # RunnerError if results/ may not be written
-    job.device                                     # "cpu" or "cuda": what the job's models and tensors run on
+    def run(job: JobStart) -> None:
+        (output,) = job.outputs(job.settings.output)   # RunnerError if results/ may not be written
+        job.device                                     # "cpu" or "cuda": what the job's models and tensors run on
 
 It imports no model: the benchmark jobs measured on fitted cases add `benchmarks.fitted_cases`.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from retrofit.data.csv_file import check_csv_command
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.record_guard import check_record_outputs, writable_file
-from retrofit.runner import job_config, resolve
+from retrofit.runner import command_overrides, job_config, resolve
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,23 @@ class JobStart:
         )
 
 
+def job_start(module: ModuleType, cfg: DictConfig, hydra_cfg: DictConfig) -> JobStart:
+    """The `JobStart` that `launch` hands to the `run` of job module `module`: `cfg` started with its
+    `SCHEMA` (`start`), its settings a `SCHEMA` instance unless the module sets `AS_OBJECT = False`
+    (then the checked DictConfig), refusals naming the root config Hydra composed
+    (`configs/<name>.yaml`, `--config-name` included)."""
+    where = f"configs/{hydra_cfg.job.config_name}.yaml"
+    return start(cfg, hydra_cfg, module.SCHEMA, where, as_object=getattr(module, "AS_OBJECT", True))
+
+
 def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, as_object: bool = True) -> JobStart:
     """The `JobStart` of the composed root config `cfg` with `schema` (`job_config`: a key added by
     `+key=value` is refused by name); `settings` is a `schema` instance unless `as_object` is false.
-    A schema with a `device` key has it resolved here (`job_device`)."""
+    A `dataset` mapping whose CSV file the command line names has that file checked next
+    (`check_csv_command`), before any model loads; a `device` key is resolved last (`job_device`)."""
     checked = job_config(cfg, schema, where)
+    if isinstance(checked.get("dataset"), DictConfig):
+        check_csv_command(checked.dataset, command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     settings = OmegaConf.to_object(checked) if as_object else checked
     device = job_device(checked.device) if "device" in checked else "cpu"
     return JobStart(settings, Path(hydra_cfg.runtime.cwd), hydra_cfg, device)
