@@ -77,7 +77,7 @@ def evaluate(
     False runs the whole forward per coalition."""
     if max_cells < 1:
         raise RetrofitError(f"max_cells must be a positive number of cells per forward, got {max_cells}")
-    members = member_inputs(0, regressor, X)
+    members = member_inputs(0, regressor, X, "the query rows X")
     outputs = []
     for index, member in enumerate(members):
         N, T, C = member.shape
