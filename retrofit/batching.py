@@ -215,8 +215,13 @@ def check_bounds(max_padding: Any, max_cells: Any) -> None:
             f"max_padding must be a finite number >= 1 (padded work / real work; 1 = equal shapes only), got "
             f"{max_padding!r}; use e.g. 1.5, or leave it unset for one predict per table"
         )
+    check_max_cells(max_cells)
+
+
+def check_max_cells(max_cells: Any) -> None:
+    """RetrofitError unless `max_cells`, the most cells one forward holds, is an int >= 1."""
     if isinstance(max_cells, bool) or not isinstance(max_cells, Integral) or max_cells < 1:
-        raise RetrofitError(f"max_cells must be an int >= 1 (padded cells per forward), got {max_cells!r}")
+        raise RetrofitError(f"max_cells must be an int >= 1 (cells per forward), got {max_cells!r}")
 
 
 def pad_members(bucket: Sequence[MemberInput]) -> dict[str, torch.Tensor]:
