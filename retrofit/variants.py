@@ -243,6 +243,11 @@ def _typed_spec_of(key: str) -> dict[str, Any]:
 
 def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     label = spec.get("name", "<unnamed>")
+    if isinstance(spec.get("adapters"), str):  # the schema's own refusal speaks of an AnyNode
+        raise RetrofitError(
+            f"variant {label!r}: adapters must be a list of adapter names, got the string {spec['adapters']!r}; "
+            f"write adapters: [{spec['adapters']}]"
+        )
     tau = spec.get("tau")
     whole = {**spec, "tau": {**dict.fromkeys(TAU_KEYS), **tau}} if isinstance(tau, Mapping) else spec
     typed_node = typed(VariantConfig, whole, f"variant {label!r}")

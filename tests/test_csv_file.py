@@ -178,7 +178,7 @@ def test_a_csv_separated_by_another_character_is_refused_naming_it(tmp_path, tex
 
 def test_a_csv_that_is_not_utf8_names_the_byte_and_the_conversion(tmp_path):
     path = tmp_path / "table.csv"
-    path.write_bytes("x,y\n".encode() + "".join(f"caf\xe9 {i},{i}\n" for i in range(30)).encode("latin-1"))
+    path.write_bytes(b"x,y\n" + "".join(f"caf\xe9 {i},{i}\n" for i in range(30)).encode("latin-1"))
     with pytest.raises(DatasetError) as err:
         load_table(toy_spec(path), tmp_path)
     assert one_line(err) == (
