@@ -19,7 +19,7 @@ from retrofit.data.tabpfn_input import check_columns
 from retrofit.errors import RetrofitError, bounded, single_line
 from retrofit.hosts import get_path, make_regressor
 from retrofit.patching import retrofit
-from retrofit.variants import resolve_variant
+from retrofit.variants import check_hparams_used, resolve_variant
 
 _AS_TABPFN_TAKES_IT = {"dtype": None, "ensure_all_finite": False}
 """`validate_data` options that check shape and feature names only: tabpfn takes any dtype and NaN."""
@@ -86,13 +86,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         hparams = {"tau": self.tau, "eps_den": self.eps_den, "eps_mode": self.eps_mode, "compact": self.compact}
         hparams = {name: value for name, value in hparams.items() if value is not None}
         variant = resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
-        unused = [name for name in hparams if name not in variant.hparams_used]
-        if unused:
-            raise RetrofitError(
-                f"RetrofitRegressor: variant {variant.name!r} does not use {unused[0]}={hparams[unused[0]]!r} "
-                f"(it uses {list(variant.hparams_used) or 'no hyper-parameter'}); leave {unused[0]} None, or search "
-                "it on a variant that patches (oa_only, full_o, o_closed)"
-            )
+        check_hparams_used(variant, hparams, "RetrofitRegressor", drop="leave {key} None")
         path = get_path(self.host) if self.model_path is None else self.model_path
         # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)

@@ -143,6 +143,20 @@ class Variant:
         return frozenset(adapter(name).part for name in self.adapters)
 
 
+def check_hparams_used(variant: Variant, hparams: Mapping[str, Any], what: str, drop: str) -> None:
+    """RetrofitError "<what>: variant ... does not use <key>=<value> ..." for the first key of
+    `hparams` that `variant` does not use (`Variant.hparams_used`: `tau` on `baseline`), which would
+    be accepted and change nothing; `drop` says how the caller leaves it out ("{key}" is the key)."""
+    unused = [key for key in hparams if key not in variant.hparams_used]
+    if unused:
+        key = unused[0]
+        raise RetrofitError(
+            f"{what}: variant {variant.name!r} does not use {key}={hparams[key]!r} (it uses "
+            f"{list(variant.hparams_used) or 'no hyper-parameter'}); {drop.format(key=key)}, or give it to a variant "
+            "that patches (oa_only, full_o, o_closed)"
+        )
+
+
 def available_variants() -> list[str]:
     """Names of the built-in variants (files in `VARIANT_DIR`)."""
     return sorted(path.stem for path in VARIANT_DIR.glob("*.yaml"))
