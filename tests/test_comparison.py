@@ -83,7 +83,7 @@ def test_compare_refuses_a_table_whose_features_are_all_constant():
         ({"seeds": 3}, r"^seeds must be a list, got int 3; a list even of one: seeds=\[3\]$"),
         ({"test_size": "0.3"}, r"test_size must be the share of rows held out, a number in \(0, 1\) .*got '0.3'$"),
         ({"test_size": 30}, r"test_size must be the share of rows held out, a number in \(0, 1\) .*got 30$"),
-        ({"categorical": "x0"}, r"categorical must be a list of column names, got the string 'x0'; .*\['x0'\]$"),
+        ({"categorical": "x0"}, r"categorical must be a list of column names, got the one name 'x0'; .*\['x0'\]$"),
     ],
     ids=[
         "no-variant",

@@ -8,7 +8,7 @@ import pandas as pd
 
 from retrofit.data.prepare import Table, clean
 from retrofit.data.sources import load_frame
-from retrofit.data.spec import DatasetSpec
+from retrofit.data.spec import DatasetSpec, check_not_one_name
 from retrofit.errors import DatasetError
 from retrofit.labels import check_label
 
@@ -30,9 +30,5 @@ def frame_table(frame: pd.DataFrame, target: str, *, name: str = "frame", catego
     if not isinstance(frame, pd.DataFrame):
         raise DatasetError(f"expected a pandas DataFrame, got {type(frame).__name__}; wrap it: pd.DataFrame(...)")
     check_label("dataset name", name, DatasetError)
-    if isinstance(categorical, str):  # tuple() would make "zip" the columns z, i, p
-        raise DatasetError(
-            f"dataset {name!r}: categorical must be a list of column names, got the string {categorical!r}; "
-            f"pass categorical=[{categorical!r}]"
-        )
+    check_not_one_name(name, "categorical", categorical)
     return clean(frame, DatasetSpec(name, IN_MEMORY, target, categorical=tuple(categorical)))
