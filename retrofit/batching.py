@@ -21,7 +21,7 @@ with `python -m retrofit bench_batch max_padding=2 output=outputs/bench_batch.cs
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from tabpfn.preprocessing.datamodel import FeatureModality
 from tabpfn.utils import get_autocast_context
 from tabpfn.validation import check_input_shape_matches, ensure_compatible_predict_input_sklearn
 
+from retrofit.bounds import check_max_cells
 from retrofit.data.tabpfn_input import check_columns
 from retrofit.errors import RetrofitError, single_line
 from retrofit.tabpfn_internals import (
@@ -145,9 +146,8 @@ def shared_buckets(
 
 def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any, what: str = "X") -> list[MemberInput]:
     """The model inputs of every ensemble member of `regressor` for test rows `X`, built the way
-    its `predict` builds them (input checks, cleaning, each member's fitted preprocessing).
-    RetrofitError "<what>: ..." in one line for an `X` its `predict` refuses (another width, no
-    rows, `retrofit.data.tabpfn_input.check_columns`)."""
+    its `predict` builds them (input checks, cleaning, each member's fitted preprocessing); an `X`
+    its `predict` refuses is RetrofitError "<what>: ..." (see `PatchedTabPFNRegressor.predict`)."""
     config = regressor.get_inference_config()
     check_columns(X, what, transform_dates=config.TRANSFORM_DATES, passthrough_inf=config.PASSTHROUGH_INF)
     try:
@@ -216,12 +216,6 @@ def check_bounds(max_padding: Any, max_cells: Any) -> None:
             f"{max_padding!r}; use e.g. 1.5, or leave it unset for one predict per table"
         )
     check_max_cells(max_cells)
-
-
-def check_max_cells(max_cells: Any) -> None:
-    """RetrofitError unless `max_cells`, the most cells one forward holds, is an int >= 1."""
-    if isinstance(max_cells, bool) or not isinstance(max_cells, Integral) or max_cells < 1:
-        raise RetrofitError(f"max_cells must be an int >= 1 (cells per forward), got {max_cells!r}")
 
 
 def pad_members(bucket: Sequence[MemberInput]) -> dict[str, torch.Tensor]:

@@ -25,7 +25,8 @@ from tabpfn import TabPFNRegressor
 from tabpfn.utils import get_autocast_context
 
 from retrofit.adapters.tabpfn_v3 import o_targets
-from retrofit.batching import MemberInput, check_max_cells, decode_members, member_inputs
+from retrofit.batching import MemberInput, decode_members, member_inputs
+from retrofit.bounds import check_max_cells
 from retrofit.errors import RetrofitError
 from retrofit.hosts.checkpoint import regression_logits
 
