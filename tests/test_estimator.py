@@ -379,7 +379,7 @@ def _sparse(X, y):
         ),
         (
             lambda X, y: (pd.DataFrame(X).assign(day=pd.date_range("2020-01-01", periods=len(X))), y),
-            r"^RetrofitRegressor.fit: column 'day' holds dates \(datetime64\[.*\]\), which tabpfn refuses: convert",
+            r"^RetrofitRegressor.fit: column 'day' holds dates, which tabpfn refuses: convert it to numbers first",
         ),
     ],
     ids=["scipy-sparse", "one-row", "constant-features", "infinity", "repeated-name", "dates"],

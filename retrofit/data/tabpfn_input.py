@@ -23,21 +23,24 @@ def check_columns(X: Any, what: str, *, transform_dates: bool = False, passthrou
                 f"{what}: X uses column names more than once: {listing(repeated)}; rename or drop the copies"
             )
         columns = [X.iloc[:, i] for i in range(X.shape[1])]
+        dates = [i for i, column in enumerate(columns) if pd.api.types.is_datetime64_any_dtype(column)]
+        floats = [i for i, column in enumerate(columns) if pd.api.types.is_float_dtype(column)]
+        infinite = [i for i in floats if np.isinf(columns[i].to_numpy("float64", na_value=np.nan)).any()]
     elif isinstance(X, np.ndarray) and X.ndim == 2:
-        columns = [pd.Series(column) for column in X.T]
+        dates = list(range(X.shape[1])) if X.dtype.kind == "M" else []
+        infinite = list(np.flatnonzero(np.isinf(X).any(axis=0))) if X.dtype.kind in "fc" else []
     else:
         return
-    for i, column in enumerate(columns):
-        if not transform_dates and pd.api.types.is_datetime64_any_dtype(column):
-            raise RetrofitError(
-                f"{what}: column {_label(X, i)} holds dates ({column.dtype}), which tabpfn refuses: convert it to "
-                "numbers first, e.g. days since a start date, (X[c] - X[c].min()).dt.days"
-            )
-        floats = not passthrough_inf and pd.api.types.is_float_dtype(column)
-        if floats and np.isinf(column.to_numpy("float64", na_value=np.nan)).any():
-            raise RetrofitError(
-                f"{what}: column {_label(X, i)} holds ±inf; replace it with NaN (a missing value, which tabpfn takes)"
-            )
+    if dates and not transform_dates:
+        raise RetrofitError(
+            f"{what}: column {_label(X, dates[0])} holds dates, which tabpfn refuses: convert it to numbers first, "
+            "e.g. days since a start date, (X[c] - X[c].min()).dt.days"
+        )
+    if infinite and not passthrough_inf:
+        raise RetrofitError(
+            f"{what}: column {_label(X, infinite[0])} holds ±inf; replace it with NaN (a missing value, which tabpfn "
+            "takes)"
+        )
 
 
 def _label(X: Any, i: int) -> str:
