@@ -21,19 +21,22 @@ with `python -m retrofit bench_batch max_padding=2 output=outputs/bench_batch.cs
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
+from tabpfn.errors import TabPFNValidationError
 from tabpfn.inference import InferenceEngineCachePreprocessing
 from tabpfn.preprocessing.clean import clean_data_transform
 from tabpfn.preprocessing.datamodel import FeatureModality
 from tabpfn.utils import get_autocast_context
 from tabpfn.validation import check_input_shape_matches, ensure_compatible_predict_input_sklearn
 
-from retrofit.errors import RetrofitError
+from retrofit.bounds import check_max_cells
+from retrofit.data.tabpfn_input import check_columns
+from retrofit.errors import RetrofitError, single_line
 from retrofit.tabpfn_internals import (
     decode_batched_dataset,
     maybe_run_gpu_preprocessing,
@@ -107,7 +110,7 @@ def predict_many(
     members: list[MemberInput] = []
     for index, (regressor, X) in enumerate(pairs):
         if not getattr(regressor, "is_constant_target_", False):
-            members += member_inputs(index, regressor, X)
+            members += member_inputs(index, regressor, X, f"predict_many: X of pair {index}")
     outputs: dict[tuple[int, int], torch.Tensor] = {}
     for bucket in shared_buckets(members, max_padding=max_padding, max_cells=limit):
         logits_TBO = _forward_bucket(regressors[bucket[0].pair], bucket)
@@ -141,18 +144,24 @@ def shared_buckets(
     return [bucket for bucket in buckets if bucket[0].pair in shared]
 
 
-def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any) -> list[MemberInput]:
+def member_inputs(pair: int, regressor: TabPFNRegressor, X: Any, what: str = "X") -> list[MemberInput]:
     """The model inputs of every ensemble member of `regressor` for test rows `X`, built the way
-    its `predict` builds them (input checks, cleaning, each member's fitted preprocessing)."""
-    check_input_shape_matches(X, estimator=regressor)
-    X = regressor.date_transformer_.transform(X)
-    X = regressor.text_transformer_.transform(X)
-    X = ensure_compatible_predict_input_sklearn(X, regressor)
+    its `predict` builds them (input checks, cleaning, each member's fitted preprocessing); an `X`
+    its `predict` refuses is RetrofitError "<what>: ..." (see `PatchedTabPFNRegressor.predict`)."""
+    config = regressor.get_inference_config()
+    check_columns(X, what, transform_dates=config.TRANSFORM_DATES, passthrough_inf=config.PASSTHROUGH_INF)
+    try:
+        check_input_shape_matches(X, estimator=regressor)
+        X = regressor.date_transformer_.transform(X)
+        X = regressor.text_transformer_.transform(X)
+        X = ensure_compatible_predict_input_sklearn(X, regressor)
+    except TabPFNValidationError as err:
+        raise RetrofitError(f"{what}: {single_line(str(err))}") from None
     X = clean_data_transform(
         X,
         cat_indices=regressor.inferred_feature_schema_.indices_for(FeatureModality.CATEGORICAL),
         ord_encoder=getattr(regressor, "ordinal_encoder_", None),
-        passthrough_inf=regressor.get_inference_config().PASSTHROUGH_INF,
+        passthrough_inf=config.PASSTHROUGH_INF,
     )
     engine = regressor.executor_
     device = regressor.devices_[0]
@@ -206,8 +215,7 @@ def check_bounds(max_padding: Any, max_cells: Any) -> None:
             f"max_padding must be a finite number >= 1 (padded work / real work; 1 = equal shapes only), got "
             f"{max_padding!r}; use e.g. 1.5, or leave it unset for one predict per table"
         )
-    if isinstance(max_cells, bool) or not isinstance(max_cells, Integral) or max_cells < 1:
-        raise RetrofitError(f"max_cells must be an int >= 1 (padded cells per forward), got {max_cells!r}")
+    check_max_cells(max_cells)
 
 
 def pad_members(bucket: Sequence[MemberInput]) -> dict[str, torch.Tensor]:

@@ -4,10 +4,14 @@ line, naming the bound and what to do, instead of running for hours or filling m
 Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the jobs of one
 multirun, `retrofit.runner.sweep_jobs`, and the seeds of one `retrofit.compare` call), `max_work`
 (the table one fit takes, `retrofit.data.prepare.check_work`), `MAX_COLUMNS` and `MAX_HEADER_CHARS`
-(a CSV file's header, `retrofit.data.csv_file.header`).
+(a CSV file's header, `retrofit.data.csv_file.header`);
+`check_max_cells` checks the memory bound a caller of `retrofit.predict_many` or `retrofit.removal`
+gives (cells per forward).
 """
 
 import os
+from numbers import Integral
+from typing import Any
 
 from retrofit.errors import RetrofitError
 
@@ -45,3 +49,9 @@ def max_work() -> int:
     if not bound >= 1 or bound == float("inf"):  # NaN fails the comparison
         raise RetrofitError(f"{WORK_ENV}={given!r} must be a positive number of work units, e.g. {WORK_ENV}=5e9")
     return int(bound)
+
+
+def check_max_cells(max_cells: Any) -> None:
+    """RetrofitError unless `max_cells`, the most cells one forward holds, is an int >= 1."""
+    if isinstance(max_cells, bool) or not isinstance(max_cells, Integral) or max_cells < 1:
+        raise RetrofitError(f"max_cells must be an int >= 1 (cells per forward), got {max_cells!r}")

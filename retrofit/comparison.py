@@ -66,6 +66,12 @@ def compare(
     table = frame_table(feature_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
     host_path = get_path(host) if host in available() else check_checkpoint(host)
     device = resolve_device(device)
+    for name, values in (("seeds", seeds), ("variants", variants)):
+        if isinstance(values, str | Mapping) or not isinstance(values, Iterable):  # list() would split a name
+            given = bounded(repr(values), 100)
+            raise RetrofitError(
+                f"{name} must be a list, got {type(values).__name__} {given}; a list even of one: {name}=[{given}]"
+            )
     seeds, variants = list(itertools.islice(seeds, MAX_JOBS + 1)), list(variants)  # a generator may never end
     if len(seeds) > MAX_JOBS:
         raise RetrofitError(

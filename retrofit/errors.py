@@ -69,6 +69,12 @@ def listing(names: Sequence[object], limit: int = LISTED) -> str:
     return f"[{', '.join(shown)}]" + (f" and {more} more ({len(names)} in all)" if more > 0 else "")
 
 
+def single_line(text: str) -> str:
+    """A foreign error's message (tabpfn's, sklearn's: often several lines, a list or a hint below)
+    on one line, its lines and runs of spaces joined by one space, and `bounded`."""
+    return bounded(" ".join(text.split()))
+
+
 def bounded(text: str, limit: int = MESSAGE_CHARS) -> str:
     """`text` cut to `limit` characters (with how many were left out), for quoting a foreign error."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"

@@ -15,10 +15,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from tabpfn.errors import TabPFNValidationError
 
 from retrofit.data.prepare import check_target_scale
-from retrofit.errors import RetrofitError, bounded
+from retrofit.data.tabpfn_input import check_columns
+from retrofit.errors import RetrofitError, bounded, single_line
 from retrofit.hosts import get_path, make_regressor
 from retrofit.patching import retrofit
-from retrofit.variants import resolve_variant
+from retrofit.variants import check_hparams_used, resolve_variant
 
 _AS_TABPFN_TAKES_IT = {"dtype": None, "ensure_all_finite": False}
 """`validate_data` options that check shape and feature names only: tabpfn takes any dtype and NaN."""
@@ -52,7 +53,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
     `validate_data` checks the shape and feature names (any dtype, NaN allowed); the inputs reach
     tabpfn as given, so it converts them as it does for a stock regressor (text, categoricals). A
     column that held numbers at fit and holds text at predict is refused naming it (tabpfn reads it
-    as numbers and fails on the text).
+    as numbers and fails on the text), and so are the columns `check_columns` refuses.
     """
 
     def __init__(
@@ -85,25 +86,20 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         hparams = {"tau": self.tau, "eps_den": self.eps_den, "eps_mode": self.eps_mode, "compact": self.compact}
         hparams = {name: value for name, value in hparams.items() if value is not None}
         variant = resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
-        unused = [name for name in hparams if name not in variant.hparams_used]
-        if unused:
-            raise RetrofitError(
-                f"RetrofitRegressor: variant {variant.name!r} does not use {unused[0]}={hparams[unused[0]]!r} "
-                f"(it uses {list(variant.hparams_used) or 'no hyper-parameter'}); leave {unused[0]} None, or search "
-                "it on a variant that patches (oa_only, full_o, o_closed)"
-            )
+        check_hparams_used(variant, hparams, "RetrofitRegressor", drop="leave {key} None")
         path = get_path(self.host) if self.model_path is None else self.model_path
         # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
         stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
+        check_columns(X, "RetrofitRegressor.fit")
         try:  # sparse X, one row, unequal lengths: refused in sklearn's words before the fit
             _, y_checked = validate_data(self, X, y, ensure_min_samples=2, **_AS_TABPFN_TAKES_IT)
         except (TypeError, ValueError) as err:
-            raise RetrofitError(f"RetrofitRegressor.fit: {err}") from None
+            raise RetrofitError(f"RetrofitRegressor.fit: {single_line(str(err))}") from None
         check_target_scale(_numbers(y_checked), "RetrofitRegressor.fit: y")
         try:
             fitted = stock.fit(X, y)
         except TabPFNValidationError as err:  # e.g. every feature constant
-            raise RetrofitError(f"RetrofitRegressor.fit: {err}") from None
+            raise RetrofitError(f"RetrofitRegressor.fit: {single_line(str(err))}") from None
         self.regressor_ = retrofit(fitted, self.variant, **hparams)
         self.text_columns_ = tuple(_text_cells(X))
         return self
@@ -113,6 +109,7 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         column that holds text where fit saw numbers only."""
         check_is_fitted(self)
         validate_data(self, X, reset=False, **_AS_TABPFN_TAKES_IT)
+        check_columns(X, "RetrofitRegressor.predict")
         new = {i: value for i, value in _text_cells(X).items() if i not in self.text_columns_}
         if new:
             i, value = next(iter(new.items()))

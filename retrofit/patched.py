@@ -4,9 +4,11 @@ from typing import Any, NoReturn
 
 from sklearn.base import clone as sklearn_clone
 from tabpfn import TabPFNRegressor
+from tabpfn.errors import TabPFNValidationError
 from torch import nn
 
-from retrofit.errors import RetrofitError
+from retrofit.data.tabpfn_input import check_columns
+from retrofit.errors import RetrofitError, single_line
 from retrofit.patch_report import RetrofitReport, report_of
 from retrofit.variants import Variant
 
@@ -41,7 +43,9 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
     fit_from_preprocessed = fit_with_differentiable_input = fit
 
     def predict(self, X: Any, **kwargs: Any) -> Any:
-        """tabpfn's `predict` (same arguments), on models that run what the report says."""
+        """tabpfn's `predict` (same arguments), on models that run what the report says; an X tabpfn
+        refuses (`retrofit.data.tabpfn_input.check_columns`, another width, no rows) is a
+        RetrofitError in one line."""
         models = engine_models(self)
         if not self._as_patched(models):
             report = report_of(self.retrofit_report_.variant, models)
@@ -51,7 +55,12 @@ class PatchedTabPFNRegressor(TabPFNRegressor):
                     f"{len(report.patched)} modules taken over, against {len(self.retrofit_report_.blocks)} and "
                     f"{len(self.retrofit_report_.patched)}): were models_ replaced? Retrofit the stock regressor again."
                 )
-        return super().predict(X, **kwargs)
+        config = self.get_inference_config()
+        check_columns(X, "predict", transform_dates=config.TRANSFORM_DATES, passthrough_inf=config.PASSTHROUGH_INF)
+        try:
+            return super().predict(X, **kwargs)
+        except TabPFNValidationError as err:  # X of another width, no rows
+            raise RetrofitError(f"predict: {single_line(str(err))}") from None
 
     def _as_patched(self, models: list[nn.Module]) -> bool:
         """Whether `models` are the model objects the report was read off, with its wrappers in place."""

@@ -23,7 +23,7 @@ from retrofit.adapters import OBlock, OClosedModel, architecture_of, close_model
 from retrofit.errors import RetrofitError
 from retrofit.patched import PatchedTabPFNRegressor, as_patched, engine_models
 from retrofit.tabpfn_internals import set_engine_models
-from retrofit.variants import Variant, resolve_variant
+from retrofit.variants import Variant, check_hparams_used, resolve_variant
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,11 @@ def retrofit(
     (`.predict` runs the variant) and carries `retrofit_report_` (a `RetrofitReport`); it refuses
     `fit` (see `PatchedTabPFNRegressor`). `regressor` is not touched. Raises RetrofitError (a
     ValueError: unfitted, KV-cache fit mode, unknown architecture or variant, a block that does
-    not match its spec) before anything is swapped.
+    not match its spec, a hyper-parameter the variant does not use) before anything is swapped.
     """
-    return patch_variant(regressor, resolve_variant(variant, **hparams))
+    resolved = resolve_variant(variant, **hparams)
+    check_hparams_used(resolved, hparams, "retrofit", drop="drop {key}=")
+    return patch_variant(regressor, resolved)
 
 
 def patch_variant(regressor: TabPFNRegressor, spec: Variant) -> PatchedTabPFNRegressor:

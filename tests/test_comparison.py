@@ -75,13 +75,36 @@ def test_compare_refuses_a_table_whose_features_are_all_constant():
         ({"variants": []}, r"variants is empty, so compare would return no row"),
         ({"seeds": []}, r"seeds is empty, so compare would return no row"),
         ({"seeds": [0, 1, 0]}, r"seeds \[0, 1, 0\] repeat a seed"),
+        (
+            {"variants": "oa_only"},
+            r"^variants must be a list, got str 'oa_only'; a list even of one: variants=\['oa_only'\]$",
+        ),
+        ({"variants": {"adapters": ["o_ffn"]}}, r"^variants must be a list, got dict .*variants=\[\{'adapters'"),
+        ({"seeds": 3}, r"^seeds must be a list, got int 3; a list even of one: seeds=\[3\]$"),
+        ({"test_size": "0.3"}, r"test_size must be the share of rows held out, a number in \(0, 1\) .*got '0.3'$"),
+        ({"test_size": 30}, r"test_size must be the share of rows held out, a number in \(0, 1\) .*got 30$"),
+        ({"categorical": "x0"}, r"categorical must be a list of column names, got the one name 'x0'; .*\['x0'\]$"),
     ],
-    ids=["no-variant", "no-seed", "repeated-seed"],
+    ids=[
+        "no-variant",
+        "no-seed",
+        "repeated-seed",
+        "one-name",
+        "one-spec",
+        "one-seed",
+        "text-test-size",
+        "rows-as-test-size",
+        "one-categorical",
+    ],
 )
-def test_compare_refuses_lists_that_would_drop_or_repeat_rows(arguments, message):
-    """An empty list returned an empty frame in silence; a repeated seed fitted the same split twice."""
-    with pytest.raises(RetrofitError, match=message):
+def test_compare_refuses_arguments_it_would_drop_repeat_or_misread(arguments, message):
+    """An empty list returned an empty frame in silence; a repeated seed fitted the same split twice.
+    One variant name where a list goes was read letter by letter ("unknown variant 'o'"), and so was
+    one categorical column (naming columns that do not exist); one seed or a test_size in text ended
+    in a TypeError, a test_size counted in rows in "leaves -1740 of its 60 rows for training"."""
+    with pytest.raises(RetrofitError, match=message) as err:
         retrofit.compare(*small_regression_data(), **{"variants": ["oa_only"], "n_estimators": 1, **arguments})
+    one_line(err)
 
 
 def test_compare_and_the_estimator_refuse_inputs_that_are_no_table_or_no_numbers():

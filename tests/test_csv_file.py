@@ -138,3 +138,50 @@ def test_csv_path_relative_to_the_start_directory(tmp_path):
 def test_missing_csv_names_the_file(tmp_path):
     with pytest.raises(DatasetError, match=r"toy\.csv does not exist"):
         load_table(toy_spec("nowhere/toy.csv"), tmp_path)
+
+
+def test_a_csv_with_a_byte_order_mark_is_read_by_its_names_on_the_command_line_and_by_the_loader(
+    hydra_compose, tmp_path
+):
+    """A file saved as "UTF-8 with BOM" (Excel's CSV UTF-8) was refused on the command line as having
+    no target column 'price' (did you mean '\\ufeffprice'?), while pandas reads 'price'."""
+    path = tmp_path / "houses.csv"
+    houses().to_csv(path, index=False, encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbfarea,")
+    overrides = [f"dataset.path={path}", "dataset.target=area"]
+    check_csv_command(csv_node(hydra_compose, *overrides), overrides, tmp_path)  # refused before
+    spec = DatasetSpec.from_mapping(csv_node(hydra_compose, *overrides))
+    assert list(load_table(spec, tmp_path).X.columns) == ["rooms", "zone", "price"]
+
+
+@pytest.mark.parametrize(
+    ("text", "separator"),
+    [
+        ("x;y\n" + "\n".join(f"{i};{i % 7}" for i in range(30)), ";"),
+        ("x;y\n" + "1,5;2\n" * 30, ";"),
+        ("x\ty\n1\t2\n", "\t"),
+    ],
+    ids=["semicolons", "decimal-commas", "tabs"],
+)
+def test_a_csv_separated_by_another_character_is_refused_naming_it(tmp_path, text, separator):
+    """A file separated by semicolons read as one text column 'x;y' (with decimal commas, its cells split
+    into an index) and was refused later as having no target column 'y', or described as one column."""
+    spec = csv_spec(tmp_path, text)
+    with pytest.raises(DatasetError) as err:
+        load_table(spec, tmp_path)
+    assert one_line(err) == (
+        f"dataset 'toy': the header of {tmp_path / 'table.csv'} reads as the one column {'x' + separator + 'y'!r}, "
+        f"its columns separated by {separator!r}; the harness reads commas: write it with commas "
+        "(pandas: frame.to_csv(path, index=False))"
+    )
+
+
+def test_a_csv_that_is_not_utf8_names_the_byte_and_the_conversion(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_bytes(b"x,y\n" + "".join(f"caf\xe9 {i},{i}\n" for i in range(30)).encode("latin-1"))
+    with pytest.raises(DatasetError) as err:
+        load_table(toy_spec(path), tmp_path)
+    assert one_line(err) == (
+        f"dataset 'toy': {path} is not UTF-8 text (it holds the byte 0xe9); save it as UTF-8, e.g. iconv -f latin1 "
+        f"-t utf-8 {path} > table_utf8.csv"
+    )

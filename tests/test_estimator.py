@@ -23,11 +23,12 @@ from sklearn.utils.validation import check_is_fitted
 from synthetic import regression_data, small_regression_data
 from tabpfn import TabPFNRegressor
 
-from retrofit import RetrofitRegressor, retrofit, unpatch
+from retrofit import RetrofitRegressor, predict_many, retrofit, unpatch
 from retrofit.adapters import AttentionSettings, TauRule
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.regressor import resolve_device
+from retrofit.removal import row_values
 from retrofit.runner.sweep_config import case_from_hydra
 from retrofit.variants import HPARAMS, resolve_variant
 
@@ -368,16 +369,59 @@ def _sparse(X, y):
         (_sparse, r"RetrofitRegressor.fit: Sparse data was passed for X, but dense data is required"),
         (lambda X, y: (X[:1], y[:1]), r"RetrofitRegressor.fit: Found array with 1 sample\(s\) .* a minimum of 2"),
         (lambda X, y: (np.ones_like(X), y), r"RetrofitRegressor.fit: All features are constant"),
+        (
+            lambda X, y: (np.where(np.arange(len(X))[:, None] == 3, [1, -np.inf, 1], X), y),
+            r"^RetrofitRegressor.fit: column 1 \(0-based\) holds ±inf; replace it with NaN \(a missing value",
+        ),
+        (
+            lambda X, y: (pd.DataFrame(X, columns=["a", "b", "a"]), y),
+            r"^RetrofitRegressor.fit: X uses column names more than once: \['a'\]; rename or drop the copies$",
+        ),
+        (
+            lambda X, y: (pd.DataFrame(X).assign(day=pd.date_range("2020-01-01", periods=len(X))), y),
+            r"^RetrofitRegressor.fit: column 'day' holds dates, which tabpfn refuses: convert it to numbers first",
+        ),
     ],
-    ids=["scipy-sparse", "one-row", "constant-features"],
+    ids=["scipy-sparse", "one-row", "constant-features", "infinity", "repeated-name", "dates"],
 )
 def test_estimator_refuses_unfittable_inputs_in_one_line(inputs, message):
     """Sparse X, a single row and all-constant features used to end in sklearn's TypeError or tabpfn's
-    TabPFNValidationError, which an entry point shows as a traceback."""
+    TabPFNValidationError, which an entry point shows as a traceback; ±inf and a repeated column
+    name in tabpfn's several lines (the first naming an inference_config this estimator cannot take),
+    a date column in numpy's "DType could not be promoted"."""
     estimator = RetrofitRegressor("oa_only", n_estimators=1)
-    with pytest.raises(RetrofitError, match=message):
+    with pytest.raises(RetrofitError, match=message) as err:
         estimator.fit(*inputs(*small_regression_data()))
+    one_line(err)
     assert not hasattr(estimator, "regressor_")
+
+
+def test_every_predict_refuses_a_table_tabpfn_refuses_in_one_line(tiny_v3_fitted):
+    """±inf, another width and no rows at predict ended in tabpfn's TabPFNValidationError with a
+    traceback, in `predict_many` and `retrofit.removal` as in the retrofitted regressor's predict;
+    a regressor fitted to read inf as missing (PASSTHROUGH_INF) still predicts it."""
+    stock, X_test, _ = tiny_v3_fitted
+    closed = retrofit(stock, "o_closed")
+    infinite = X_test.copy()
+    infinite[2, 1] = np.inf
+    cases = [
+        (infinite, r"column 1 \(0-based\) holds ±inf; replace it with NaN"),
+        (X_test[:, :2], r"X has 2 features, but PatchedTabPFNRegressor is expecting 3 features"),
+        (X_test[:0], r"Found array with 0 sample\(s\)"),
+    ]
+    calls = [
+        ("predict", lambda X: closed.predict(X)),
+        ("predict_many: X of pair 0", lambda X: predict_many([(closed, X)], max_padding=1.5)),
+        ("the query rows X", lambda X: row_values(closed, X, np.ones((1, 40), dtype=bool))),
+    ]
+    for X, message in cases:
+        for where, call in calls:
+            with pytest.raises(RetrofitError, match=rf"^{re.escape(where)}: {message}") as err:
+                call(X)
+            one_line(err)
+    X, y = small_regression_data()
+    as_missing = make_regressor(get_path("tiny_v3"), n_estimators=1, inference_config={"PASSTHROUGH_INF": True})
+    assert np.isfinite(retrofit(as_missing.fit(X[:40], y[:40]), "oa_only").predict(infinite)).all()
 
 
 def test_text_where_fit_saw_numbers_is_refused_at_predict_naming_the_column():

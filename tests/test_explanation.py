@@ -101,6 +101,11 @@ def test_out_dir_gets_the_jobs_csv_and_bar_chart_and_nothing_is_written_without_
         (dict(out_dir=RECORD_DIR), r"is in the committed record"),
         (dict(name="my houses"), r"dataset name 'my houses'"),
         (dict(max_seconds=0.0), r"exact values need all 8 coalitions: about .* s here .*over max_seconds=0;"),
+        (dict(max_seconds=float("nan")), r"^max_seconds must be a number of seconds >= 0 .*got nan$"),
+        (
+            dict(categorical="area"),
+            r"categorical must be a list of column names, got the one name 'area'; give a list even of one: \['area'\]",
+        ),
     ],
 )
 def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):

@@ -3,6 +3,7 @@ the removal game through shapiq, efficient and exact (tiny random tabpfn_v3 host
 
 import numpy as np
 import pytest
+from refusals import one_line
 from synthetic import N_FEATURES, N_TEST, REMOVAL_REL_BOUND
 
 from retrofit.errors import RetrofitError
@@ -48,3 +49,30 @@ def test_shapley_refuses_bad_settings(removal_case):
         shapley(regressor, X_test, index="SV", max_order=2)
     with pytest.raises(RetrofitError, match="budget"):
         shapley(regressor, X_test, budget=1)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            dict(empty_prediction=float("nan")),
+            r"empty_prediction must be None \(the closed model's own v\(∅\)\) or a finite",
+        ),
+        (dict(empty_prediction="0.5"), r"empty_prediction must be None .* got '0\.5'$"),
+        (
+            dict(budget=4, random_state="seed"),
+            r"random_state must be None or an int >= 0 \(seeds shapiq's draw\), got 'seed'",
+        ),
+        (dict(max_cells="many"), r"max_cells must be an int >= 1 \(cells per forward\), got 'many'"),
+        (dict(max_cells=2.5), r"max_cells must be an int >= 1 \(cells per forward\), got 2\.5"),
+    ],
+    ids=["nan-empty", "text-empty", "text-seed", "text-cells", "float-cells"],
+)
+def test_shapley_refuses_settings_of_the_wrong_kind_before_any_forward(removal_case, settings, message, monkeypatch):
+    """A NaN empty_prediction returned NaN Shapley values without a word; text as empty_prediction,
+    random_state or max_cells ended in float()'s, numpy's or a comparison's traceback."""
+    regressor, _, _, X_test, _ = removal_case
+    monkeypatch.setattr("retrofit.removal.context.member_inputs", lambda *_: pytest.fail("ran a forward"))
+    with pytest.raises(RetrofitError, match=message) as err:
+        shapley(regressor, X_test, **settings)
+    one_line(err)

@@ -20,6 +20,7 @@ from tabpfn.settings import settings
 
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
+from retrofit.hosts.locate import USAGE
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.identity import file_digest, host_digest
 from retrofit.runner.sweep_config import case_from_hydra
@@ -225,3 +226,12 @@ def test_a_snapshot_linked_outside_its_model_folder_is_refused(tmp_path):
             f"a snapshot is a folder under {repo / 'snapshots'}: pass host.path=<the checkpoint file> to use weights "
             "kept elsewhere"
         )
+
+
+@pytest.mark.parametrize("given", ["", "  ", None])
+def test_a_blank_or_missing_checkpoint_is_refused_not_read_as_the_working_directory(given):
+    """check_checkpoint("") searched the working directory (Path("") is "."), listing its files as a
+    folder without a checkpoint; None ended in pathlib's TypeError."""
+    with pytest.raises(RetrofitError) as err:
+        check_checkpoint(given)
+    assert one_line(err) == f"a checkpoint is a path or a tabpfn model name, got {given!r}; {USAGE}"

@@ -9,6 +9,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from refusals import one_line
 from synthetic import frozen_stock, regression_data, small_regression_data
 from tabpfn import TabPFNRegressor
 from torch import nn
@@ -188,6 +189,31 @@ def test_refusals(fitted):
             block(torch.zeros(1, 4, 128), 2, None, **kv_cache)
     with pytest.raises(RetrofitError, match="subclass Subclassed"):
         retrofit(type("Subclassed", (TabPFNRegressor,), {})(**regressor.get_params()).fit(*_data()), "full_o")
+
+
+@pytest.mark.parametrize(
+    ("variant", "hparams", "message"),
+    [
+        (
+            "baseline",
+            {"tau": 0.1},
+            r"^retrofit: variant 'baseline' does not use tau=0\.1 \(it uses no hyper-parameter\); drop tau=",
+        ),
+        (
+            {"name": "ffn", "adapters": ["o_ffn"]},
+            {"eps_den": 1e-3},
+            r"variant 'ffn' does not use eps_den=0\.001 \(it uses \['tau'\]\)",
+        ),
+    ],
+)
+def test_a_hyper_parameter_the_variant_does_not_use_is_refused_by_retrofit_as_by_the_estimator(
+    fitted, variant, hparams, message
+):
+    """retrofit(fitted, "baseline", tau=0.1) returned the stock host, the tau taken and unused."""
+    regressor, _ = fitted("tabpfn_v3")
+    with pytest.raises(RetrofitError, match=message) as err:
+        retrofit(regressor, variant, **hparams)
+    one_line(err)
 
 
 def test_unknown_architecture_is_refused_before_anything_is_patched(fitted, monkeypatch):

@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from refusals import one_line
 
+from retrofit.errors import RunnerError
 from retrofit.results.figure_tables import record_table
 from retrofit.results.record import frame_of, read_records
 from retrofit.results.run_files import ARMS_CSV, CSV, read_arms, table_texts
@@ -91,3 +93,19 @@ def test_every_table_and_the_readme_name_the_arms_as_the_configs_do():
     assert {r["arm"] for r in record_table(RESULTS / "decomposition.md", "arm")} == arms
     said = re.findall(r"arm `(\w+)`", (ROOT / "README.md").read_text())
     assert said and set(said) <= arms
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["no-folder", "no-sweep"])
+def test_a_results_dir_without_a_sweeps_csv_names_the_folder_and_the_key(tmp_path, made):
+    """`retrofit tables results_dir=<folder without CSVs>` said "pass a retrofit_rmse.csv", a file the
+    job takes no key for."""
+    folder = tmp_path / "results"
+    if made:
+        folder.mkdir()
+    with pytest.raises(RunnerError) as err:
+        read_records(folder / CSV)
+    what = "holds no retrofit_rmse.csv, so no sweep wrote there" if made else "does not exist"
+    assert one_line(err) == (
+        f"{folder} {what}; pass results_dir=<the results_dir of a sweep that ran> (e.g. outputs/quick, which make "
+        "quick writes)"
+    )

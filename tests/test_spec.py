@@ -122,7 +122,10 @@ def test_a_sweep_reads_a_yamls_relative_csv_path_from_its_folder_and_checks_its_
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "colour": 1}, "unknown key 'colour'"),
         ({"name": "a", "source": "csv", "path": "p"}, "key 'target' is missing"),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "max_rows": 0}, "max_rows must be a positive"),
-        ({"name": "a", "source": "csv", "path": "p", "target": "y", "drop": "id"}, "drop must be a list of column"),
+        (
+            {"name": "a", "source": "csv", "path": "p", "target": "y", "drop": "id"},
+            r"drop must be a list of column names, got the one name 'id'; give a list even of one: \['id'\]$",
+        ),
         ({"name": "a", "source": "csv", "path": "p", "target": "y", "categorical": [1]}, "categorical must be a list"),
     ],
 )

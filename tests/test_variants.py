@@ -62,6 +62,11 @@ def test_a_built_in_variant_file_is_read_as_it_is_now(monkeypatch, tmp_path):
         ("full_o", {"tau": {"mode": "relative", "c": 1}}, "tau.mode must be"),
         ({"name": "x", "adapters": ["o_ffn"], "tau": None}, {}, r"patches \['o_ffn'\] and sets tau: null; give it"),
         ({"name": "x", "tau": 0.01}, {}, r"variant 'x' has no 'adapters': list the registered adapters it applies"),
+        (
+            {"name": "x", "adapters": "o_ffn"},  # was "bad key 'adapters' (... AnyNode is not a ListConfig ...)"
+            {},
+            r"^variant 'x': adapters must be a list of adapter names, got the string 'o_ffn'; write adapters: \[o_ffn",
+        ),
     ],
 )
 def test_bad_variants_are_refused(fitted, variant, hparams, message):

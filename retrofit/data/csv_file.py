@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from retrofit.bounds import MAX_COLUMNS, MAX_HEADER_CHARS
-from retrofit.errors import DatasetError, listing
+from retrofit.errors import DatasetError, bounded, listing
 
+OTHER_SEPARATORS = (";", "\t", "|")
+"""Column separators other than the comma: a header read as one column holding one of them is
+refused (`header`), since pandas would read such a file as one text column in silence (and a
+decimal comma as an index)."""
 PATH_OVERRIDE = "dataset.path="
 """How the command line sets a CSV dataset's file (`dataset=csv dataset.path=... dataset.target=...`)."""
 
@@ -41,17 +45,26 @@ def missing_target(dataset: str, target: str, columns: Sequence[object]) -> Data
 
 
 def header(dataset: str, path: Path) -> list[str] | None:
-    """The first row of the CSV file `path` as written, or None when it cannot be read as text
-    (the loader then says why). At most `MAX_HEADER_CHARS` characters are read: DatasetError naming
-    `dataset` for a header longer than that or of more than `MAX_COLUMNS` columns, before pandas,
-    which would parse a header of any width (a million columns for a minute)."""
+    """The first row of the CSV file `path` as written (a leading byte-order mark dropped, as pandas
+    drops it), or None when it cannot be read as text (the loader then says why). At most
+    `MAX_HEADER_CHARS` characters are read: DatasetError naming `dataset` for a header longer than
+    that or of more than `MAX_COLUMNS` columns, before pandas, which would parse a header of any
+    width (a million columns for a minute), and for a header that reads as one column holding
+    another separator (`OTHER_SEPARATORS`)."""
     try:
-        with path.open(newline="", encoding="utf-8") as file:
+        with path.open(newline="", encoding="utf-8-sig") as file:  # -sig: a byte-order mark is not text, as for pandas
             names = next(csv.reader(_header_lines(dataset, path, file)), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
     if len(names) > MAX_COLUMNS:
         raise _too_wide(dataset, path, f"has {len(names)} columns")
+    separator = next((sep for sep in OTHER_SEPARATORS if len(names) == 1 and sep in names[0]), None)
+    if separator is not None:
+        raise DatasetError(
+            f"dataset {dataset!r}: the header of {path} reads as the one column {bounded(repr(names[0]), 100)}, its "
+            f"columns separated by {separator!r}; the harness reads commas: write it with commas "
+            "(pandas: frame.to_csv(path, index=False))"
+        )
     return names
 
 

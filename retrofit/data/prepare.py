@@ -21,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import pandas as pd
@@ -199,8 +200,14 @@ def check_seed(seed: object) -> None:
 
 def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None = None) -> Split:
     """Steps 4–6 of the module contract for one seed; RetrofitError when `seed` is not an integer
-    in [0, `MAX_SEED`] (what numpy takes as a random state)."""
+    in [0, `MAX_SEED`] (what numpy takes as a random state), DatasetError when `test_size` is not
+    a number in (0, 1)."""
     check_seed(seed)
+    if isinstance(test_size, bool) or not isinstance(test_size, Real) or not 0 < test_size < 1:
+        raise DatasetError(
+            f"dataset {table.name!r}: test_size must be the share of rows held out, a number in (0, 1) (e.g. "
+            f"test_size=0.3), got {test_size!r}"
+        )
     X, y = table.X, table.y
     if max_rows is not None and len(X) > max_rows:
         keep = np.sort(np.random.default_rng(seed).choice(len(X), size=max_rows, replace=False))

@@ -99,7 +99,8 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     """A CSV file; a relative `path` is taken relative to `base_dir` (where the command started);
     `DatasetSpec.from_mapping` has already made the path of a spec read from a YAML file absolute.
 
-    Its header row is checked as written (`check_column_names`): pandas renames a repeated name
+    A file that is not UTF-8 is refused naming the byte and the conversion. Its header row is
+    checked as written (`check_column_names`): pandas renames a repeated name
     (`y, y` becomes `y, y.1`) and names a blank one (`Unnamed: 0`), which would hide both; and its
     width is checked before pandas reads it (`retrofit.data.csv_file.header`).
     """
@@ -108,7 +109,12 @@ def load_csv(spec: DatasetSpec, base_dir: Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path)
         written = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
+        raise DatasetError(
+            f"dataset {spec.name!r}: {path} is not UTF-8 text (it holds the byte {err.object[err.start]:#x}); save "
+            f"it as UTF-8, e.g. iconv -f latin1 -t utf-8 {path} > {path.stem}_utf8.csv"
+        ) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise DatasetError(f"dataset {spec.name!r}: {path} is not a readable CSV file ({bounded(str(err))})") from None
     check_column_names(spec.name, written, where=f"the header of {path}")
     return frame

@@ -98,6 +98,7 @@ class DatasetSpec:
             raise DatasetError(f"dataset {name!r}: source {source!r} needs {missing}")
         for key in ("drop", "categorical"):
             value = raw.get(key)
+            check_not_one_name(name, key, value)
             if value is not None and not (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)):
                 raise DatasetError(f"dataset {name!r}: {key} must be a list of column names, got {value!r}")
         drop, categorical = tuple(raw.get("drop") or ()), tuple(raw.get("categorical") or ())
@@ -121,6 +122,16 @@ class DatasetSpec:
             drop=drop,
             categorical=categorical,
             max_rows=max_rows,
+        )
+
+
+def check_not_one_name(dataset: str, key: str, value: Any) -> None:
+    """DatasetError for a list of columns (`drop`, `categorical`) given as one name, which a tuple()
+    would read letter by letter ("zip": the columns z, i, p), with the list to give instead."""
+    if isinstance(value, str):
+        raise DatasetError(
+            f"dataset {dataset!r}: {key} must be a list of column names, got the one name {value!r}; give a list "
+            f"even of one: [{value!r}]"
         )
 
 

@@ -3,6 +3,7 @@ job's entry; `retrofit.explain` cleans a table in memory and calls it): plan, fi
 
 import os
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,9 @@ def explain_table(
     threads, budget = settings.threads, settings.budget
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise RetrofitError(f"threads must be None or an int >= 1, got {threads!r}")
+    limit = settings.max_seconds
+    if isinstance(limit, bool) or not isinstance(limit, Real) or not limit >= 0:  # NaN fails >= 0
+        raise RetrofitError(f"max_seconds must be a number of seconds >= 0 (e.g. 60; inf: no limit), got {limit!r}")
     n_features = table.X.shape[1]
     chosen, the_plan = checked_plan(len(table.X), n_features, rows=settings.rows, order=settings.order, budget=budget)
     refusal = ARCHITECTURES[architecture_name(host_path)].refusal(resolve_variant("o_closed"))

@@ -36,10 +36,13 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
     """The checkpoint file `given` stands for (see the module docstring), absolute, with symlinks kept.
 
     A relative path is taken from `base_dir` (default: the working directory); a string that is a
-    tabpfn version name is always that model, never a path (`./v2.5` is the file). RetrofitError for a
-    symlink loop, a missing file, a folder without exactly one regressor checkpoint, or a tabpfn
+    tabpfn version name is always that model, never a path (`./v2.5` is the file). RetrofitError for
+    a blank string (which `Path` reads as the working directory) or a value that is no path (None),
+    a symlink loop, a missing file, a folder without exactly one regressor checkpoint, or a tabpfn
     model that is not in tabpfn's cache, each saying where it looked and what to pass.
     """
+    if not isinstance(given, str | os.PathLike) or not os.fspath(given).strip():  # Path("") is the working directory
+        raise RetrofitError(f"a checkpoint is a path or a tabpfn model name, got {given!r}; {USAGE}")
     if isinstance(given, str) and given in tabpfn_versions():
         return tabpfn_model(given)
     path = Path(given).expanduser()

@@ -1,5 +1,8 @@
 """A `TabPFNRegressor` on a host checkpoint, configured the one way the harness uses it."""
 
+import dataclasses
+import difflib
+from collections.abc import Mapping
 from numbers import Integral
 from pathlib import Path
 from typing import Literal
@@ -7,8 +10,9 @@ from typing import Literal
 import numpy as np
 import torch
 from tabpfn import TabPFNRegressor
+from tabpfn.inference_config import InferenceConfig
 
-from retrofit.errors import RetrofitError
+from retrofit.errors import RetrofitError, listing
 from retrofit.hosts import column_embeddings  # noqa: F401  (tabpfn's loader pins stored column embeddings)
 from retrofit.hosts.links import tabpfn_path
 from retrofit.hosts.validation import check_checkpoint
@@ -69,7 +73,8 @@ def make_regressor(
     RetrofitError, before anything is built: `n_estimators` not an integer in [1, `MAX_MEMBERS`]
     (tabpfn would fit with 0 and fail at predict, and run unbounded past the bound); `random_state`
     not None, an integer >= 0, a numpy RandomState or Generator; `model_path` among `overrides`
-    (it would replace the checked `path` unchecked);
+    (it would replace the checked `path` unchecked); an `inference_config` mapping with a key
+    tabpfn's InferenceConfig lacks (`check_inference_config`);
     a device `resolve_device` refuses; a checkpoint `check_checkpoint` refuses.
     """
     if not isinstance(n_estimators, Integral) or isinstance(n_estimators, bool) or not 1 <= n_estimators <= MAX_MEMBERS:
@@ -86,6 +91,7 @@ def make_regressor(
             "make_regressor takes the checkpoint as its first argument `path` (validated by check_checkpoint); "
             f"drop model_path={overrides['model_path']!r} and pass it as `path`"
         )
+    check_inference_config(overrides.get("inference_config"))
     settings = dict(
         model_path=str(tabpfn_path(check_checkpoint(path))),
         n_estimators=n_estimators,
@@ -96,3 +102,19 @@ def make_regressor(
     )
     settings.update(overrides)
     return TabPFNRegressor(**settings)
+
+
+def check_inference_config(config: object) -> None:
+    """RetrofitError naming the closest key for a key of the mapping `config` that tabpfn's
+    InferenceConfig does not have: tabpfn refuses it only at fit, in pydantic's several lines."""
+    if not isinstance(config, Mapping):
+        return  # None, or an InferenceConfig tabpfn checks itself
+    keys = [field.name for field in dataclasses.fields(InferenceConfig)]
+    unknown = [key for key in config if key not in keys]
+    if unknown:
+        public = [key for key in keys if not key.startswith("_")]
+        close = difflib.get_close_matches(str(unknown[0]), public, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise RetrofitError(
+            f"inference_config has no key {unknown[0]!r}{hint}; tabpfn's InferenceConfig takes {listing(public)}"
+        )

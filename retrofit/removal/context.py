@@ -26,6 +26,7 @@ from tabpfn.utils import get_autocast_context
 
 from retrofit.adapters.tabpfn_v3 import o_targets
 from retrofit.batching import MemberInput, decode_members, member_inputs
+from retrofit.bounds import check_max_cells
 from retrofit.errors import RetrofitError
 from retrofit.hosts.checkpoint import regression_logits
 
@@ -75,9 +76,8 @@ def evaluate(
     given, used to measure what masking by value leaks. `share_columns`: where every row is
     present, run the per-column stage once per distinct column group (see the module docstring);
     False runs the whole forward per coalition."""
-    if max_cells < 1:
-        raise RetrofitError(f"max_cells must be a positive number of cells per forward, got {max_cells}")
-    members = member_inputs(0, regressor, X)
+    check_max_cells(max_cells)
+    members = member_inputs(0, regressor, X, "the query rows X")
     outputs = []
     for index, member in enumerate(members):
         N, T, C = member.shape

@@ -12,7 +12,9 @@ then the model given the training targets alone. `empty_prediction=None` uses th
 a float uses the given value instead, as shapiq's TabPFNImputer does.
 """
 
+import math
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -112,7 +114,9 @@ def explain(
     random_state: int = 0,
     empty_prediction: float | None = None,
 ) -> np.ndarray | list[shapiq.InteractionValues]:
-    """`shapley` of any batched value function (K, n_features) -> (K, n_rows); same arguments."""
+    """`shapley` of any batched value function (K, n_features) -> (K, n_rows); same arguments.
+    RetrofitError, before any coalition is evaluated, for an unknown index, an order it does not
+    take, a bad budget or random_state, or an empty_prediction that is not a finite number."""
     if index not in INDICES:
         raise RetrofitError(f"index must be one of {sorted(INDICES)}, got {index!r}")
     approximator, orders = INDICES[index]
@@ -125,6 +129,14 @@ def explain(
         )
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
         raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
+    integer = isinstance(random_state, Integral) and not isinstance(random_state, bool)
+    if not (random_state is None or (integer and random_state >= 0)):
+        raise RetrofitError(f"random_state must be None or an int >= 0 (seeds shapiq's draw), got {random_state!r}")
+    number = isinstance(empty_prediction, Real) and not isinstance(empty_prediction, bool)
+    if not (empty_prediction is None or (number and math.isfinite(empty_prediction))):
+        raise RetrofitError(
+            f"empty_prediction must be None (the closed model's own v(∅)) or a finite number, got {empty_prediction!r}"
+        )
     shared = SharedValues(value_function)
     if budget is None:  # every row needs every coalition: one batched evaluation up front
         shared(all_coalitions(n_features))

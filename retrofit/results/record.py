@@ -179,13 +179,19 @@ def frame_of(records: Sequence["UnitRecord | Mapping[str, Any]"]) -> "pd.DataFra
 
 
 def read_records(path: Path) -> list[UnitRecord]:
-    """The records of the CSV at `path`; RunnerError if it is not there, and RunnerError naming it as
+    """The records of the CSV at `path` (a sweep's results_dir / `retrofit_rmse.csv`); RunnerError
+    naming the folder if it is not there, and RunnerError naming it as
     damaged, with the command that moves it aside, where it is not a whole table (`_damage`): a file
     cut mid-row would otherwise read as rows with empty settings."""
     import pandas as pd
 
     if not Path(path).is_file():
-        raise RunnerError(f"{path} does not exist; pass a retrofit_rmse.csv a sweep wrote")
+        folder = Path(path).parent
+        what = "does not exist" if not folder.is_dir() else f"holds no {Path(path).name}, so no sweep wrote there"
+        raise RunnerError(
+            f"{folder} {what}; pass results_dir=<the results_dir of a sweep that ran> (e.g. outputs/quick, which "
+            "make quick writes)"
+        )
     damage = _damage(Path(path))
     if damage is None:
         try:
