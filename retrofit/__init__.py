@@ -63,7 +63,7 @@ an o_closed host (`retrofit.explanation`).
 They are resolved on first access, so `import retrofit.ops` does not pay for importing tabpfn.
 """
 
-from importlib import import_module
+from retrofit.lazy import lazy_attributes
 
 _LAZY = {
     "retrofit": "retrofit.patching",
@@ -78,7 +78,4 @@ _LAZY = {
 __all__ = ["RetrofitRegressor", "compare", "explain", "predict_many", "retrofit", "unpatch"]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'retrofit' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

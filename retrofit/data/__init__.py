@@ -13,10 +13,9 @@ the names read and clean tables (pandas, scikit-learn) are imported on first acc
 a dataset command before any of them loads.
 """
 
-from importlib import import_module
-
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError
+from retrofit.lazy import lazy_attributes
 
 _LAZY = {
     "IN_MEMORY": "retrofit.data.cleaned_tables",
@@ -37,10 +36,7 @@ _LAZY = {
 """Public name -> the module defining it, imported on first access."""
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'retrofit.data' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

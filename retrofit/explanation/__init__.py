@@ -23,7 +23,7 @@ write) and `in_memory` (`explain`, X and y in memory). The names below are
 imported on first access, so reading `COLUMN_DOCS` imports no model.
 """
 
-from importlib import import_module
+from retrofit.lazy import lazy_attributes
 
 _LAZY = {
     "DEFAULTS": "retrofit.explanation.settings",
@@ -44,7 +44,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'retrofit.explanation' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -5,7 +5,7 @@ files exist) does not pay for importing torch, tabpfn or the adapters that check
 and regressors need.
 """
 
-from importlib import import_module
+from retrofit.lazy import lazy_attributes
 
 _LAZY = {
     "SHIPPED_HOSTS": "retrofit.hosts.shipped",
@@ -23,7 +23,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'retrofit.hosts' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
