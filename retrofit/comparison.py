@@ -23,7 +23,7 @@ from retrofit.data import Split, frame_table, split
 from retrofit.data.prepare import check_seed
 from retrofit.errors import RetrofitError, bounded, listing
 from retrofit.fitting import fit_host
-from retrofit.hosts import available, check_checkpoint, get_path
+from retrofit.hosts import host_file
 from retrofit.hosts.regressor import resolve_device
 from retrofit.metrics import BarPredictive, DistributionScores, matched_deltas, rmse
 from retrofit.patching import patch_variant, retrofit
@@ -64,7 +64,7 @@ def compare(
     cannot be made for a later seed, e.g. a constant target on its training rows, when it comes).
     """
     table = frame_table(feature_frame(X, y), y if isinstance(y, str) else TARGET, categorical=categorical)
-    host_path = get_path(host) if host in available() else check_checkpoint(host)
+    host_path = host_file(host)
     device = resolve_device(device)
     for name, values in (("seeds", seeds), ("variants", variants)):
         if isinstance(values, str | Mapping) or not isinstance(values, Iterable):  # list() would split a name

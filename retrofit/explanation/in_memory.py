@@ -14,7 +14,7 @@ from retrofit.data import frame_table
 from retrofit.explanation.files import checked_files, write_explanation
 from retrofit.explanation.settings import DEFAULTS, HOST, ExplainSettings
 from retrofit.explanation.table import explain_table
-from retrofit.hosts import available, check_checkpoint, get_path
+from retrofit.hosts import host_file
 
 
 def explain(
@@ -54,7 +54,7 @@ def explain(
     target = y if isinstance(y, str) else TARGET
     table = frame_table(feature_frame(X, y), target, name=name, categorical=categorical)
     files = None if out_dir is None else checked_files(out_dir, name)
-    host_path = get_path(host) if host in available() else check_checkpoint(host)
+    host_path = host_file(host)
     settings = ExplainSettings(
         rows=list(rows),
         order=order,

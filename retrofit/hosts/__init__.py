@@ -12,6 +12,7 @@ _LAZY = {
     "available": "retrofit.hosts.shipped",
     "get_path": "retrofit.hosts.shipped",
     "check_checkpoint": "retrofit.hosts.validation",
+    "host_file": "retrofit.hosts.validation",
     "make_regressor": "retrofit.hosts.regressor",
     "build_host": "retrofit.hosts.checkpoint",
     "inference_config": "retrofit.hosts.checkpoint",

@@ -29,6 +29,7 @@ from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError, bounded, listing
 from retrofit.hosts import column_embeddings
 from retrofit.hosts.locate import checkpoint_file
+from retrofit.hosts.shipped import available, get_path
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
@@ -131,6 +132,12 @@ def check_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None
     a NaN or ±inf (named); or if it is classification-only (see `_regression_head_missing`).
     """
     return _validated(checkpoint_file(path, base_dir))[0]
+
+
+def host_file(host: str | os.PathLike) -> Path:
+    """The file of `host`: a shipped host's for its name (`retrofit.hosts.shipped.get_path`), else
+    `check_checkpoint(host)` (a checkpoint file, a HuggingFace cache folder or a tabpfn model name)."""
+    return get_path(host) if host in available() else check_checkpoint(host)
 
 
 def architecture_name(path: str | os.PathLike) -> str:
