@@ -19,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TABPFN_DISABLE_TELEMETRY := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install quick quick-time retrofit suite suite-candidate compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor tables gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
+.PHONY: help install quick quick-time retrofit suite suite-candidate diff compare sink-mass sweep-submitit test test-fast lint exactness ablation bench audit padding-demo bench-batch explain-bench explain-scale tau-sweep host-quality preset-selection noise-floor tables gpu-record pretrain-v2 pretrain-v3 pretrain-v3_5 scale-check sweep-cost docs clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -103,11 +103,13 @@ suite-candidate: $(STAMP) ## candidate weights on the suite's development half (
 # text) and exported, so the recipe reads them from the environment ("$$A") and no shell parses their text.
 override A := $(value A)
 override B := $(value B)
-compare: export A := $(A)
-compare: export B := $(B)
-compare: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per column, mean ΔRMSE per variant (A=<csv> B=<csv>)
-	@test -n "$$A" -a -n "$$B" || { echo "usage: make compare A=<csv> B=<csv>" >&2; exit 2; }
-	$(TIMED) $(PY) experiments/compare.py "$$A" "$$B"
+diff compare: export A := $(A)
+diff compare: export B := $(B)
+diff: $(STAMP) ## two retrofit_rmse.csv unit by unit: largest difference per column, mean ΔRMSE per variant (A=<csv> B=<csv>)
+compare: $(STAMP) ## the former name of diff: runs it, after a line giving the new name (A=<csv> B=<csv>)
+diff compare:
+	@test -n "$$A" -a -n "$$B" || { echo "usage: make $@ A=<csv> B=<csv>" >&2; exit 2; }
+	$(TIMED) $(PY) experiments/$@.py "$$A" "$$B"
 
 sink-mass: $(STAMP) ## sink share of absolute OAttention per block and head (every shipped host) -> results/sink_mass.csv
 	$(RECORD) $(PY) experiments/sink_mass.py

@@ -7,6 +7,7 @@ as a user's command does."""
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -170,12 +171,32 @@ def test_an_entry_point_imports_its_own_job_and_no_other(job):
     assert out.stdout.splitlines()[-1].split() == imported  # composed (and refused) after its job was imported
 
 
-def test_compare_runs_as_a_job_and_from_its_entry_point_with_two_bare_paths(tmp_path):
+def test_diff_runs_as_a_job_and_from_its_entry_point_with_two_bare_paths(tmp_path):
     record = ROOT / "results" / "retrofit_rmse.csv"
-    as_job = run_python("-m", "retrofit", "compare", f"a={record}", f"b={record}", cwd=tmp_path)
-    bare = run_entry_point("compare.py", str(record), str(record), cwd=tmp_path)
+    as_job = run_python("-m", "retrofit", "diff", f"a={record}", f"b={record}", cwd=tmp_path)
+    bare = run_entry_point("diff.py", str(record), str(record), cwd=tmp_path)
     assert as_job.returncode == bare.returncode == 0, as_job.stderr[-3000:] + bare.stderr[-3000:]
     assert as_job.stdout == bare.stdout and f"A = {record}" in as_job.stdout and "rmse" in as_job.stdout
-    missing = run_python("-m", "retrofit", "compare", f"a={tmp_path / 'none.csv'}", f"b={record}", cwd=tmp_path)
+    missing = run_python("-m", "retrofit", "diff", f"a={tmp_path / 'none.csv'}", f"b={record}", cwd=tmp_path)
     lines = missing.stderr.strip().splitlines()
     assert missing.returncode == 1 and len(lines) == 1 and "none.csv does not exist" in lines[0], missing.stderr
+
+
+def test_the_former_name_compare_runs_diff_after_one_line_giving_the_new_name(tmp_path):
+    """`retrofit compare`, `experiments/compare.py` and `make compare` (the diff's former name, now
+    `retrofit.compare`'s) print what `diff` prints, after one line on stderr naming `diff`."""
+    from experiments.compare import RENAMED
+
+    record = ROOT / "results" / "retrofit_rmse.csv"
+    new = run_python("-m", "retrofit", "diff", f"a={record}", f"b={record}", cwd=tmp_path)
+    old = [
+        run_python("-m", "retrofit", "compare", f"a={record}", f"b={record}", cwd=tmp_path),
+        run_entry_point("compare.py", str(record), str(record), cwd=tmp_path),
+    ]
+    if shutil.which("make"):
+        make = ["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "compare", f"A={record}", f"B={record}"]
+        old.append(subprocess.run(make, cwd=tmp_path, capture_output=True, text=True, timeout=120))
+    assert new.returncode == 0 and "diff" in RENAMED and RENAMED not in new.stderr, new.stderr[-3000:]
+    for out in old:
+        assert out.returncode == 0 and out.stdout == new.stdout, out.stderr[-3000:]
+        assert out.stderr.count(RENAMED) == 1, out.stderr[-3000:]

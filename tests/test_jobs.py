@@ -34,9 +34,10 @@ def test_every_module_of_experiments_is_a_job_whose_root_config_is_its_name():
     assert jobs == jobs_in(ROOT / "experiments") and {"sweep", "aggregate", "exactness", "bench_attention"} <= set(jobs)
     assert {job: job_module(job).__name__ for job in jobs} == {job: f"experiments.{job}" for job in jobs}
     assert {job: root_config(job_module(job)) for job in jobs} == {job: job for job in jobs} | {
-        "aggregate": "sweep"  # the sweep's root config, with the aggregation's callback (its OVERRIDES)
+        "aggregate": "sweep",  # the sweep's root config, with the aggregation's callback (its OVERRIDES)
+        "compare": "diff",  # the diff's former name, which runs it
     }
-    assert job_configs() == {job: job for job in jobs if job != "aggregate"}
+    assert job_configs() == {job: job for job in jobs if job not in ("aggregate", "compare")}
 
 
 PROBE_JOB = """

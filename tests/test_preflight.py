@@ -129,11 +129,11 @@ def test_a_config_that_does_not_compose_is_one_line_from_the_entry_point(tmp_pat
     ['x.csv"; touch PWNED; echo "', "q`id>&2`.csv", "$(shell touch PWNED)", "$$(touch PWNED).csv"],
     ids=["quote-break", "backquote", "make-shell", "dollar-paren"],
 )
-def test_make_compare_hands_its_file_names_over_as_data(tmp_path, a):
-    """`make compare A=<text>` passes A's text to the program untouched: no shell and no make function
+def test_make_diff_hands_its_file_names_over_as_data(tmp_path, a):
+    """`make diff A=<text>` passes A's text to the program untouched: no shell and no make function
     runs any part of it; the program names the file it could not find, character for character."""
     out = subprocess.run(
-        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "compare", f"A={a}", f"B={tmp_path / 'b.csv'}"],
+        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "diff", f"A={a}", f"B={tmp_path / 'b.csv'}"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -315,9 +315,9 @@ def test_a_unit_store_that_is_a_file_is_one_line_before_any_work(host, tmp_path)
     "command",
     [
         ["experiments/sweep.py", "--help"],
-        ["experiments/compare.py", "results/retrofit_rmse.csv", "results/retrofit_rmse.csv"],
+        ["experiments/diff.py", "results/retrofit_rmse.csv", "results/retrofit_rmse.csv"],
     ],
-    ids=["help", "compare"],
+    ids=["help", "diff"],
 )
 def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
     """PYTHONIOENCODING=ascii used to end a command printing Δ, τ or × in a UnicodeEncodeError (after

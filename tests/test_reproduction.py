@@ -14,7 +14,15 @@ from test_run_files import synthetic_rows
 from retrofit.errors import RunnerError
 from retrofit.results import run_files as agg
 from retrofit.results.reproduction import TIMES as NOT_COMPARED
-from retrofit.results.reproduction import TOLERANCES, Reference, check, compare, read_reference, require_covered, verify
+from retrofit.results.reproduction import (
+    TOLERANCES,
+    Reference,
+    check,
+    diff_units,
+    read_reference,
+    require_covered,
+    verify,
+)
 from retrofit.runner import reference_of
 from retrofit.unit_key import UnitKey
 
@@ -42,7 +50,7 @@ def results(rows: int = 4) -> pd.DataFrame:
 def test_the_largest_difference_per_column_is_found_with_its_unit():
     a, b = results(), results()
     b.loc[3, ["rmse", "delta_rmse_pct"]] = [1.96, -2.0]  # b's oa_only on dataset b is 1 point better
-    comparison = compare(a, b)
+    comparison = diff_units(a, b)
     columns = comparison.columns.set_index("column")
     assert columns.loc["rmse", "max |A − B|"] == pytest.approx(0.02)
     assert columns.loc["rmse", "relative"] == pytest.approx(0.02 / 1.96)
@@ -58,7 +66,7 @@ def test_the_largest_difference_per_column_is_found_with_its_unit():
 def test_units_in_one_file_only_are_listed_and_a_value_missing_in_one_counts():
     a, b = results(), results(rows=3)
     a.loc[0, "rmse"] = float("nan")
-    comparison = compare(a, b)
+    comparison = diff_units(a, b)
     assert comparison.only_a == ("host=h/dataset=b/seed=0/variant=oa_only",) and comparison.only_b == ()
     assert comparison.columns.set_index("column").loc["rmse", "where"] == "host=h/dataset=a/seed=0/variant=baseline"
     assert "1 only in A" in comparison.text()
@@ -88,20 +96,20 @@ def test_a_zero_reference_has_no_relative_difference_and_the_line_says_the_absol
 
 def test_files_that_are_not_results_are_refused():
     with pytest.raises(RunnerError, match=r"B lacks the columns \['variant'\]"):
-        compare(results(), results().drop(columns="variant"))
+        diff_units(results(), results().drop(columns="variant"))
     with pytest.raises(RunnerError, match="A lists 4 units twice"):
-        compare(pd.concat([results(), results()]), results())
+        diff_units(pd.concat([results(), results()]), results())
 
 
 def test_differences_within_the_tolerances_agree_and_changed_inputs_are_listed_not_differing():
     a, b = results().assign(host_digest="h1"), results().assign(host_digest="h1")
     a["rmse"] *= 1 + 5e-6  # last-bit rounding of another CPU: within 1e-5 relative
     a.loc[1, "delta_rmse_pct"] += 5e-4  # within 1e-3 percentage points
-    same = compare(a, b)
+    same = diff_units(a, b)
     assert not same.differing and same.columns["within tolerance"].all()
     a.loc[3, "rmse"] *= 1.01
-    assert compare(a, b).differing == ("host=h/dataset=b/seed=0/variant=oa_only (rmse)",)
-    moved = compare(a.assign(host_digest=["h1", "h1", "h2", "h2"]), b)  # dataset b ran on another host file
+    assert diff_units(a, b).differing == ("host=h/dataset=b/seed=0/variant=oa_only (rmse)",)
+    moved = diff_units(a.assign(host_digest=["h1", "h1", "h2", "h2"]), b)  # dataset b ran on another host file
     assert not moved.differing
     assert moved.changed_inputs == (
         "host=h/dataset=b/seed=0/variant=baseline",
@@ -112,7 +120,7 @@ def test_differences_within_the_tolerances_agree_and_changed_inputs_are_listed_n
 
 def test_timings_are_never_compared():
     a, b = results().assign(predict_seconds=1.0), results().assign(predict_seconds=9.0)
-    comparison = compare(a, b)
+    comparison = diff_units(a, b)
     assert "predict_seconds" not in set(comparison.columns["column"]) and not comparison.differing
 
 
@@ -139,7 +147,7 @@ def test_a_file_that_is_not_results_is_refused_in_one_line_by_the_command(tmp_pa
     path, good = tmp_path / f"{name}.csv", tmp_path / "good.csv"
     make(path)
     results().to_csv(good, index=False)
-    out = run_entry_point("compare.py", str(path), str(good), cwd=ROOT)
+    out = run_entry_point("diff.py", str(path), str(good), cwd=ROOT)
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert re.search(message, out.stderr) and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "| rmse " not in out.stdout
@@ -149,7 +157,7 @@ def test_the_command_prints_the_tables(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     results().to_csv(a, index=False)
     results().assign(rmse=lambda f: f["rmse"] * 2).to_csv(b, index=False)
-    out = run_entry_point("compare.py", str(a), str(b), cwd=ROOT)
+    out = run_entry_point("diff.py", str(a), str(b), cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "## Largest difference per column" in out.stdout and "| rmse " in out.stdout
     assert "## Mean ΔRMSE % per host × variant" in out.stdout
@@ -162,7 +170,7 @@ def test_the_committed_record_compares_with_a_changed_copy_of_itself():
     changed = record.copy()
     row = changed.index[(changed["variant"] == "full_o") & (changed["dataset"] == "wage")][0]
     changed.loc[row, "nll"] += 0.5
-    comparison = compare(changed, record)
+    comparison = diff_units(changed, record)
     columns = comparison.columns.set_index("column")
     assert comparison.matched == len(record) and not comparison.only_a and not comparison.only_b
     assert columns.loc["nll", "max |A − B|"] == pytest.approx(0.5)

@@ -136,9 +136,11 @@ def root_config(module: ModuleType) -> str:
 
 
 def job_configs() -> dict[str, str]:
-    """Root config -> the job that runs it as its own (without `OVERRIDES`), every job imported."""
+    """Root config -> the job that runs it as its own (without `OVERRIDES`; the job of its name where
+    two do, as a former name runs its new one's), every job imported."""
     modules = {job: job_module(job) for job in job_names()}
-    return {root_config(module): job for job, module in modules.items() if not getattr(module, "OVERRIDES", ())}
+    owned = {root_config(module): job for job, module in modules.items() if not getattr(module, "OVERRIDES", ())}
+    return owned | {config: config for config in owned if config in modules}
 
 
 def register(*jobs: str) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from retrofit.results.results_csv import keyed
-from retrofit.results.unit_comparison import TOLERANCES, Tolerances, agreement, compared_columns
+from retrofit.results.unit_diff import TOLERANCES, Tolerances, agreement, compared_columns
 from retrofit.unit_key import label
 
 FLOOR_COLUMNS = {"rmse": "relative", "baseline_rmse": "relative", "delta_rmse_pct": "points"}

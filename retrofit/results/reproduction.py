@@ -1,6 +1,6 @@
 """The reproduction check: a fresh `retrofit_rmse.csv` against the reference it must reproduce.
 
-`verify` is the comparison (`retrofit.results.unit_comparison.compare`) of a fresh `retrofit_rmse.csv`
+`verify` is the unit diff (`retrofit.results.unit_diff.diff_units`) of a fresh `retrofit_rmse.csv`
 (A) with a `Reference` (B: `read_reference`, the working tree's file or, with a commit, as committed
 there, read before the run writes). It fails on a differing row, a numeric column in one file only
 and an extra row; rows only in the reference are a subset said as such unless every row is required
@@ -9,7 +9,7 @@ are listed instead. The line names the machines of both sides; `reproduction.txt
 largest difference per column. On one machine the CPU path is deterministic (max rel |Δ| 0);
 across CPUs float32 kernels differ in the last bits, which `Tolerances` absorb.
 
-The comparison's and the reading's public names are importable from here too.
+The unit diff's and the reading's public names are importable from here too.
 """
 
 from collections.abc import Iterable, Sequence
@@ -23,20 +23,20 @@ from retrofit.errors import RunnerError
 from retrofit.io import write_text_atomic
 from retrofit.results.across_devices import FLOOR_COLUMNS, across_devices
 from retrofit.results.results_csv import Reference, keyed, read_reference, read_results
-from retrofit.results.unit_comparison import TIMES, TOLERANCES, Comparison, Tolerances, compare, counted
+from retrofit.results.unit_diff import TIMES, TOLERANCES, Tolerances, UnitDiff, counted, diff_units
 from retrofit.unit_key import label
 
 __all__ = [
     "FLOOR_COLUMNS",
     "TIMES",
     "TOLERANCES",
-    "Comparison",
     "Reference",
     "Tolerances",
+    "UnitDiff",
     "across_devices",
     "check",
-    "compare",
     "counted",
+    "diff_units",
     "keyed",
     "machines_of",
     "read_reference",
@@ -52,15 +52,15 @@ def machines_of(frame: pd.DataFrame) -> str:
     return " + ".join(named) if named else "a machine not recorded"
 
 
-def check(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> Comparison:
-    """`compare` of `new` (rows of `retrofit_rmse.csv`) with `reference` (a bare frame: read from
-    memory), as a reproduction check (`Comparison.ok`, `Comparison.line`)."""
+def check(new: pd.DataFrame, reference: Reference | pd.DataFrame) -> UnitDiff:
+    """`diff_units` of `new` (rows of `retrofit_rmse.csv`) with `reference` (a bare frame: read from
+    memory), as a reproduction check (`UnitDiff.ok`, `UnitDiff.line`)."""
     reference = reference if isinstance(reference, Reference) else Reference(reference)
-    comparison = compare(new, reference.frame, names=("new", "reference"))
+    comparison = diff_units(new, reference.frame, names=("new", "reference"))
     return replace(comparison, reference=reference, machines=(machines_of(new), machines_of(reference.frame)))
 
 
-def verify(results_dir: Path, reference: Reference | pd.DataFrame, new: pd.DataFrame | None = None) -> Comparison:
+def verify(results_dir: Path, reference: Reference | pd.DataFrame, new: pd.DataFrame | None = None) -> UnitDiff:
     """`check` `new` (default: `<results_dir>/retrofit_rmse.csv`) against `reference`, print the line
     and write it with the largest difference per column to `<results_dir>/reproduction.txt`.
     RunnerError (a non-zero exit in an entry point) unless it reproduced."""

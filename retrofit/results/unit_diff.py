@@ -1,6 +1,6 @@
-"""Two results files unit by unit: the one comparison behind `make compare` and the reproduction check.
+"""Two results files unit by unit: the one diff behind `make diff` and the reproduction check.
 
-`compare(a, b, tolerances)` matches rows on the unit key (`record.KEY`) and compares every numeric
+`diff_units(a, b, tolerances)` matches rows on the unit key (`record.KEY`) and compares every numeric
 result column both files have — not the timings (`TIMES`: they measure the machine and its load)
 nor the columns that say what a row was computed from (`record.IDENTITY`). A value agrees when
 `|A − B| <= atol + rel · |B|` (`Tolerances`; NaN agrees with NaN only). Per column it gives the
@@ -8,7 +8,7 @@ largest |A − B|, relative to |B|, and its unit; per host × variant the mean �
 Equal values differ by 0; where B is 0 and A is not there is no relative difference, and that
 |A − B| is said on its own, as is a value in one file only (`retrofit.results.differences`). A row
 of A recomputed from other inputs than B's (host file or data: `record.INPUTS`) is listed as such,
-never as a failure: that is how an intended host change is recorded (`make compare A= B=`).
+never as a failure: that is how an intended host change is recorded (`make diff A= B=`).
 """
 
 from collections.abc import Mapping, Sequence
@@ -34,7 +34,7 @@ TIMES = frozenset(
 class Tolerances:
     """When two values agree: `|A − B| <= atol + rel · |B|`, with `atol` from `delta_atol` for the
     matched deltas (% points, nats, a fraction for coverage) and `atol` elsewhere. Across CPUs
-    float32 kernels round in the last bits, far inside these (`make compare A=<csv> B=<csv>` shows
+    float32 kernels round in the last bits, far inside these (`make diff A=<csv> B=<csv>` shows
     the largest difference per column)."""
 
     rel: float = 1e-5
@@ -53,7 +53,7 @@ TOLERANCES = Tolerances()
 
 
 @dataclass(frozen=True)
-class Comparison:
+class UnitDiff:
     """`columns`: per compared column, the largest |A − B|, relative to |B|, where, and whether every
     row agrees; `differing`: rows (not from changed inputs) out of tolerance, with those columns;
     `changed_inputs`: rows of A computed from other inputs than B's; `only_a` / `only_b`: units in
@@ -88,7 +88,7 @@ class Comparison:
         return shown.to_markdown(index=False, disable_numparse=True)
 
     def text(self) -> str:
-        """The comparison as Markdown, for the console (`make compare`)."""
+        """The diff as Markdown, for the console (`make diff`)."""
         lines = [f"{self.matched} units in both files; {len(self.only_a)} only in A, {len(self.only_b)} only in B"]
         for name, keys in (
             ("only in A", self.only_a),
@@ -168,13 +168,13 @@ def agreement(
     return diff, rel, one_file, diff <= atol + tolerances.rel * np.abs(np.nan_to_num(right))
 
 
-def compare(
+def diff_units(
     a: pd.DataFrame | Path | str,
     b: pd.DataFrame | Path | str,
     tolerances: Tolerances = TOLERANCES,
     names: tuple[str, str] = ("A", "B"),
-) -> Comparison:
-    """Compare results `a` with `b` (frames or paths of `retrofit_rmse.csv` files; `names` label them
+) -> UnitDiff:
+    """Results `a` against `b` (frames or paths of `retrofit_rmse.csv` files; `names` label them
     in errors) under `tolerances` (module docstring)."""
     a_, b_ = (
         keyed(read_results(f, n) if isinstance(f, str | Path) else f, n) for f, n in zip((a, b), names, strict=True)
@@ -201,7 +201,7 @@ def compare(
     pair = both if "delta_rmse_pct" in a_ and "delta_rmse_pct" in b_ else both[:0]
     deltas = pd.DataFrame({side: f.get("delta_rmse_pct", np.nan) for side, f in (("A", a_), ("B", b_))}, index=pair)
     variants = deltas.groupby(["host", "variant", "hparams"]).agg(units=("A", "size"), A=("A", "mean"), B=("B", "mean"))
-    return Comparison(
+    return UnitDiff(
         matched=len(both),
         columns=pd.DataFrame(table, columns=["column", "max |A − B|", "relative", "where", "within tolerance"]),
         differing=tuple(differing),
