@@ -97,3 +97,62 @@ def test_a_callback_in_a_config_file_runs_nothing_and_writes_nothing(tmp_path, r
     assert out.stderr.startswith("error: hydra.callbacks.opener._target_=builtins.open: a run instantiates no code")
     assert victim.read_text() == "a,b\n1,2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["configs", "victim.csv"]
+
+
+@pytest.mark.parametrize(
+    "launcher, message",
+    [
+        ("    setup: [source ~/env.sh]\n", "hydra.launcher.setup: submitit writes it into the SLURM job script"),
+        ("    comment: |\n      a\n      rm -rf ~\n", "hydra.launcher.comment: a line break in a launcher setting"),
+        (
+            '    additional_parameters:\n      mail-type: "BEGIN\\nrm -rf ~"\n',
+            "hydra.launcher.additional_parameters.mail-type: a line break",
+        ),
+    ],
+    ids=["setup", "comment-lines", "additional-parameter-lines"],
+)
+def test_a_slurm_launcher_setting_that_would_run_as_shell_is_refused(hydra_compose, tmp_path, launcher, message):
+    """submitit writes `setup` lines into the SLURM job script as commands, `srun_args` into the srun
+    command, and every other setting on an `#SBATCH` line, where a line break starts a command."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "shell.yaml").write_text(f"# @package _global_\nhydra:\n  launcher:\n{launcher}")
+    searchpath = f"hydra.searchpath=[pkg://retrofit.configs,file://{tmp_path}]"
+    cfg = hydra_compose(overrides=[searchpath, "hydra/launcher=submitit_slurm", "+experiment=shell"])
+    with pytest.raises(RunnerError) as err:
+        check_instantiated(cfg)
+    assert message in one_line(err)
+
+
+def test_a_slurm_launchers_resources_pass(hydra_compose):
+    overrides = ["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu", "hydra.launcher.mem_gb=32"]
+    overrides += ["+hydra.launcher.additional_parameters={mail-type:BEGIN}", "hydra.launcher.timeout_min=90"]
+    check_instantiated(hydra_compose(overrides=overrides))
+
+
+def test_srun_arguments_in_a_launcher_config_of_ones_own_are_refused(hydra_compose, tmp_path):
+    """The shipped `submitit_slurm` schema has no `srun_args`; a launcher config of one's own, untyped,
+    can hand it to submitit, which puts it on the srun command line."""
+    (tmp_path / "hydra" / "launcher").mkdir(parents=True)
+    (tmp_path / "hydra" / "launcher" / "raw.yaml").write_text(
+        "_target_: hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher\n"
+        "srun_args: [--task-prolog=/x.sh]\n"
+    )
+    cfg = hydra_compose(
+        overrides=[f"hydra.searchpath=[pkg://retrofit.configs,file://{tmp_path}]", "hydra/launcher=raw"]
+    )
+    with pytest.raises(RunnerError, match=r"^hydra\.launcher\.srun_args: submitit writes it into the SLURM job script"):
+        check_instantiated(cfg)
+
+
+@pytest.mark.parametrize("hook", ["on_run_start", "on_multirun_start"])
+def test_hydras_own_composition_is_held_to_the_list_too(hydra_compose, capsys, hook):
+    """The check before Hydra composes runs on the entry point's own composition; `CheckWrites`
+    holds Hydra's composition (and in a multirun each job's) to the same list, so a config file
+    changed between the two cannot bring in a launcher or sweeper the list leaves out."""
+    from retrofit.jobs.preflight import CheckWrites
+
+    cfg = hydra_compose(overrides=["hydra.sweeper._target_=os.system", "hydra.run.dir=/tmp/unused"])
+    with pytest.raises(SystemExit) as exited:
+        getattr(CheckWrites(), hook)(config=cfg)
+    said = capsys.readouterr().err + str(exited.value.code)
+    assert "hydra.sweeper._target_=os.system: a run instantiates no code a config names" in said
