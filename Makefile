@@ -121,8 +121,13 @@ sweep-submitit: $(STAMP) ## a small sweep through the submitit launcher (local m
 	$(TIMED) $(PY) experiments/sweep.py -m dataset=diabetes,hitters variant=oa_only hydra/launcher=submitit_local \
 		results_dir=outputs/sweep_submitit cache_dir=outputs/sweep_submitit/.cache
 
+# The suite runs in TEST_WORKERS pytest-xdist processes (2: CI's cores), each with its share of the
+# CPU threads (tests/conftest.py); TEST_WORKERS=0 runs it in this process alone. Each worker starts on
+# a contiguous share of the tests (so most modules build their fixtures in one worker only), and an
+# idle one takes over the last tests of a busy one (`--dist worksteal`).
+TEST_WORKERS ?= 2
 test: $(STAMP) ## the whole test suite (what CI runs)
-	$(TIMED) $(PY) -m pytest -q --durations=20
+	$(TIMED) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=20
 
 lint: $(STAMP) ## ruff (lint, formatting) and the import layers (import-linter): what CI runs
 	$(VENV)/bin/ruff check .
@@ -130,7 +135,7 @@ lint: $(STAMP) ## ruff (lint, formatting) and the import layers (import-linter):
 	$(VENV)/bin/lint-imports
 
 test-fast: $(STAMP) ## unit tests only (skips the slow real-host and sweep tests)
-	$(TIMED) $(PY) -m pytest -q -m "not slow"
+	$(TIMED) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 exactness: $(STAMP) ## OAttention accuracy vs the float64 reference -> results/exactness.csv
 	$(RECORD) $(PY) experiments/exactness.py

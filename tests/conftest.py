@@ -15,6 +15,21 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs `-n 2`), each worker gets its share of the CPU threads
+    torch would take alone (at least one): its own torch and, through OMP_NUM_THREADS, every command
+    a test starts. Two workers each spinning OpenMP threads over all the cores made the in-process
+    forwards several times slower. A serial run (no worker) keeps torch's defaults."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if "PYTEST_XDIST_WORKER" not in os.environ or workers == 1:
+        return
+    import torch
+
+    share = max(1, torch.get_num_threads() // workers)
+    torch.set_num_threads(share)
+    os.environ["OMP_NUM_THREADS"] = str(share)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `cuda` are skipped, with the reason, where torch sees no CUDA device."""
     import torch

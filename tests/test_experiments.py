@@ -118,7 +118,9 @@ def test_every_root_config_composes_and_resolves(hydra_compose, name):
 
 
 @pytest.mark.parametrize("name", ROOT_CONFIGS)
-def test_a_misspelt_key_in_a_root_config_fails_at_composition_naming_it(name, tmp_path):
+def test_a_misspelt_key_in_a_root_config_fails_at_composition_naming_it(job_schemas, name, tmp_path):
+    """The root config's schema, stored by `job_schemas`, refuses the key (unstored, composition would
+    fail on the missing schema and name no key)."""
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     with (tmp_path / "configs" / f"{name}.yaml").open("a") as file:
         file.write("\nn_estimatorz: 4\n")

@@ -46,12 +46,11 @@ def test_the_record_variable_alone_opens_the_record(tmp_path, monkeypatch):
     check_record_outputs(routes, record_dir=record)
 
 
-def test_an_entry_point_refuses_before_any_work_and_leaves_the_record_alone():
+def test_an_entry_point_refuses_before_any_work_and_leaves_the_record_alone(tmp_path):
     record = RECORD_DIR / "tau_sweep.csv"
     before = record.read_bytes()
-    out = run_entry_point(
-        "tau_sweep.py", "seeds=[0]", "c_values=[0.01]", "datasets=[diabetes]", cwd=ROOT, **{RECORD_ENV: "0"}
-    )
+    settings = ["seeds=[0]", "c_values=[0.01]", "datasets=[diabetes]", f"hydra.run.dir={tmp_path}"]
+    out = run_entry_point("tau_sweep.py", *settings, cwd=ROOT, **{RECORD_ENV: "0"})
     try:
         assert out.returncode != 0
         assert "is in the committed record" in out.stderr + out.stdout

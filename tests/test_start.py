@@ -14,8 +14,8 @@ from processes import ROOT, run_entry_point
     ],
     ids=["added-key", "record-output"],
 )
-def test_a_refused_start_is_one_line_before_any_work(overrides, message):
-    out = run_entry_point("ablation.py", *overrides, cwd=ROOT)
+def test_a_refused_start_is_one_line_before_any_work(tmp_path, overrides, message):
+    out = run_entry_point("ablation.py", *overrides, f"hydra.run.dir={tmp_path}", cwd=ROOT)
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: "), out.stderr
     assert message in lines[0]

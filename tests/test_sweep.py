@@ -27,7 +27,9 @@ def host_args(host: Path) -> list[str]:
 
 
 def out_args(tmp_path: Path) -> list[str]:
-    return [f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={tmp_path / 'multirun'}"]
+    """Every folder the command writes, under `tmp_path` (Hydra's own too: nothing lands in the checkout)."""
+    folders = [f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'multirun'}"]
+    return [f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}", *folders]
 
 
 @pytest.mark.slow
