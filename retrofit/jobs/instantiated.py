@@ -33,10 +33,6 @@ LAUNCHERS = {
 }
 """The `hydra.launcher._target_`s (`hydra/launcher=basic`, `joblib`, `submitit_local`, `submitit_slurm`
 or `slurm`), each with the keys of its config that name a folder it writes (checked with Hydra's own)."""
-SCRIPT_KEYS = ("setup", "srun_args")
-"""The `hydra.launcher` keys whose text submitit's SLURM launcher writes into the job script as shell
-commands (`setup`) or as `srun`'s arguments: code a config names, never set. Any other launcher
-value is written on an `#SBATCH` line, so a line break in it would start a command of its own."""
 LOGGING_CLASSES = ("logging.StreamHandler", "logging.FileHandler", "logging.Formatter")
 """The `class` a handler or formatter of Hydra's logging configs may name (Hydra's own use the first two)."""
 STREAMS = ("ext://sys.stdout", "ext://sys.stderr")
@@ -59,23 +55,6 @@ def check_instantiated(cfg: DictConfig) -> None:
             _check_listed(key, _resolved(cfg, key), LOGGING_CLASSES, "a logging class")
         elif logging and isinstance(value, str) and value.startswith("ext://"):
             _check_listed(key, _resolved(cfg, key), STREAMS, "an ext:// name")
-        elif key.startswith("hydra.launcher."):
-            _check_launcher_value(key, value)
-
-
-def _check_launcher_value(key: str, value: Any) -> None:
-    """RunnerError for a launcher setting that would run as shell code in a SLURM job script:
-    a `SCRIPT_KEYS` key set, or text holding a line break (`SCRIPT_KEYS`)."""
-    if key.count(".") == 2 and key.rsplit(".", 1)[-1] in SCRIPT_KEYS and value not in (None, [], ""):
-        raise RunnerError(
-            f"{key}: submitit writes it into the SLURM job script, where it runs as shell code a config names; "
-            "set the job's environment up in the shell that launches the sweep (sbatch hands it on), and "
-            "ask for resources with the launcher's own keys (partition, gres, mem_gb, timeout_min, ...)"
-        )
-    if isinstance(value, str) and ("\n" in value or "\r" in value):
-        raise RunnerError(
-            f"{key}: a line break in a launcher setting starts a new line of the job script; give it on one line"
-        )
 
 
 def _check_target(key: str, target: Any) -> None:

@@ -66,10 +66,13 @@ class CheckWrites(Callback):
 def check_composed(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
     """What Hydra will write for the command's config `cfg` as `retrofit.jobs.compose` composed it
     (`hydra_writes`, its run or sweep folder first), checked before Hydra acts on it; RunnerError
-    for no `CheckWrites` among its callbacks (`require_checked`), then `check_config`. A multirun's
-    jobs are then counted (more than `retrofit.bounds.MAX_JOBS`, or one job twice, is refused) and
-    their number printed."""
+    for code it names that the project does not list (`check_instantiated`), no `CheckWrites` among
+    its callbacks (`require_checked`), job settings the jobs do not run under
+    (`check_job_settings`), then `check_config`. A multirun's jobs are then counted (more than
+    `retrofit.bounds.MAX_JOBS`, or one job twice, is refused) and their number printed."""
+    check_instantiated(cfg)
     require_checked(cfg.hydra)
+    check_job_settings(cfg.hydra)
     writes = check_config(cfg, mode)
     if mode == RunMode.MULTIRUN:  # its jobs counted, bounded and said before Hydra composes each
         count = len(sweep_jobs(cfg))
@@ -79,12 +82,8 @@ def check_composed(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
 
 def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict[str, Path]:
     """What Hydra writes for the composed command config `cfg` (with its `hydra` node) run in `mode`
-    (or as job number `num` of a multirun), `hydra_writes`, checked; RunnerError for code it names
-    that the project does not list (`check_instantiated`), job settings the jobs do not run under
-    (`check_job_settings`), a config group option given as a path, or a file Hydra would write in
-    the committed record."""
-    check_instantiated(cfg)
-    check_job_settings(cfg.hydra)
+    (or as job number `num` of a multirun), `hydra_writes`, checked; RunnerError for a config group
+    option given as a path, or a file Hydra would write in the committed record."""
     check_group_options(cfg, [*command_overrides(cfg.hydra), *command_overrides(cfg.hydra, "hydra")])
     writes = hydra_writes(copy.deepcopy(cfg), mode, num)
     check_hydra_writes(writes)
@@ -113,6 +112,8 @@ def check_job(job: DictConfig, num: int) -> None:
     job (`retrofit.runner.sweep_jobs.sweep_job_configs`): code it names (its job logging is its
     own), its job settings and what it writes, its own folder included (`check_config`)."""
     try:
+        check_instantiated(job)
+        check_job_settings(job.hydra)
         check_config(job, RunMode.MULTIRUN, num)
     except RunnerError as err:
         raise RunnerError(f"job {num} ({' '.join(command_overrides(job.hydra))}): {err}") from None
