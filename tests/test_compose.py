@@ -64,29 +64,3 @@ def test_a_command_that_runs_no_job_is_not_composed(job_schemas, argv):
 def test_a_rerun_from_a_pickle_is_refused(job_schemas, tmp_path):
     with pytest.raises(RunnerError, match=r"--experimental-rerun unpickles a saved config, and a pickle runs code"):
         _composed("--experimental-rerun", str(tmp_path / "config.pickle"))
-
-
-@pytest.mark.parametrize(
-    "route",
-    [["hydra.searchpath=[pkg://retrofit.configs,pkg://planted]"], ["--config-path", "pkg://planted"], ["-cn", "mine"]],
-    ids=["command-line", "config-path", "root-config"],
-)
-@pytest.mark.parametrize("mode", [[], ["--cfg", "job"]], ids=["run", "cfg"])
-def test_a_package_on_the_search_path_is_refused_before_it_is_imported(tmp_path, route, mode):
-    """A `pkg://` entry makes Hydra import the package (its code runs) while it composes: one that
-    the project does not list is refused in one line, in every mode, and its code never runs."""
-    (tmp_path / "planted").mkdir()
-    marker = tmp_path / "ran"
-    (tmp_path / "planted" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
-    (tmp_path / "cd").mkdir()
-    (tmp_path / "cd" / "mine.yaml").write_text("defaults: [sweep, _self_]\nhydra:\n  searchpath: [pkg://planted]\n")
-    argv = ["-cd", str(tmp_path / "cd"), *route, *mode]
-    out = run_hydra(str(ROOT / "experiments" / "sweep.py"), *argv, cwd=tmp_path, PYTHONPATH=f"{tmp_path}:{ROOT}")
-    assert out.returncode == 1 and not marker.exists(), out.stderr[-2000:]
-    assert out.stderr.count("\n") == 1 and "search path entry pkg://planted" in out.stderr, out.stderr[-2000:]
-    assert "name its config folder as file:///<path> instead" in out.stderr
-
-
-def test_the_packages_the_project_searches_still_compose(job_schemas):
-    cfg, _ = _composed("hydra.searchpath=[pkg://retrofit.configs]")
-    assert list(cfg.hydra.searchpath) == ["pkg://retrofit.configs"]

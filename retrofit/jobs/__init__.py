@@ -185,8 +185,7 @@ def launch(job: str) -> None:
             composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
             writes = {} if composed is None else check_composed(*composed)
         key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
-        fix = f"free space there, or set {key} to a folder on another device"
-        with exit_on_full_disk(fix, folder), exit_on_user_error():  # a refusal in Hydra's own composition too
+        with exit_on_full_disk(f"free space there, or set {key} to a folder on another device", folder):
             main(named)()
 
 

@@ -16,24 +16,13 @@ It uses Hydra's private `_internal` API, as this one module may (hydra-core is p
 `pyproject.toml`): Hydra's public API composes no config of a `--config-dir` command nor of a
 multirun, and a config composed otherwise than Hydra composes it would check another config than
 the one that runs. `tests/test_compose.py` holds it to what Hydra composes.
-
-A `pkg://<package>` search path entry (from `hydra.searchpath` in a root config or on the command
-line, or `--config-path`) makes Hydra import the package, which runs its code, while it composes:
-before any check could look at the result. `command_config` therefore first puts
-`ListedPackageSource` in Hydra's place for the `pkg` scheme, for this composition and every later
-one in the process (Hydra's own included), so that only `SEARCHED_PACKAGES` can be searched and
-any other package is refused before it is imported.
 """
 
 import os
 from collections.abc import Callable
 from typing import Any
 
-from hydra._internal.core_plugins.importlib_resources_config_source import (  # noqa: TID251
-    ImportlibResourcesConfigSource,
-)
 from hydra._internal.hydra import Hydra  # noqa: TID251 - the module docstring says why
-from hydra._internal.sources_registry import SourcesRegistry  # noqa: TID251
 from hydra._internal.utils import (  # noqa: TID251
     create_automatic_config_search_path,
     detect_calling_file_or_module_from_task_function,
@@ -42,7 +31,6 @@ from hydra._internal.utils import (  # noqa: TID251
 )
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.plugins import Plugins
 from hydra.errors import SearchPathException
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -57,30 +45,7 @@ MODES = {
     "shell_completion": "-sc/--shell-completion",
 }
 """What Hydra does with a command (its parsed argument -> the flags), of which a command takes one."""
-SEARCHED_PACKAGES = frozenset({"hydra.conf", "retrofit.configs"})
-"""The packages a `pkg://` search path entry may name: Hydra's own configs and the project's."""
 ONE_JOB = "; to see the config of one job of a sweep, drop -m and give each swept key one value"
-
-
-class ListedPackageSource(ImportlibResourcesConfigSource):
-    """Hydra's `pkg://` config source for the packages of `SEARCHED_PACKAGES` only: any other is
-    refused (RunnerError, one line) when the search path is built, before it is imported."""
-
-    def __init__(self, provider: str, path: str) -> None:
-        super().__init__(provider=provider, path=path)
-        if self.path not in SEARCHED_PACKAGES:
-            raise RunnerError(
-                f"search path entry pkg://{self.path} ({provider}) would import package {self.path}, which runs "
-                f"its code before any check; name its config folder as file:///<path> instead "
-                f"(the packages searched as pkg://: {', '.join(sorted(SEARCHED_PACKAGES))})"
-            )
-
-
-def search_listed_packages_only() -> None:
-    """Make `ListedPackageSource` Hydra's source for `pkg://` in this process, for every later
-    composition (Hydra registers its own when its plugins first load, so they load first)."""
-    Plugins.instance()
-    SourcesRegistry.instance().types[ListedPackageSource.scheme()] = ListedPackageSource
 
 
 def check_modes(args: Any) -> None:
@@ -101,7 +66,6 @@ def command_config(
     program) of a `hydra.main(config_path=config_path, config_name=config_name)` app running
     `task`; None for a command that runs no job. Hydra's own errors (an unknown option, a missing
     `--config-dir`) propagate as Hydra raises them; Hydra's global state is cleared afterwards."""
-    search_listed_packages_only()
     args = get_args_parser().parse_args(argv)
     if args.experimental_rerun is not None:
         raise RunnerError(
