@@ -115,14 +115,26 @@ def test_a_request_that_cannot_be_met_is_one_line(frame, settings, message):
     assert len(said) <= 2  # the plan (and the estimate) at most: nothing explained
 
 
-def test_a_time_refusal_names_the_estimates_inputs_and_every_knob_that_shortens_it(frame):
+@pytest.mark.parametrize(
+    "rows, more, offered",
+    [
+        ([0, 4], {"n_estimators": 2, "threads": 2}, ["fewer rows", "a smaller n_estimators", "threads=1 where"]),
+        ([0], {}, []),
+    ],
+    ids=["every-knob", "knobs-at-their-floor-not-offered"],
+)
+def test_a_time_refusal_names_the_estimates_inputs_and_every_knob_that_shortens_it(frame, rows, more, offered):
+    settings = {**SMALL, "threads": 1, **more}
     with pytest.raises(RetrofitError) as err:
-        retrofit.explain(frame, "price", rows=[0, 4], max_seconds=1e-9, say=lambda _: None, **SMALL)
+        retrofit.explain(frame, "price", rows=rows, max_seconds=1e-9, say=lambda _: None, **settings)
     message = one_line(err)
-    assert "for 2 row(s) with n_estimators=1, threads=1, device=cpu, over max_seconds=1e-09;" in message
+    said = f"for {len(rows)} row(s) with n_estimators={settings['n_estimators']}, threads={settings['threads']}, "
+    assert said + "device=cpu, over max_seconds=1e-09;" in message
     assert "pass budget=2 (coalitions per row for shapiq's KernelSHAP)" in message
-    knobs = ["fewer rows", "a smaller n_estimators", "threads=1", "device=cuda", "fewer features", "larger max_seconds"]
-    assert [knob for knob in knobs if knob not in message] == []
+    always = ["device=cuda on a GPU", "fewer features", ", or a larger max_seconds"]
+    knobs = ["fewer rows", "a smaller n_estimators", "threads=1 where"]
+    assert [knob for knob in always + offered if knob not in message] == []
+    assert [knob for knob in knobs if knob in message and knob not in offered] == []
 
 
 def test_many_features_without_a_budget_are_refused_before_the_fit():

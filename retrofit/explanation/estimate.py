@@ -29,14 +29,18 @@ def estimate_seconds(model: Any, X_rows: np.ndarray, plan: Plan) -> float:
 def check_time(plan: Plan, seconds: float, settings: ExplainSettings, *, threads: int, device: str) -> None:
     """RetrofitError, one line, where exact values (`budget` None) would take `seconds`, over
     `settings.max_seconds`: it names the estimate's inputs (rows, n_estimators, the `threads` and
-    `device` it ran on) and every knob that shortens the work, with a budget that would fit."""
+    `device` it ran on) and every knob that would shorten the work from there (a budget that would fit;
+    fewer rows, estimators or threads only where there are more than one), never one already set."""
     if plan.budget is not None or seconds <= settings.max_seconds:
         return
     fits = max(2, int(plan.coalitions * settings.max_seconds / seconds))
+    knobs = [f"pass budget={fits} (coalitions per row for shapiq's {APPROXIMATORS[plan.index]})"]
+    knobs += ["fewer rows"] * (plan.rows > 1) + ["a smaller n_estimators"] * (settings.n_estimators > 1)
+    knobs += ["threads=1 where other processes share the CPU"] * (threads > 1)
+    knobs += ["device=cuda on a GPU"] * (device != "cuda")
+    knobs += ["fewer features (each one halves the coalitions)", "a larger max_seconds"]
     raise RetrofitError(
         f"exact values need all {plan.coalitions} coalitions: about {seconds:.0f} s here for {plan.rows} row(s) with "
         f"n_estimators={settings.n_estimators}, threads={threads}, device={device}, over max_seconds="
-        f"{settings.max_seconds:g}; to shorten it pass budget={fits} (coalitions per row for shapiq's "
-        f"{APPROXIMATORS[plan.index]}), fewer rows, a smaller n_estimators, threads=1 where other processes share "
-        "the CPU, device=cuda on a GPU, fewer features (each one halves the coalitions), or a larger max_seconds"
+        f"{settings.max_seconds:g}; to shorten it {', '.join(knobs[:-1])}, or {knobs[-1]}"
     )
