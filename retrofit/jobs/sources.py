@@ -13,16 +13,12 @@ to it as `retrofit.jobs.compose` is. The launchers' and sweepers' configs come f
 (`hydra_plugins.*.config` stores them), so no plugin needs a package of its own here.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hydra._internal.core_plugins.importlib_resources_config_source import (  # noqa: TID251 - the module docstring says why
-    ImportlibResourcesConfigSource,
-)
-from hydra._internal.core_plugins.structured_config_source import StructuredConfigSource  # noqa: TID251
+from hydra._internal.core_plugins import importlib_resources_config_source, structured_config_source  # noqa: TID251 - the module docstring says why
 from hydra._internal.sources_registry import SourcesRegistry  # noqa: TID251
 from hydra.core.plugins import Plugins
-from hydra.plugins.config_source import ConfigSource
 
 from retrofit.errors import RunnerError
 
@@ -32,28 +28,35 @@ starts with it) and the project's built-in variants (`configs/sweep.yaml` lists 
 FOLDER_FIX = "put the YAML files in a folder and name it file://<folder> (or --config-dir <folder>)"
 
 
-def listed_package(provider: str, path: str) -> ConfigSource:
-    """The `pkg://` source of `path` (from `provider`) when it names one of `PACKAGES`; RunnerError,
-    before the package is imported, for any other."""
-    package = path.removeprefix("pkg://").replace("/", ".").rstrip(".")  # as Hydra normalizes it
-    if package not in PACKAGES:
-        raise RunnerError(
-            f"{path} ({provider}): a pkg:// search path entry imports its package, which runs its code; "
-            f"only {', '.join(f'pkg://{name}' for name in PACKAGES)} are read that way: {FOLDER_FIX}"
-        )
-    return ImportlibResourcesConfigSource(provider, path)
+class ImportlibResourcesConfigSource(importlib_resources_config_source.ImportlibResourcesConfigSource):
+    """Hydra's `pkg://` source for the packages of `PACKAGES`; RunnerError, before the package is
+    imported, for any other. It carries Hydra's class name: Hydra's registry keeps a source of the
+    same name when its plugin scan registers its own (as it does in a launcher's worker, which gets
+    the registry pickled, this class by reference), and refuses one of another name."""
+
+    def __init__(self, provider: str, path: str) -> None:
+        package = path.removeprefix("pkg://").replace("/", ".").rstrip(".")  # as Hydra normalizes it
+        if package not in PACKAGES:
+            raise RunnerError(
+                f"{path} ({provider}): a pkg:// search path entry imports its package, which runs its code; "
+                f"only {', '.join(f'pkg://{name}' for name in PACKAGES)} are read that way: {FOLDER_FIX}"
+            )
+        super().__init__(provider, path)
 
 
-def config_store_only(provider: str, path: str) -> ConfigSource:
+class StructuredConfigSource(structured_config_source.StructuredConfigSource):
     """Hydra's schema source `structured://` (the ConfigStore); RunnerError, before anything is
-    imported, for `structured://<module>`, which imports the module."""
-    if path.removeprefix("structured://"):
-        raise RunnerError(f"{path} ({provider}): a structured:// search path entry imports its module; {FOLDER_FIX}")
-    return StructuredConfigSource(provider, path)
+    imported, for `structured://<module>`, which imports the module. Named as Hydra's, for the reason
+    `ImportlibResourcesConfigSource` gives."""
+
+    def __init__(self, provider: str, path: str) -> None:
+        if path.removeprefix("structured://"):
+            raise RunnerError(f"{path} ({provider}): a structured:// search path entry imports its module; {FOLDER_FIX}")
+        super().__init__(provider, path)
 
 
-LISTED: dict[str, Callable[[str, str], ConfigSource]] = {"pkg": listed_package, "structured": config_store_only}
-"""The schemes whose sources import code, each with the maker that refuses what is not listed."""
+LISTED = {source.scheme(): source for source in (ImportlibResourcesConfigSource, StructuredConfigSource)}
+"""The schemes whose sources import code, each with the source that refuses what is not listed."""
 
 
 @contextmanager
