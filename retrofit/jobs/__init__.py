@@ -28,6 +28,8 @@ whose interpolation does not resolve (its key, the value as written and the fix)
 command's config is composed as Hydra will compose it (`retrofit.jobs.compose`, which refuses two
 of Hydra's modes at once, such as `-m` with `--cfg`) and checked
 (`retrofit.jobs.preflight`): it names no code but the project's own (`retrofit.jobs.instantiated`),
+and, for the whole command, its search path imports no package but Hydra's and the project's config
+packages (`retrofit.jobs.sources`),
 and nothing Hydra would write lands in the committed record unless a record target runs it.
 `+key=value` adds a key Hydra leaves unchecked; `job_start` refuses it, naming the root config,
 before `run` is called.
@@ -59,6 +61,7 @@ from omegaconf import DictConfig, OmegaConf
 from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, exit_on_full_disk, schema_keys
+from retrofit.jobs.sources import listed_sources
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
@@ -159,7 +162,7 @@ def launch(job: str) -> None:
     given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
-    with entry_errors(keys):
+    with entry_errors(keys), exit_on_user_error(), listed_sources():  # a search path reads no code (sources)
         module = job_module(job)
         config = root_config(module)
         sys.argv = [sys.argv[0], *given, *getattr(module, "OVERRIDES", ())]  # the job's own are not the user's
@@ -180,10 +183,9 @@ def launch(job: str) -> None:
                 module.run(job_start(module, cfg, HydraConfig.get()))
 
         named = _named(module, task)
-        with exit_on_user_error():  # the command line, then the config it composes, before Hydra acts
-            check_command_line(given, CONFIGS_DIR)
-            composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
-            writes = {} if composed is None else check_composed(*composed)
+        check_command_line(given, CONFIGS_DIR)  # the command line, then the config it composes, before Hydra acts
+        composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
+        writes = {} if composed is None else check_composed(*composed)
         key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
         with exit_on_full_disk(f"free space there, or set {key} to a folder on another device", folder):
             main(named)()
