@@ -51,7 +51,9 @@ class StructuredConfigSource(structured_config_source.StructuredConfigSource):
 
     def __init__(self, provider: str, path: str) -> None:
         if path.removeprefix("structured://"):
-            raise RunnerError(f"{path} ({provider}): a structured:// search path entry imports its module; {FOLDER_FIX}")
+            raise RunnerError(
+                f"{path} ({provider}): a structured:// search path entry imports its module; {FOLDER_FIX}"
+            )
         super().__init__(provider, path)
 
 
