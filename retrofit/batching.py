@@ -84,13 +84,13 @@ def predict_many(
     module docstring for why). Given a number, each regressor's ensemble members are preprocessed
     by tabpfn's own pipeline (as its `predict` does), then bucketed by size (`shared_buckets`:
     padded work at most `max_padding` times the real work, at most `max_cells` padded cells per
-    bucket, by default `cell_limit`), padded with absent rows and columns to their bucket's shape, stacked along the batch axis and
-    run through one forward per bucket, with no attention mask. Each such regressor's outputs are
-    then post-processed exactly as its `predict` does (border translation per member, ensemble
-    average, bar distribution mean, target scale): equal to its own `predict` up to rounding (1e-5
-    of the prediction scale), bitwise with `compact`. A table that shares no bucket with another
-    runs its own `predict` (bitwise). The decision depends on the shapes and the model alone.
-    `pairs` may be any iterable of pairs (a list, a generator); it is read once.
+    bucket, by default `cell_limit`), padded with absent rows and columns to their bucket's shape,
+    stacked along the batch axis and run through one forward per bucket, with no attention mask.
+    Each such regressor's outputs are then post-processed exactly as its `predict` does (border
+    translation per member, ensemble average, bar distribution mean, target scale): equal to its
+    own `predict` up to rounding (1e-5 of the prediction scale), bitwise with `compact`. A table
+    sharing no bucket with another runs its own `predict` (bitwise). The decision depends on the
+    shapes and the model alone. `pairs` may be any iterable of pairs (a list, a generator), read once.
     Raises RetrofitError for `pairs` that is no iterable of pairs (a mapping, a string), an item
     that is not a (regressor, X_test) pair, a regressor that is not o_closed, regressors on
     different checkpoints, variants or devices, a fit mode without cached preprocessing,

@@ -3,11 +3,11 @@ line, naming the bound and what to do, instead of running for hours or filling m
 
 Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the jobs of one
 multirun, `retrofit.runner.sweep_jobs`, and the seeds of one `retrofit.compare` call), `max_work`
-(the table one fit takes, `fit_work`: `retrofit.data.prepare.check_work` for a dataset, `check_fit_work`
-for `retrofit.RetrofitRegressor`, `check_total_work` for the tables of one `retrofit.predict_many`), `MAX_COLUMNS` and `MAX_HEADER_CHARS`
-(a CSV file's header, `retrofit.data.csv_file.header`);
-`check_max_cells` checks the memory bound a caller of `retrofit.predict_many` or `retrofit.removal`
-gives (cells per forward).
+(the table one fit takes, `fit_work`: `retrofit.data.prepare.check_work` for a dataset,
+`check_fit_work` for `retrofit.RetrofitRegressor`, `check_total_work` for the tables of one
+`retrofit.predict_many`), `MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header,
+`retrofit.data.csv_file.header`); `check_max_cells` checks the memory bound a caller of
+`retrofit.predict_many` or `retrofit.removal` gives (cells per forward).
 """
 
 import os

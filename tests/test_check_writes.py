@@ -60,3 +60,29 @@ def test_a_config_file_changed_after_the_entry_point_read_it_is_refused(tmp_path
     GlobalHydra.instance().clear()
     assert str(exit_.value).startswith("error: dataset._target_=builtins.open: a config is data")
     assert not (tmp_path / "r").exists() and not (tmp_path / "results").exists()
+
+
+def test_a_callback_added_to_a_config_file_after_the_entry_point_read_it_is_never_instantiated(tmp_path, monkeypatch):
+    """Hydra instantiates the callbacks of its own composition before any callback runs, so
+    `CheckWrites` alone would come too late: the rewritten file's callback `builtins.open` would open
+    (create) its file. Hydra's composition is checked as it is made (`retrofit.jobs.compositions`):
+    refused in one line, and the file is never created."""
+    opened = tmp_path / "opened"
+    configs = _experiments(tmp_path / "configs", pick=PLAIN)
+    opening = f"{PLAIN}hydra:\n  callbacks:\n    evil:\n      _target_: builtins.open\n      _args_: [{opened}, w]\n"
+    composed = retrofit.jobs.compose.command_config
+
+    def then_rewritten(*args, **kwargs):
+        result = composed(*args, **kwargs)
+        (configs / "experiment" / "pick.yaml").write_text(opening)
+        return result
+
+    monkeypatch.setattr(retrofit.jobs.compose, "command_config", then_rewritten)
+    monkeypatch.setattr(sys, "argv", ["sweep", "-cd", str(configs), "+experiment=pick", f"hydra.run.dir={tmp_path}/r"])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        launch("sweep")
+    GlobalHydra.instance().clear()
+    assert str(exit_.value).startswith("error: hydra.callbacks.evil._target_=builtins.open: a run instantiates no code")
+    assert "\n" not in str(exit_.value)
+    assert not opened.exists() and not (tmp_path / "r").exists()

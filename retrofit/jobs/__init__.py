@@ -30,7 +30,9 @@ of Hydra's modes at once, such as `-m` with `--cfg`) and checked
 (`retrofit.jobs.preflight`): it names no code but the project's own (`retrofit.jobs.instantiated`),
 and, for the whole command, its search path imports no package but Hydra's and the project's config
 packages (`retrofit.jobs.sources`),
-and nothing Hydra would write lands in the committed record unless a record target runs it.
+and nothing Hydra would write lands in the committed record unless a record target runs it; Hydra's
+own compositions of the command are held to the same checks as it makes them
+(`retrofit.jobs.compositions`).
 `+key=value` adds a key Hydra leaves unchecked; `job_start` refuses it, naming the root config,
 before `run` is called.
 
@@ -175,11 +177,12 @@ def launch(job: str) -> None:
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.compose import command_config
+        from retrofit.jobs.compositions import checked_compositions, job_compositions
         from retrofit.jobs.preflight import check_command_line, check_composed
         from retrofit.jobs.start import job_start
 
         def task(cfg: DictConfig) -> None:
-            with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK):
+            with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK), job_compositions():
                 module.run(job_start(module, cfg, HydraConfig.get()))
 
         named = _named(module, task)
@@ -187,7 +190,8 @@ def launch(job: str) -> None:
         composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
         writes = {} if composed is None else check_composed(*composed)
         key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
-        with exit_on_full_disk(f"free space there, or set {key} to a folder on another device", folder):
+        disk_fix = f"free space there, or set {key} to a folder on another device"
+        with exit_on_full_disk(disk_fix, folder), checked_compositions():  # Hydra's compositions checked too
             main(named)()
 
 
