@@ -10,9 +10,10 @@ entry point's checks for the whole of `hydra.main`: each composition of the comm
 `check_command` (code it names, the callback, job settings, writes) as it is made; each job's
 composition (`load_sweep_config`) gets the checks that hold whatever its job number: the code it
 names (an option a job's override chooses may name some) and its job settings. Each job's folder and
-log files are checked by `CheckWrites.on_multirun_start` before the first job runs. A job's own
-compositions (the options of a config group it reads, `retrofit.runner.sweep_config`) are data it
-reads, not configs Hydra runs: the job runs `job_compositions`, under which they are not checked.
+log files are checked by `CheckWrites.on_multirun_start` before the first job runs. What the
+project's own code composes to read (a config group's option on its own, no root config:
+`retrofit.runner.sweep_config.group_option`, read by a callback or a job; any composition within a
+job's run, which runs under `job_compositions`) is data read, not a config Hydra runs: not checked.
 """
 
 from collections.abc import Iterator
@@ -45,7 +46,7 @@ def checked_compositions() -> Iterator[None]:
         self: ConfigLoaderImpl, config_name: str | None, overrides: list[str], run_mode: RunMode, *args: Any, **kw: Any
     ) -> DictConfig:
         cfg = load(self, config_name, overrides, run_mode, *args, **kw)
-        if _CHECKING.get():  # not within a job's composition (load_job_checked) or a job's run
+        if _CHECKING.get() and config_name is not None:  # a root config, outside a job's composition or run
             check_command(cfg, run_mode)
         return cfg
 
