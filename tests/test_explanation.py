@@ -188,11 +188,17 @@ def test_at_the_minimum_budget_pairs_are_bounded_and_add_up(caplog):
     assert "budget=30 is below the 56 coalitions" in caplog.text and "pass budget>=56" in caplog.text
 
 
-def test_many_features_without_a_budget_are_refused_before_the_fit():
-    X, y = regression_data(n=30, f=17)
+@pytest.mark.parametrize(
+    ("n_features", "order", "suggested"),
+    [(17, 1, 512), (41, 2, 1 + 41 + 820)],
+    ids=["the-default-suggestion", "raised-to-the-orders-unknowns"],
+)
+def test_many_features_without_a_budget_are_refused_before_the_fit(n_features, order, suggested):
+    X, y = regression_data(n=30, f=n_features)
     said: list[str] = []
-    with pytest.raises(RetrofitError, match=r"2\^17 coalitions; above 16 features pass a budget"):
-        retrofit.explain(X, y, rows=[0], say=said.append, **SMALL)
+    with pytest.raises(RetrofitError, match=rf"2\^{n_features} coalitions; above 16 features pass a budget") as err:
+        retrofit.explain(X, y, rows=[0], order=order, say=said.append, **SMALL)
+    assert one_line(err).endswith(f"(e.g. budget={suggested})")
     assert said == []
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrofit.errors import RetrofitError
-from retrofit.removal.game import EXACT_MAX_FEATURES, SUGGESTED_BUDGET, min_budget
+from retrofit.removal.game import EXACT_MAX_FEATURES, min_budget, suggested_budget
 
 ORDERS = {1: "SV", 2: "k-SII"}
 """`order` -> the shapiq index computed: Shapley values, or pairwise Shapley interactions (k-SII)."""
@@ -64,7 +64,7 @@ def checked_plan(
         raise RetrofitError(
             f"exact values of {n_features} features need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} "
             f"features pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} "
-            f"(e.g. budget={max(SUGGESTED_BUDGET, needed)})"
+            f"(e.g. budget={suggested_budget(n_features, order)})"
         )
     return chosen, Plan(n_features, len(chosen), index, budget)
 

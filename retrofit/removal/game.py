@@ -31,7 +31,8 @@ INDICES = {"SV": (shapiq.KernelSHAP, (1,)), "k-SII": (shapiq.KernelSHAPIQ, (1, 2
 EXACT_MAX_FEATURES = 16
 """budget=None evaluates all 2^n_features coalitions; refused above this many features."""
 SUGGESTED_BUDGET = 512
-"""The budget a refusal of exact values suggests (raised to `min_budget` where that is more)."""
+"""The budget a refusal of exact values suggests (`suggested_budget`: raised to `min_budget` where
+that is more)."""
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,11 @@ def min_budget(n_features: int, order: int) -> int:
     return sum(math.comb(n_features, j) for j in range(order + 1))
 
 
+def suggested_budget(n_features: int, order: int) -> int:
+    """The budget a refusal of exact values suggests: `SUGGESTED_BUDGET`, or `min_budget` where more."""
+    return max(SUGGESTED_BUDGET, min_budget(n_features, order))
+
+
 def _check_arguments(
     n_features: int, budget: int | None, index: str, max_order: int, random_state: Any, empty_prediction: Any
 ) -> None:
@@ -165,14 +171,14 @@ def _check_arguments(
     orders = INDICES[index][1]
     if max_order not in orders:
         raise RetrofitError(f"index {index!r} takes max_order in {orders}, got {max_order!r}")
-    needed = min_budget(n_features, max_order)
     if budget is None and n_features > EXACT_MAX_FEATURES:
         raise RetrofitError(
             f"exact Shapley values need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} features pass a budget "
-            f"(e.g. budget={max(SUGGESTED_BUDGET, needed)})"
+            f"(e.g. budget={suggested_budget(n_features, max_order)})"
         )
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
         raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
+    needed = min_budget(n_features, max_order)
     if budget is not None and budget < needed:
         log.warning(
             "budget=%d is below the %d coalitions that determine %s of order %d over %d features: "
