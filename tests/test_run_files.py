@@ -379,27 +379,48 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
         agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
 
 
-def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkeypatch):
-    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the files of a
-    write now land together or not at all, and the failure is one line."""
+def test_a_full_disk_while_plotting_keeps_the_new_rows_and_the_last_tables_whole(tmp_path, monkeypatch):
+    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the CSVs of a write
+    now land together first, the tables and plots together after them or not at all, and the failure
+    is one line saying the rows are in and how to render the tables."""
     import errno
 
     agg.aggregate(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)], keep=True)
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    assert {"retrofit_rmse.csv", "retrofit_deltas.png"} <= set(before)
+    tables = [name for name in agg.MAIN_TABLES if (tmp_path / name).is_file()]
+    before = {name: (tmp_path / name).read_bytes() for name in tables}
+    assert {"retrofit_table.md", "retrofit_deltas.png"} <= set(before)
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(agg, "plot_main", full)
-    with pytest.raises(
-        RunnerError,
-        match=rf"writing into {re.escape(str(tmp_path))} failed \(No space left on device\); "
-        "none of its files changed",
-    ):
+    with pytest.raises(RunnerError) as refused:
         agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    said = one_line(refused)
+    assert said.startswith(f"{tmp_path / agg.CSV} holds this run's rows, but its tables and plots were not rewritten")
+    assert "(No space left on device); none of its files changed" in said
+    assert said.endswith(f"python experiments/tables.py results_dir={tmp_path}")
+    assert [r.dataset for r in read_records(tmp_path / agg.CSV)] == ["a", "a", "b", "b"]
+    assert {name: (tmp_path / name).read_bytes() for name in tables} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]
+
+
+def test_a_run_without_arms_into_a_folder_with_arms_keeps_their_rows_names_and_order(tmp_path):
+    """A run of main units alone into a folder whose rows hold a decomposition used to lose the arms'
+    names (the order came from the run's records alone), and plotting them raised a TypeError."""
+    arms = ["paper", "sink_only", "identity_check"]
+    first = [record("a", "baseline", 0.0), record("a", "oa_only", 1.0, arm="paper")]
+    first += [
+        record("a", "oa_only", d, arm=arm, arm_extra=True, hparams=arm) for d, arm in [(0.0, arms[1]), (-0.5, arms[2])]
+    ]
+    aggregate(tmp_path, first, keep=True)
+    written = pd.read_csv(tmp_path / agg.ARMS_CSV)
+    assert list(written["arm"]) == arms
+    frame = aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 3.0)], keep=True)
+    assert len(frame) == 6 and sorted(set(frame["dataset"])) == ["a", "b"]
+    assert pd.read_csv(tmp_path / agg.ARMS_CSV).equals(written)
+    assert all(f"| {arm} " in (tmp_path / agg.ARMS_TABLE).read_text() for arm in arms)
+    assert (tmp_path / agg.ARMS_PLOT).stat().st_size > 0
 
 
 def test_aggregate_shows_the_floors_it_is_handed_for_the_frame(tmp_path):

@@ -98,7 +98,7 @@ def table_outputs(frame: pd.DataFrame, arms: pd.DataFrame) -> list[str]:
 
 
 def read_arms(path: Path) -> pd.DataFrame:
-    """The arm rows of `decomposition.csv` at `path` as `write_files` wrote them (no rows when there is
+    """The arm rows of `decomposition.csv` at `path` as `aggregate` wrote them (no rows when there is
     no such file: a sweep without arms); RunnerError naming the columns a file lacks."""
     if not Path(path).is_file():
         return pd.DataFrame(columns=ARM_COLUMNS)
@@ -109,14 +109,19 @@ def read_arms(path: Path) -> pd.DataFrame:
     return arms[ARM_COLUMNS]
 
 
-def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataFrame:
-    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them."""
+def ordered_arms(
+    frame: pd.DataFrame, records: Sequence[UnitRecord], before: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them,
+    then those only the folder's last `decomposition.csv` (`before`) lists in its order, then any other
+    in the frame's: rows kept from earlier runs (`aggregate` with `keep`) keep their order and their names."""
     arms = frame[frame["arm"] != ""]
-    variants = list(dict.fromkeys(r.variant for r in records if r.arm))
-    names = list(dict.fromkeys(r.arm for r in records if r.arm))
+    listed = [(r.variant, r.arm) for r in records if r.arm]
+    listed += [] if before is None else list(zip(before["variant"], before["arm"], strict=True))
+    listed += list(zip(arms["variant"], arms["arm"], strict=True))
     arms = arms.assign(
-        variant=pd.Categorical(arms["variant"], variants, ordered=True),
-        arm=pd.Categorical(arms["arm"], names, ordered=True),
+        variant=pd.Categorical(arms["variant"], list(dict.fromkeys(v for v, _ in listed)), ordered=True),
+        arm=pd.Categorical(arms["arm"], list(dict.fromkeys(a for _, a in listed)), ordered=True),
     )
     arms = arms.drop_duplicates(["host", "dataset", "seed", "variant", "arm"])
     arms = arms.sort_values(["host", "variant", "arm", "dataset", "seed"], ignore_index=True)[ARM_COLUMNS]
@@ -199,8 +204,9 @@ def aggregate(
     (`check_replaced`) rather than replaced. `floors` gives the hosts' noise floors the tables and
     plots show for the aggregated frame (none: shown as not given).
     Read and write happen under one lock on `results_dir` (`filelock`), so concurrent writers never
-    lose each other's rows; the files are written together (`retrofit.io.staged`): a write that
-    fails (a full disk) changes none of them."""
+    lose each other's rows. The CSVs are written together first (`retrofit.io.staged`), then the tables
+    and plots together: a write that fails (a full disk) changes none of its files, and one of the tables
+    leaves the rows written, in one line that says so and how to render the tables again."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     with locked(results_dir / LOCK, str(results_dir / CSV)):
@@ -208,23 +214,29 @@ def aggregate(
         kept = read_records(results_dir / CSV) if keep and (results_dir / CSV).is_file() else []
         check_replaced(kept, records, results_dir / CSV)
         frame = frame_of([*kept, *records])
-        with staged(results_dir) as stage:  # all files of this write, or none (a full disk)
-            write_files(frame, records, stage, table, floors(frame) if floors else None)
+        before = read_arms(results_dir / ARMS_CSV) if keep else None
+        with staged(results_dir) as stage:  # the CSVs of this write, or none (a full disk)
+            arms = write_csvs(frame, ordered_arms(frame, records, before), stage)
+        if table:
+            try:
+                with staged(results_dir) as stage:  # the tables and plots, or none
+                    write_tables(frame, arms, stage, floors(frame) if floors else None)
+            except RunnerError as err:
+                raise RunnerError(
+                    f"{results_dir / CSV} holds this run's rows, but its tables and plots were not rewritten: {err}; "
+                    f"then render them: python experiments/tables.py results_dir={results_dir}"
+                ) from None
         return frame
 
 
-def write_files(
-    frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool, floors: Floors = None
-) -> None:
-    """The files of `aggregate` for `frame` (from `records`) in `folder`: the CSVs, then with `table`
-    the tables and plots (`write_tables`, with the hosts' noise `floors` where given)."""
+def write_csvs(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """The CSVs of `aggregate` in `folder`: the records `frame`, their long format and, where there
+    are any, the arm rows `arms` (`ordered_arms`); return `arms`."""
     write_csv(frame, folder / CSV)
     write_csv(long_frame(frame), folder / LONG_CSV)
-    arms = ordered_arms(frame, records)
     if len(arms):
         write_csv(arms, folder / ARMS_CSV)
-    if table:
-        write_tables(frame, arms, folder, floors)
+    return arms
 
 
 def write_tables(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path, floors: Floors = None) -> list[Path]:
