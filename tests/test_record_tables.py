@@ -3,6 +3,8 @@ CSVs' numbers: the main table's mean and noise floor, the per-dataset spread ove
 LaTeX twins' booktabs rules and rows, one name per decomposition arm."""
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -109,3 +111,30 @@ def test_a_results_dir_without_a_sweeps_csv_names_the_folder_and_the_key(tmp_pat
         f"{folder} {what}; pass results_dir=<the results_dir of a sweep that ran> (e.g. outputs/quick, which make "
         "quick writes)"
     )
+
+
+@pytest.mark.slow
+def test_make_tables_over_unchanged_csvs_leaves_git_clean(tmp_path):
+    """`make tables` used to rewrite its row of results/command_times.csv on every run, so a re-render
+    whose tables and plots came out byte-identical still left git dirty; it now times itself into the
+    untracked outputs/ (`make tables-time` records the time)."""
+    names = ["Makefile", ".gitignore", "pyproject.toml", "constraints.txt", "configs", "experiments", "results"]
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", *names], capture_output=True, check=True)
+    for name in tracked.stdout.decode().split("\0")[:-1]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, tmp_path / name)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "copy"]):
+        subprocess.run([*git, *command], check=True)
+    venv = ROOT / ".venv"
+    made = subprocess.run(
+        ["make", "-C", str(tmp_path), "tables", f"VENV={venv}", "-o", str(venv / ".installed")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.count("wrote ") >= 2 * len(FOLDERS)
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+    assert (tmp_path / "outputs" / "command_times.csv").read_text().count("\ntables,") == 1
