@@ -54,8 +54,23 @@ def test_the_main_tables_mean_and_floor_are_the_csvs():
     row = rows[("tiny_v2", "oa_only")]
     assert len(cases) == 18 and row["cases"] == "18"
     assert row[MAIN] == f"{cases.mean():+.3f}" and abs(float(row[MAIN]) - cases.mean()) < 5e-4
-    assert row[FLOOR] == f"{floor:.2g}" and row[WITHIN] == ("yes" if abs(cases.mean()) < floor else "no")
+    assert row[FLOOR] == "6.3×10⁻⁵" and abs(floor - 6.3e-5) < 5e-7  # the floor in the ΔRMSE columns' format
+    assert row[WITHIN] == "no" and abs(cases.mean()) > floor
     assert ("tiny_v2", "baseline") not in rows  # 0 by definition, left out
+
+
+def test_the_arms_within_their_hosts_floor_read_yes_and_the_others_no():
+    """The decomposition's identity check gives the stock host back to rounding: its mean lies within the
+    floor (`yes`), the paper arm's of tiny_v2 far outside it (`no`), as the CSVs' numbers say."""
+    rows = {(r["host"], r["variant"], r["arm"]): r for r in record_table(RESULTS / "decomposition.md", "arm")}
+    arms = pd.read_csv(RESULTS / ARMS_CSV).groupby(["host", "variant", "arm"])["delta_rmse_pct"].mean()
+    floors = (
+        pd.read_csv(RESULTS / "noise_floor.csv").query("source != 'precision'").groupby("host")["max_rel_pct"].max()
+    )
+    for key, mean in arms.items():
+        assert rows[key][WITHIN] == ("yes" if abs(mean) < floors[key[0]] else "no"), key
+    assert rows[("tiny_v2", "oa_only", "identity_check")][WITHIN] == "yes"
+    assert rows[("tiny_v2", "oa_only", "paper")][WITHIN] == "no"
 
 
 def test_the_per_dataset_spread_is_the_seeds_mean_and_sd():
@@ -86,7 +101,9 @@ def test_each_tex_is_a_booktabs_table_of_its_md_cells(stem):
     rows = record_table(RESULTS / f"{stem}.md", "host")  # the file's first table
     assert len(body) == len(rows) and len(body[0].split(" & ")) == len(rows[0])
     first = list(rows[0].values())
-    assert body[0].startswith(first[0].replace("_", r"\_") + " & ") and f" & {first[3]} & " in body[0]
+    minus = first[3].replace("-", r"\ensuremath{-}")  # a number's sign is a minus in math mode, never a hyphen
+    assert body[0].startswith(first[0].replace("_", r"\_") + " & ") and f" & {minus} & " in body[0]
+    assert not re.search(r"(?<![\w.{])-[\d.]", "\n".join(body)), "a hyphen for a minus sign"  # {: an exponent
 
 
 def test_every_table_and_the_readme_name_the_arms_as_the_configs_do():

@@ -148,7 +148,7 @@ def test_a_mean_delta_within_its_hosts_noise_floor_is_marked_and_each_floor_said
     assert floors == {("h", "cpu"): 1.5}  # the largest movement over the sources
     text = headline(frame, floors)
     assert "| oa_only   | +1.000 ≈0 (+1.000)" in text and "+3.000 (+3.000)" in text
-    assert "h 1.5 %" in text and "≈0: a mean |ΔRMSE| within its host's floor" in text
+    assert "h 1.500 %" in text and "≈0: a mean |ΔRMSE| within its host's floor" in text
     unmeasured = headline(frame, noise_floors(tmp_path / "none.csv"), floor_commands(frame, {}))
     assert "≈0 (" not in unmeasured
     command = "python -m retrofit noise_floor host=checkpoint host.name=h host.path=<h's checkpoint file>"
@@ -256,7 +256,7 @@ def test_the_latex_table_is_booktabs_with_every_name_escaped():
     cells = pd.DataFrame({"host": ["tiny_v3_5"], "mean ΔRMSE %": ["-0.006"], "cases > 0 / < 0": ["11 / 7"]})
     tex = latex(cells, "ΔRMSE in % & `more`", "tab:x")
     assert [tex.count(rule) for rule in (r"\toprule", r"\midrule", r"\bottomrule")] == [1, 1, 1]
-    assert r"\begin{tabular}{lrr}" in tex and r"tiny\_v3\_5 & -0.006 & 11 / 7 \\" in tex
+    assert r"\begin{tabular}{lrr}" in tex and r"tiny\_v3\_5 & \ensuremath{-}0.006 & 11 / 7 \\" in tex
     assert r"mean \ensuremath{\Delta}RMSE \% & cases \ensuremath{>} 0 / \ensuremath{<} 0" in tex
     assert r"\caption{\ensuremath{\Delta}RMSE in \% \& \texttt{more}}" in tex
     assert not re.search(r"[^\x00-\x7f]|[<>|]", re.sub(r"\\ensuremath\{[^}]*\}", "", tex))  # no sign left bare

@@ -6,8 +6,9 @@ long format (`retrofit.results.long_format`), and `decomposition.csv` (the rows 
 then the tables and plots those CSVs give (`write_tables`, also `make tables` on the committed ones):
 the main units' (`arm_extra` false) `retrofit_table.{md,tex}`, `retrofit_per_dataset.{md,tex}`,
 `retrofit_times.md` (`retrofit.results.pages`), `retrofit_deltas.png` and
-`retrofit_distribution_deltas.png`, and the arms' `decomposition.{md,png}`. The hosts' noise floors,
-where given, are a column of the main table and a shaded band of the ΔRMSE plots.
+`retrofit_distribution_deltas.png`, and the arms' `decomposition.{md,png}`, variants in
+`retrofit.unit_key.VARIANT_ORDER`. The hosts' noise floors, where given, are a column of the main
+and the arms' tables and a shaded band of every ΔRMSE panel.
 """
 
 import math
@@ -40,6 +41,7 @@ from retrofit.results.tables import (
     DISTRIBUTION_DELTAS,
     headline,
     host_floors,
+    in_variant_order,
     per_dataset,
     settings_apart,
     summary,
@@ -134,24 +136,24 @@ RMSE_PANEL = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
 
 def plot_main(main: pd.DataFrame, results_dir: Path, floors: Floors = None) -> None:
     """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`, the
-    baseline (0 by definition) left out unless it ran alone; the ΔRMSE panels shade each host's noise
-    floor (`floors`)."""
+    baseline (0 by definition) left out unless it ran alone, variants in `in_variant_order`; the
+    distribution's panels follow a ΔRMSE one, and each ΔRMSE panel shades its host's noise floor (`floors`)."""
     bands = {(host, "delta_rmse_pct"): floor for host, floor in host_floors(main, floors or {}).items()}
-    shown = settings_apart(main)
+    shown = in_variant_order(settings_apart(main))
     variants = shown[shown["variant"] != "baseline"]
     groups = (variants if len(variants) else shown).assign(label=variant_label)  # the baseline if it ran alone
     title = "Matched RMSE change per case"
     dots_with_ci(groups, ["label"], RMSE_PANEL, title, Path(results_dir) / DELTAS, bands=bands)
-    panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
-    title = "Matched change of the predictive distribution per case"
-    dots_with_ci(groups, ["label"], panels, title, Path(results_dir) / DISTRIBUTION)
+    panels = RMSE_PANEL + [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
+    title = "Matched change of the predictive distribution per case (the noise floor is the RMSE's)"
+    dots_with_ci(groups, ["label"], panels, title, Path(results_dir) / DISTRIBUTION, bands=bands)
 
 
 def plot_arms(arms: pd.DataFrame, results_dir: Path, floors: Mapping[str, float]) -> None:
     """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order): a panel per host and
     variant, an x position per arm named as in `decomposition.csv`, with its tau c and sink below;
     `floors` (host -> noise floor) shaded."""
-    shown = settings_apart(arms)
+    shown = in_variant_order(settings_apart(arms))
     shown = shown.assign(arm=shown["arm"] + "\nc=" + shown["tau_c"].map("{:g}".format) + ", " + shown["eps_mode"])
     facets = set(zip(shown["host"], shown["variant"], strict=True))
     bands = {(f"{host} · {variant}", "delta_rmse_pct"): floors[host] for host, variant in facets if host in floors}
@@ -266,4 +268,5 @@ def table_texts(frame: pd.DataFrame, arms: pd.DataFrame, floors: Floors = None) 
             PER_DATASET_TEX: per_dataset_latex(main),
             TIMES_TABLE: times_markdown(main),
         }
-    return texts | ({ARMS_TABLE: arms_markdown(arms)} if len(arms) else {})
+    arm_floors = None if floors is None else host_floors(main, floors)
+    return texts | ({ARMS_TABLE: arms_markdown(arms, arm_floors)} if len(arms) else {})
