@@ -7,14 +7,16 @@ output compiles with pdflatex and `\\usepackage{booktabs}` alone. `percent` is t
 every percentage cell.
 """
 
+import math
 import re
 
 import pandas as pd
 
 DECIMALS = 3
 """The decimals of a percentage cell (`percent`)."""
-SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-POWER = re.compile("×10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
+PLAIN, RAISED = "-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
+"""An exponent's characters, and as `percent` writes them (superscript)."""
+POWER = re.compile(f"×10([{RAISED}]+)")
 """A power of ten as `percent` writes it (`×10⁻⁵`), which `latex` sets as `\\times 10^{-5}`."""
 MINUS = re.compile(r"(?<![\w.])-(?=[\d.])")
 """A hyphen that is a number's sign (not one inside a word, a date or `1e-06`), which `latex` sets as a minus."""
@@ -22,14 +24,14 @@ MINUS = re.compile(r"(?<![\w.])-(?=[\d.])")
 
 def percent(value: float, signed: bool = True) -> str:
     """A percentage cell, one rule for every column of them (ΔRMSE %, its CI, the noise floor): fixed with
-    `DECIMALS` decimals, or, for a value that would show no digit there (|value| < 0.0005), two
+    `DECIMALS` decimals, or, for a value that would show no digit there (|value| < 0.0005 at 3), two
     significant digits times a power of ten (`6.3×10⁻⁵`); `signed`: with its sign, + or -."""
-    value = 0.0 if value == 0 else value  # never a signed zero
-    fixed = f"{value:{'+' if signed else ''}.{DECIMALS}f}"
-    if value == 0 or float(fixed) != 0 or value != value:
+    value, sign = (0.0 if value == 0 else value), "+" if signed else ""  # never a signed zero
+    fixed = f"{value:{sign}.{DECIMALS}f}"
+    if value == 0 or float(fixed) != 0 or math.isnan(value):
         return fixed
-    mantissa, exponent = f"{value:{'+' if signed else ''}.1e}".split("e")
-    return f"{mantissa}×10{str(int(exponent)).translate(SUPERSCRIPTS)}"
+    mantissa, exponent = f"{value:{sign}.1e}".split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(str.maketrans(PLAIN, RAISED))}"
 
 
 LATEX_SIGNS = {
@@ -45,8 +47,6 @@ LATEX_SIGNS = {
 }
 """Sign -> its LaTeX spelling, applied after escaping (in text mode `<`, `>` and `|` print as ¡, ¿ and —);
 before them a number's sign (`MINUS`) and a power of ten (`POWER`) go to math mode, where `-` is a minus."""
-LATEX_POWERS = {ord(sup): plain for plain, sup in zip("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹", strict=True)}
-"""A superscript digit or minus -> its plain character, for an exponent in math mode."""
 LATEX_SPECIALS = {
     "\\": r"\textbackslash ",
     "&": r"\&",
@@ -95,7 +95,8 @@ def escaped(text: str) -> str:
 
 def _signs(text: str) -> str:
     text = MINUS.sub(r"\\ensuremath{-}", text)
-    text = POWER.sub(lambda power: rf"\ensuremath{{\times 10^{{{power[1].translate(LATEX_POWERS)}}}}}", text)
+    plain = str.maketrans(RAISED, PLAIN)
+    text = POWER.sub(lambda power: rf"\ensuremath{{\times 10^{{{power[1].translate(plain)}}}}}", text)
     for sign, spelled in LATEX_SIGNS.items():
         text = text.replace(sign, spelled)
     return text
