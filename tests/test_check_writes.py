@@ -40,16 +40,16 @@ def test_a_sweep_job_choosing_an_option_that_names_code_is_refused_before_any_jo
     assert not (tmp_path / "m" / "0").exists() and not (tmp_path / "results").exists()
 
 
-def test_a_config_file_changed_after_the_entry_point_read_it_is_refused(tmp_path, monkeypatch, capsys):
-    """The experiment file is rewritten just after the entry point composed it (a stand-in for a
-    file changed between the two compositions): Hydra composes the new text, and `CheckWrites`
-    refuses it before the job runs."""
+def _launched_after_a_rewrite(tmp_path: Path, monkeypatch, text: str) -> str:
+    """The one-line refusal of `sweep +experiment=pick` whose experiment file, `PLAIN` when the
+    entry point composes it, is rewritten to `text` just after (a stand-in for a file changed
+    between the entry point's composition and Hydra's)."""
     configs = _experiments(tmp_path / "configs", pick=PLAIN)
     composed = retrofit.jobs.compose.command_config
 
     def then_rewritten(*args, **kwargs):
         result = composed(*args, **kwargs)
-        (configs / "experiment" / "pick.yaml").write_text(NAMING_CODE)
+        (configs / "experiment" / "pick.yaml").write_text(text)
         return result
 
     monkeypatch.setattr(retrofit.jobs.compose, "command_config", then_rewritten)
@@ -58,7 +58,14 @@ def test_a_config_file_changed_after_the_entry_point_read_it_is_refused(tmp_path
     with pytest.raises(SystemExit) as exit_:
         launch("sweep")
     GlobalHydra.instance().clear()
-    assert str(exit_.value).startswith("error: dataset._target_=builtins.open: a config is data")
+    assert "\n" not in str(exit_.value)
+    return str(exit_.value)
+
+
+def test_a_config_file_changed_after_the_entry_point_read_it_is_refused(tmp_path, monkeypatch):
+    """Hydra composes the rewritten text, and it is refused before the job runs."""
+    refusal = _launched_after_a_rewrite(tmp_path, monkeypatch, NAMING_CODE)
+    assert refusal.startswith("error: dataset._target_=builtins.open: a config is data")
     assert not (tmp_path / "r").exists() and not (tmp_path / "results").exists()
 
 
@@ -68,21 +75,7 @@ def test_a_callback_added_to_a_config_file_after_the_entry_point_read_it_is_neve
     (create) its file. Hydra's composition is checked as it is made (`retrofit.jobs.compositions`):
     refused in one line, and the file is never created."""
     opened = tmp_path / "opened"
-    configs = _experiments(tmp_path / "configs", pick=PLAIN)
     opening = f"{PLAIN}hydra:\n  callbacks:\n    evil:\n      _target_: builtins.open\n      _args_: [{opened}, w]\n"
-    composed = retrofit.jobs.compose.command_config
-
-    def then_rewritten(*args, **kwargs):
-        result = composed(*args, **kwargs)
-        (configs / "experiment" / "pick.yaml").write_text(opening)
-        return result
-
-    monkeypatch.setattr(retrofit.jobs.compose, "command_config", then_rewritten)
-    monkeypatch.setattr(sys, "argv", ["sweep", "-cd", str(configs), "+experiment=pick", f"hydra.run.dir={tmp_path}/r"])
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exit_:
-        launch("sweep")
-    GlobalHydra.instance().clear()
-    assert str(exit_.value).startswith("error: hydra.callbacks.evil._target_=builtins.open: a run instantiates no code")
-    assert "\n" not in str(exit_.value)
+    refusal = _launched_after_a_rewrite(tmp_path, monkeypatch, opening)
+    assert refusal.startswith("error: hydra.callbacks.evil._target_=builtins.open: a run instantiates no code")
     assert not opened.exists() and not (tmp_path / "r").exists()
