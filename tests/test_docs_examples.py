@@ -9,14 +9,15 @@ it), and a bare `python` anywhere, in a block or in an inline code span, fails
 README.md's python blocks run in an empty namespace: its example builds its own data. The other
 documents' blocks run in a namespace holding the names they use (`example_namespace`: a small
 regression table split into X_train, y_train, X_test, y_test, the same table as `frame`, `X`, `y`,
-removal `coalitions`). A command `RUN` names runs from a scratch start directory whose `data/` is the checkout's own (the
-example table the docs' commands name, `data/houses.csv`, shipped, never made here), its `/tmp/`
-outputs moved into it and `RUN`'s settings appended (one member, no timing), so it checks that the
-command is accepted and completes on what a fresh clone holds, not its numbers. Every other job command is
-composed only, in the repository root (`--cfg job`: its config and overrides checked against the
-job's schema, nothing run or written), a grid (`-m`) once per value of its longest swept key, each
-swept key taking each of its values once; a key added with `+` is checked by the job when it runs,
-not by composition. A command shown twice is tested once, where it is first shown.
+removal `coalitions`). A command `RUN` names runs from a scratch start directory whose `data/` is
+the checkout's own (the example table the docs' commands name, `data/houses.csv`, shipped, never made
+here), its `/tmp/` outputs moved into it and `RUN`'s settings appended (one member, no timing), so it
+checks that the command is accepted and completes on what a fresh clone holds, not its numbers.
+Every other job command is composed only, in the repository root (`--cfg job`: its config and
+overrides checked against the job's schema, nothing run or written), a grid (`-m`) once per value of
+its longest swept key, each swept key taking each of its values once; a key added with `+` is checked
+by the job when it runs, not by composition. A command shown twice is tested once, where it is first
+shown. Every CSV file a shown command reads by a relative path is a file of the checkout.
 """
 
 import re

@@ -61,7 +61,8 @@ def test_the_gpu_scripts_run_the_venvs_python_or_the_one_named_and_refuse_none_i
     assert _interpreter(PYTHON=sys.executable).stdout == f"{sys.executable}\n"
     missing = _interpreter(PYTHON="/nope/python")
     assert missing.returncode == 2 and missing.stdout == ""
-    assert missing.stderr.count("\n") == 1 and missing.stderr.startswith("error: no interpreter /nope/python (run `make install`")
+    assert missing.stderr.count("\n") == 1
+    assert missing.stderr.startswith("error: no interpreter /nope/python (run `make install`")
     for script in ("gpu/check.sh", "gpu/pretrain.sh"):
         head = (REPO / script).read_text().split("\nset -u")[0]
         assert "OUT=/some/folder" in head and ".venv/bin/python" in head and "PYTHON=python3" in head, script
