@@ -67,6 +67,7 @@ from retrofit.labels import check_label
 from retrofit.record_guard import in_record, outside_record, writable_dir
 from retrofit.results.reproduction import Reference, require_covered
 from retrofit.runner import (
+    BUILTIN_SEARCHPATH,
     DecompositionConfig,
     HostConfig,
     SweepConfig,
@@ -90,9 +91,6 @@ from retrofit.unit_key import hparams_text
 from retrofit.variants import HPARAMS, VARIANT_DIR, available_variants, load_variant, typed_spec, with_tau_rule
 
 log = logging.getLogger(__name__)
-
-BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
-"""The search path entry under which Hydra finds the built-in variants."""
 
 
 def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
