@@ -144,6 +144,8 @@ def test_retrofit_alone_lists_every_job_with_one_line():
     described = dict(line.split(maxsplit=1) for line in jobs_part.splitlines()[2:])
     assert sorted(described) == job_names() and "sweep" in described and "config" not in described
     assert all(len(line) > 20 and "\n" not in line for line in described.values())
+    assert described["diff"] == "Two retrofit_rmse.csv files diffed unit by unit, printed"  # what diff does
+    assert described["compare"].startswith("The former name of diff")
     others = dict(line.split(maxsplit=1) for line in others_part.splitlines())
     assert others == {"preset_selection": "retrofit host_quality --config-name preset_selection"}
     assert {*job_configs(), *others} == {path.stem for path in CONFIGS.glob("*.yaml")}
