@@ -304,7 +304,8 @@ _ABSENT = object()
 
 def _is_path(option: str) -> bool:
     """Whether a config group option names a file by a path (it may leave the config folders), or by
-    its file name (`x.yaml`, `configs/variant/x.yaml`), not by the option's name."""
+    its file name (`x.yaml`, `configs/variant/x.yaml`), not by the option's name (an interpolation,
+    `${...}`, is a value to resolve, not a file name)."""
     parts = PurePosixPath(option.replace("\\", "/")).parts
-    named_file = option.endswith((".yaml", ".yml")) or len(parts) > 1
+    named_file = option.endswith((".yaml", ".yml")) and "${" not in option
     return named_file or option.startswith(("/", "\\", "~")) or ".." in parts or "://" in option
