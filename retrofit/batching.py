@@ -34,7 +34,7 @@ from tabpfn.preprocessing.datamodel import FeatureModality
 from tabpfn.utils import get_autocast_context
 from tabpfn.validation import check_input_shape_matches, ensure_compatible_predict_input_sklearn
 
-from retrofit.bounds import check_max_cells
+from retrofit.bounds import check_max_cells, check_total_work
 from retrofit.data.tabpfn_input import check_columns
 from retrofit.errors import RetrofitError, single_line
 from retrofit.tabpfn_internals import (
@@ -84,23 +84,25 @@ def predict_many(
     module docstring for why). Given a number, each regressor's ensemble members are preprocessed
     by tabpfn's own pipeline (as its `predict` does), then bucketed by size (`shared_buckets`:
     padded work at most `max_padding` times the real work, at most `max_cells` padded cells per
-    bucket, by default `cell_limit`),
-    padded with absent rows and columns to their bucket's shape, stacked along the batch axis and
-    run through one forward per bucket, with no attention mask. Each such regressor's outputs are
-    then post-processed exactly as its `predict` does (border translation per member, ensemble
-    average, bar distribution mean, target scale): equal to its own `predict` up to rounding (1e-5
-    of the prediction scale), bitwise with `compact`. A table that shares no bucket with another
-    runs its own `predict` (bitwise). The decision depends on the shapes and the model alone.
-    `pairs` may be any iterable of pairs (a list, a generator); it is read once.
+    bucket, by default `cell_limit`), padded with absent rows and columns to their bucket's shape,
+    stacked along the batch axis and run through one forward per bucket, with no attention mask.
+    Each such regressor's outputs are then post-processed exactly as its `predict` does (border
+    translation per member, ensemble average, bar distribution mean, target scale): equal to its
+    own `predict` up to rounding (1e-5 of the prediction scale), bitwise with `compact`. A table
+    sharing no bucket with another runs its own `predict` (bitwise). The decision depends on the
+    shapes and the model alone. `pairs` may be any iterable of pairs (a list, a generator), read once.
     Raises RetrofitError for `pairs` that is no iterable of pairs (a mapping, a string), an item
     that is not a (regressor, X_test) pair, a regressor that is not o_closed, regressors on
     different checkpoints, variants or devices, a fit mode without cached preprocessing,
-    `max_padding` that is not a finite number >= 1, `max_cells` that is not an int >= 1, or
-    `max_cells` without `max_padding`.
+    `max_padding` that is not a finite number >= 1, `max_cells` that is not an int >= 1,
+    `max_cells` without `max_padding`, or tables over the work bound (`check_total_work`), before any runs.
     """
     pairs = _listed(pairs)
     regressors = _check_pairs(pairs)
     pairs = [(regressor, pair[1]) for regressor, pair in zip(regressors, pairs, strict=True)]
+    # an X without a length counts no rows: its predict refuses it in one line
+    sizes = [(r.n_train_samples_, len(X) if hasattr(X, "__len__") else 0, r.n_features_in_) for r, X in pairs]
+    check_total_work(sizes, "predict_many")
     if max_padding is None:
         if max_cells is not None:
             raise RetrofitError("max_cells bounds shared forwards, which need a max_padding (e.g. max_padding=1.5)")

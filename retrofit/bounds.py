@@ -3,13 +3,15 @@ line, naming the bound and what to do, instead of running for hours or filling m
 
 Each bound is kept here once and imported where it is checked: `MAX_JOBS` (the jobs of one
 multirun, `retrofit.runner.sweep_jobs`, and the seeds of one `retrofit.compare` call), `max_work`
-(the table one fit takes, `retrofit.data.prepare.check_work`), `MAX_COLUMNS` and `MAX_HEADER_CHARS`
-(a CSV file's header, `retrofit.data.csv_file.header`);
-`check_max_cells` checks the memory bound a caller of `retrofit.predict_many` or `retrofit.removal`
-gives (cells per forward).
+(the table one fit takes, `fit_work`: `retrofit.data.prepare.check_work` for a dataset,
+`check_fit_work` for `retrofit.RetrofitRegressor`, `check_total_work` for the tables of one
+`retrofit.predict_many`), `MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header,
+`retrofit.data.csv_file.header`); `check_max_cells` checks the memory bound a caller of
+`retrofit.predict_many` or `retrofit.removal` gives (cells per forward).
 """
 
 import os
+from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
 
@@ -49,6 +51,37 @@ def max_work() -> int:
     if not bound >= 1 or bound == float("inf"):  # NaN fails the comparison
         raise RetrofitError(f"{WORK_ENV}={given!r} must be a positive number of work units, e.g. {WORK_ENV}=5e9")
     return int(bound)
+
+
+def fit_work(n_fitted: int, n_rows: int, n_features: int) -> int:
+    """The work (`MAX_WORK`'s unit) of predicting `n_rows` rows (the fitted ones included, as a fit
+    on a dataset's rows does) from `n_fitted` fitted rows with `n_features` feature columns: each row
+    attends to every fitted row in each column, in every ensemble member alike."""
+    return n_fitted * n_rows * n_features
+
+
+def check_fit_work(n_fitted: int, n_rows: int, n_features: int, what: str) -> None:
+    """RetrofitError, one line starting with `what`, when `fit_work` of these sizes is over
+    `max_work`, naming the estimate, the bound and what shortens it."""
+    work, bound = fit_work(n_fitted, n_rows, n_features), max_work()
+    if work > bound:
+        raise RetrofitError(
+            f"{what}: {n_fitted} fitted rows × {n_rows} rows × {n_features} features is {work:.2g} units of work, "
+            f"over the bound of {bound:.2g} ({WORK_ENV}); fit on fewer rows, predict fewer rows per call, "
+            f"drop features, or raise the bound: {WORK_ENV}={work}"
+        )
+
+
+def check_total_work(sizes: Sequence[tuple[int, int, int]], what: str) -> None:
+    """RetrofitError, one line starting with `what`, when the `fit_work` of the (fitted rows, rows,
+    features) `sizes`, summed (one call predicting several tables), is over `max_work`."""
+    work, bound = sum(fit_work(*size) for size in sizes), max_work()
+    if work > bound:
+        raise RetrofitError(
+            f"{what}: {len(sizes)} tables are {work:.2g} units of work (fitted rows × rows × features, summed), "
+            f"over the bound of {bound:.2g} ({WORK_ENV}); predict fewer or smaller tables per call, "
+            f"or raise the bound: {WORK_ENV}={work}"
+        )
 
 
 def check_max_cells(max_cells: Any) -> None:

@@ -14,9 +14,10 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 from tabpfn.errors import TabPFNValidationError
 
+from retrofit.bounds import check_fit_work
 from retrofit.data.prepare import check_target_scale
 from retrofit.data.tabpfn_input import check_columns
-from retrofit.errors import RetrofitError, bounded, single_line
+from retrofit.errors import RetrofitError, bounded, listing, single_line
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.locate import checkpoint_argument
 from retrofit.patching import retrofit
@@ -50,7 +51,10 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
 
     Fitted attributes: `regressor_`, the retrofitted TabPFNRegressor (`regressor_.retrofit_report_`
     lists the modules taken over); `n_features_in_` (and `feature_names_in_` for a DataFrame);
-    `text_columns_`, the positions of the columns fit saw text in (tabpfn's categoricals).
+    `text_columns_`, the positions of the columns fit saw text in (tabpfn's categoricals);
+    `n_fitted_rows_`, the rows fitted. A fit or predict whose work (`retrofit.bounds.fit_work`: fitted
+    rows × the rows attending to them, the fitted ones included, × features) is over
+    `retrofit.bounds.max_work` is refused before it starts (`check_fit_work`).
     `validate_data` checks the shape and feature names (any dtype, NaN allowed); the inputs reach
     tabpfn as given, so it converts them as it does for a stock regressor (text, categoricals). A
     column that held numbers at fit and holds text at predict is refused naming it (tabpfn reads it
@@ -99,20 +103,29 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         except (TypeError, ValueError) as err:
             raise RetrofitError(f"RetrofitRegressor.fit: {single_line(str(err))}") from None
         check_target_scale(_numbers(y_checked), "RetrofitRegressor.fit: y")
+        check_fit_work(len(y_checked), len(y_checked), self.n_features_in_, "RetrofitRegressor.fit")
         try:
             fitted = stock.fit(X, y)
         except TabPFNValidationError as err:  # e.g. every feature constant
             raise RetrofitError(f"RetrofitRegressor.fit: {single_line(str(err))}") from None
         self.regressor_ = retrofit(fitted, self.variant, **hparams)
         self.text_columns_ = tuple(_text_cells(X))
+        self.n_fitted_rows_ = len(y_checked)
         return self
 
     def predict(self, X: Any) -> Any:
         """The retrofitted regressor's mean prediction for each row of X; RetrofitError naming a
         column that holds text where fit saw numbers only."""
         check_is_fitted(self)
-        validate_data(self, X, reset=False, **_AS_TABPFN_TAKES_IT)
+        try:
+            checked = validate_data(self, X, reset=False, **_AS_TABPFN_TAKES_IT)
+        except ValueError as err:
+            raise RetrofitError(
+                f"RetrofitRegressor.predict: {_names_differ(self, X) or single_line(str(err))}"
+            ) from None
         check_columns(X, "RetrofitRegressor.predict")
+        n_rows = self.n_fitted_rows_ + len(checked)
+        check_fit_work(self.n_fitted_rows_, n_rows, self.n_features_in_, "RetrofitRegressor.predict")
         new = {i: value for i, value in _text_cells(X).items() if i not in self.text_columns_}
         if new:
             i, value = next(iter(new.items()))
@@ -128,6 +141,22 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _names_differ(fitted: RetrofitRegressor, X: Any) -> str | None:
+    """What differs between the columns of the DataFrame `X` and those `fitted` saw, in one line
+    opening with sklearn's own sentence (the columns missing, those unexpected, or their order), and
+    the fix; None when the names agree or either side has none."""
+    seen = list(getattr(fitted, "feature_names_in_", ()))
+    given = [str(name) for name in X.columns] if isinstance(X, pd.DataFrame) else []
+    if not seen or not given or given == seen:
+        return None
+    missing, unexpected = [n for n in seen if n not in given], [n for n in given if n not in seen]
+    differ = f"missing {listing(missing)}, unexpected {listing(unexpected)}" if missing or unexpected else "reordered"
+    return (
+        f"The feature names should match those that were passed during fit: {differ} (give X the columns fit "
+        "saw, in its order: X[model.feature_names_in_], renaming a column if it was renamed)"
+    )
 
 
 def _text_cells(X: Any) -> dict[int, Any]:

@@ -12,10 +12,13 @@ others differently, and the model reads column order. The map is read off tabpfn
 schema (each output column keeps its input feature's name, or names it as `ancestor`).
 
 A refusal names every problem of every member at once, with one combined fix (`Remedy`).
+`fixed_orders` gives the entries that fix both orders over a preset (what `retrofit.explain` fits
+its own regressor with, so it takes tables with any number of categorical features).
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from tabpfn import TabPFNRegressor
@@ -51,6 +54,14 @@ class Problem:
     remedy: Remedy
 
 
+FIXED_CATEGORY_ORDER = Remedy("categorical_name", "ordinal", view=True)
+"""The categorical encoding removal takes in place of a shuffled or expanding one: one ordinal
+column per categorical feature, its category codes fixed by that feature's fit alone (tabpfn
+offers no unshuffled 'very common categories' encoding)."""
+SHUFFLED_SUFFIX = "_shuffled"
+"""tabpfn's categorical encodings whose name ends so draw each feature's category order."""
+
+
 MIXING_STEPS: dict[str, tuple[str, str, Remedy]] = {
     "AddSVDFeaturesStep": (
         "SVD features (AddSVDFeaturesStep)",
@@ -80,7 +91,7 @@ COUNT_DEPENDENT: dict[str, tuple[str, str, Remedy]] = {
     "EncodeCategoricalFeaturesStep": (
         "shuffled categorical encoding (categorical_name={value!r}) of several categorical features",
         "each feature's category order is drawn after those of the categorical features before it",
-        Remedy("categorical_name", "ordinal", view=True),
+        FIXED_CATEGORY_ORDER,
     ),
     "ReshapeFeatureDistributionsStep": (
         "append_original={value!r}, which did not append at this feature count",
@@ -121,7 +132,7 @@ def member_feature_columns(regressor: TabPFNRegressor) -> list[np.ndarray]:
                 Problem(
                     f"an encoding that yields columns {unknown}",
                     "they are not derived from one input feature (e.g. one-hot expansions)",
-                    Remedy("categorical_name", "ordinal", view=True),
+                    FIXED_CATEGORY_ORDER,
                 )
             )
         for problem in problems:
@@ -131,6 +142,21 @@ def member_feature_columns(regressor: TabPFNRegressor) -> list[np.ndarray]:
     if refused:
         raise RetrofitError(_refusal(refused, len(members)))
     return maps
+
+
+def fixed_orders(config: Any) -> dict[str, Any]:
+    """The inference_config entries that refit tabpfn's `config` (an InferenceConfig, e.g. a host's
+    stored one, `TabPFNRegressor.get_inference_config()`) with the column and category orders that
+    removal needs fixed (`COUNT_DEPENDENT`): no feature shuffling, and in each PREPROCESS_TRANSFORMS
+    view a shuffled categorical encoding replaced by `FIXED_CATEGORY_ORDER`. Its other settings
+    are kept; `member_feature_columns` still refuses any that removal cannot take."""
+    shift = COUNT_DEPENDENT["ShuffleFeaturesStep"][2]
+    category = FIXED_CATEGORY_ORDER
+    views = [
+        {**vars(view), **({category.key: category.value} if view.categorical_name.endswith(SHUFFLED_SUFFIX) else {})}
+        for view in config.PREPROCESS_TRANSFORMS
+    ]
+    return {shift.key: shift.value, "PREPROCESS_TRANSFORMS": views}
 
 
 def count_dependent(step: object) -> object | None:
@@ -196,8 +222,8 @@ def _refusal(refused: dict[Problem, list[int]], n_members: int) -> str:
     )
     return (
         "feature removal needs preprocessing fitted feature by feature, independent of the feature count, but "
-        f"{named}. Refit with inference_config={_combined_fix(problem.remedy for problem in refused)} "
-        "(added to any entries given before), then retrofit it with 'o_closed' again."
+        f"{named}; refit with inference_config={_combined_fix(problem.remedy for problem in refused)} "
+        "(added to any entries given before) and retrofit it with 'o_closed' again"
     )
 
 

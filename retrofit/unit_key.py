@@ -4,7 +4,8 @@ A unit is one variant (with its hyper-parameter overrides) of one case (host × 
 Its key is the columns `KEY` of `retrofit_rmse.csv`, its overrides written as sorted, flattened
 `k=v,...` text (`hparams_text`), and shown to people as `label`. The store names and checks its
 files by this key, and `retrofit.results` reads and compares rows by it: it lives below both, so
-that the records and the store can only name a unit one way.
+that the records and the store can only name a unit one way. `VARIANT_ORDER` is the order in which
+the results list the variants.
 """
 
 import math
@@ -13,6 +14,14 @@ from typing import Any, NamedTuple
 
 KEY = ["host", "dataset", "seed", "variant", "hparams"]
 """The columns that identify a unit."""
+VARIANT_ORDER = ("baseline", "oa_only", "full_o", "o_closed")
+"""The built-in variants (`retrofit/configs/variant/`) in the order every table, plot and the README list
+them: the stock host, then by how much of the host each closes; a variant of one's own follows them."""
+
+
+def variant_rank(variant: str) -> tuple[int, str]:
+    """Where `variant` sorts: its place in `VARIANT_ORDER`, one not listed after them by name."""
+    return (VARIANT_ORDER.index(variant), "") if variant in VARIANT_ORDER else (len(VARIANT_ORDER), variant)
 
 
 class UnitKey(NamedTuple):

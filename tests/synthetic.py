@@ -133,6 +133,20 @@ def removal_table(seed=0):
     return X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
 
 
+CATEGORICAL = [3, 4]
+"""The columns of `categorical_table` that are categories."""
+
+
+def categorical_table(seed=0):
+    """`removal_table` with its last two features (`CATEGORICAL`) cut at ±0.4 into three categories
+    of about a third of the rows each: common enough for every ordinal encoding to encode them."""
+    X_train, y_train, X_test, y_test = removal_table(seed)
+    X_train, X_test = X_train.copy(), X_test.copy()
+    for X in (X_train, X_test):
+        X[:, CATEGORICAL] = (X[:, CATEGORICAL] > -0.4).astype(float) + (X[:, CATEGORICAL] > 0.4)
+    return X_train, y_train, X_test, y_test
+
+
 def closed_fit(path, X_train, y_train, compact=False, **config):
     """The o_closed retrofit of a 2-member regressor on `path` fitted on (X_train, y_train), with the
     inference config entries `config` over the host's stored preset without feature shuffling."""

@@ -25,6 +25,7 @@ from tabpfn import TabPFNRegressor
 
 from retrofit import RetrofitRegressor, predict_many, retrofit, unpatch
 from retrofit.adapters import AttentionSettings, TauRule
+from retrofit.bounds import WORK_ENV
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, make_regressor
 from retrofit.hosts.regressor import resolve_device
@@ -39,10 +40,17 @@ EXPECTED_FAILED_CHECKS = {
     ),
 }
 """The sklearn checks RetrofitRegressor fails, with why; the stock TabPFNRegressor fails the same."""
+ONE_LINE_CHECKS = {
+    "check_dataframe_column_names_consistency": (
+        "it matches sklearn's several-line list of names; predict says the same in one line (missing, "
+        "unexpected or reordered, and the fix), held by test_predict_names_the_columns_that_differ_in_one_line"
+    ),
+}
+"""The sklearn checks RetrofitRegressor alone fails: they match a message of several lines."""
 
 
 def _expected_failed_checks(estimator: RetrofitRegressor) -> dict[str, str]:
-    return EXPECTED_FAILED_CHECKS
+    return EXPECTED_FAILED_CHECKS | ONE_LINE_CHECKS
 
 
 _data = partial(regression_data, n=90)
@@ -450,3 +458,46 @@ def test_text_where_fit_saw_numbers_is_refused_at_predict_naming_the_column():
     assert np.isfinite(fitted.predict(given)).all()
     given[5, 2] = "medium"  # a new level of a text column: tabpfn's categorical
     assert np.isfinite(fitted.predict(given)).all()
+
+
+@pytest.mark.parametrize(
+    "columns, differ",
+    [
+        (["a", "b", "z"], "missing ['c'], unexpected ['z']"),
+        (["a", "b"], "missing ['c'], unexpected []"),
+        (["c", "b", "a"], "reordered"),
+    ],
+    ids=["renamed", "dropped", "reordered"],
+)
+def test_predict_names_the_columns_that_differ_in_one_line(columns, differ):
+    X, y = _data(f=3)
+    model = RetrofitRegressor(n_estimators=1, device="cpu").fit(pd.DataFrame(X[:60], columns=["a", "b", "c"]), y[:60])
+    given = pd.DataFrame(X[60:, : len(columns)], columns=columns)
+    with pytest.raises(RetrofitError) as err:
+        model.predict(given)
+    assert one_line(err) == (
+        f"RetrofitRegressor.predict: The feature names should match those that were passed during fit: {differ} "
+        "(give X the columns fit saw, in its order: X[model.feature_names_in_], renaming a column if it was renamed)"
+    )
+
+
+def test_fit_and_predict_are_bounded_by_the_work_bound_before_the_work(monkeypatch):
+    """With the bound at 60 × 60 × 3 = 10,800 units, a fit on 60 rows of 3 features passes and one on
+    61 rows is refused before tabpfn fits; predicting 1 row (60 × 61 × 3 = 10,980) is refused,
+    and the bound raised to that estimate lets it through."""
+    X, y = _data(f=3)
+    monkeypatch.setenv(WORK_ENV, "10800")
+    model = RetrofitRegressor(n_estimators=1, device="cpu")
+    with pytest.raises(RetrofitError) as err:
+        model.fit(X[:61], y[:61])
+    assert one_line(err) == (
+        "RetrofitRegressor.fit: 61 fitted rows × 61 rows × 3 features is 1.1e+04 units of work, over the bound "
+        f"of 1.1e+04 ({WORK_ENV}); fit on fewer rows, predict fewer rows per call, drop features, or raise the "
+        f"bound: {WORK_ENV}=11163"
+    )
+    assert not hasattr(model, "regressor_")
+    model.fit(X[:60], y[:60])
+    with pytest.raises(RetrofitError, match=rf"predict: 60 fitted rows × 61 rows × 3 features .* {WORK_ENV}=10980$"):
+        model.predict(X[60:61])
+    monkeypatch.setenv(WORK_ENV, "10980")
+    assert model.predict(X[60:61]).shape == (1,)

@@ -2,6 +2,7 @@
 host, the plan said before the work, and one-line refusals. Shipped tiny hosts, one member."""
 
 import inspect
+import logging
 from dataclasses import fields
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from processes import run_python
 from refusals import one_line
-from synthetic import regression_data
+from synthetic import diabetes_split, houses, regression_data
 
 import retrofit
 import retrofit.removal
@@ -97,7 +98,11 @@ def test_out_dir_gets_the_jobs_csv_and_bar_chart_and_nothing_is_written_without_
         (dict(rows=[1, 1]), r"name a row twice"),
         (dict(order=3), r"order must be 1 .* or 2"),
         (dict(X=pd.DataFrame({"area": range(40), "price": range(40)}), order=2), r"order=2 needs at least 2 features"),
-        (dict(budget=1), r"budget must be null \(exact\) or an int >= 2"),
+        (
+            dict(budget=1),
+            r"^budget=1 is below the 4 coalitions per row that order=1 over 3 features needs .*4 or more$",
+        ),
+        (dict(budget=2.5), r"budget must be null \(exact\) or an int of coalitions per row, got 2.5"),
         (dict(out_dir=RECORD_DIR), r"is in the committed record"),
         (dict(name="my houses"), r"dataset name 'my houses'"),
         (dict(max_seconds=0.0), r"exact values need all 8 coalitions: about .* s here .*over max_seconds=0;"),
@@ -130,18 +135,70 @@ def test_a_time_refusal_names_the_estimates_inputs_and_every_knob_that_shortens_
     message = one_line(err)
     said = f"for {len(rows)} row(s) with n_estimators={settings['n_estimators']}, threads={settings['threads']}, "
     assert said + "device=cpu, over max_seconds=1e-09;" in message
-    assert "pass budget=2 (coalitions per row for shapiq's KernelSHAP)" in message
+    assert "pass budget=4 (coalitions per row for shapiq's KernelSHAP)" in message  # 1 + 3 unknowns
     always = ["device=cuda on a GPU", "fewer features", ", or a larger max_seconds"]
     knobs = ["fewer rows", "a smaller n_estimators", "threads=1 where"]
     assert [knob for knob in always + offered if knob not in message] == []
     assert [knob for knob in knobs if knob in message and knob not in offered] == []
 
 
-def test_many_features_without_a_budget_are_refused_before_the_fit():
-    X, y = regression_data(n=30, f=17)
+def test_a_table_of_several_categorical_features_is_explained_and_adds_up():
+    """Two categorical features (a text column and a numeric code declared categorical) on the
+    default host, whose stored preset shuffles categories: explained, each row's values adding up
+    to its prediction minus the empty one, the categories carrying part of it."""
+    frame = houses()
+    out = retrofit.explain(frame, "price", rows=[0, 1], categorical=["rooms"], say=lambda _: None, **SMALL)
+    assert list(out.features) == ["area", "rooms", "zone"] * 2
+    per_row = out.groupby("row").agg(total=("value", "sum"), p=("prediction", "first"), e=("empty_prediction", "first"))
+    scale = float(frame.price.std())
+    assert np.allclose(per_row.total, per_row.p - per_row.e, atol=1e-5 * scale)
+    assert (out[out.features == "zone"].value.abs() > 1e-3 * scale).all()
+
+
+def test_a_budget_below_the_orders_unknowns_is_refused_naming_the_minimum():
+    """order=2 over 10 features fits 1 + 10 + 45 = 56 unknowns: budget=30 is refused before the
+    fit, in one line naming 56."""
+    X, y = regression_data(n=30, f=10)
     said: list[str] = []
-    with pytest.raises(RetrofitError, match=r"2\^17 coalitions; above 16 features pass a budget"):
-        retrofit.explain(X, y, rows=[0], say=said.append, **SMALL)
+    with pytest.raises(RetrofitError) as err:
+        retrofit.explain(X, y, rows=[0], order=2, budget=30, say=said.append, **SMALL)
+    assert one_line(err).endswith(
+        "over 10 features needs (shapiq's KernelSHAP-IQ fits 56 unknowns; fewer give "
+        "unbounded values): pass budget=56 or more"
+    )
+    assert said == []
+
+
+def test_at_the_minimum_budget_pairs_are_bounded_and_add_up(caplog):
+    """diabetes (10 features), order=2 at the minimum budget 56: every value is within the target's
+    range and a row's values add up to its prediction minus the empty one; the same game at
+    budget=30 (the library warns) gives values many times that range."""
+    X_train, _, y_train, _ = diabetes_split()
+    X, y = X_train[:100], y_train[:100]
+    spread = float(y.max() - y.min())
+    out = retrofit.explain(X, y, rows=[0], order=2, budget=56, say=lambda _: None, **SMALL)
+    assert len(out) == 10 + 45 and out.value.abs().max() <= spread
+    first = out.iloc[0]
+    assert out.value.sum() == pytest.approx(first.prediction - first.empty_prediction, abs=1e-5 * spread)
+    fixed = make_regressor(get_path("tiny_v3"), n_estimators=1, inference_config={"FEATURE_SHIFT_METHOD": None})
+    closed = retrofit.retrofit(fixed.fit(X, y), "o_closed")
+    with caplog.at_level(logging.WARNING, logger="retrofit.removal.game"):
+        (under,) = retrofit.removal.shapley(closed, X[:1], budget=30, index="k-SII", max_order=2)
+    assert np.abs(under.values).max() > 3 * spread
+    assert "budget=30 is below the 56 coalitions" in caplog.text and "pass budget>=56" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("n_features", "order", "suggested"),
+    [(17, 1, 512), (41, 2, 1 + 41 + 820)],
+    ids=["the-default-suggestion", "raised-to-the-orders-unknowns"],
+)
+def test_many_features_without_a_budget_are_refused_before_the_fit(n_features, order, suggested):
+    X, y = regression_data(n=30, f=n_features)
+    said: list[str] = []
+    with pytest.raises(RetrofitError, match=rf"2\^{n_features} coalitions; above 16 features pass a budget") as err:
+        retrofit.explain(X, y, rows=[0], order=order, say=said.append, **SMALL)
+    assert one_line(err).endswith(f"(e.g. budget={suggested})")
     assert said == []
 
 

@@ -5,12 +5,22 @@ import re
 
 import numpy as np
 import pytest
-from synthetic import COALITIONS, FIXED_ORDER, N_FEATURES, REMOVAL_REL_BOUND, closed_fit, removal_table
+from refusals import one_line
+from synthetic import (
+    CATEGORICAL,
+    COALITIONS,
+    FIXED_ORDER,
+    N_FEATURES,
+    REMOVAL_REL_BOUND,
+    categorical_table,
+    closed_fit,
+    removal_table,
+)
 
 import retrofit
 from retrofit.errors import RetrofitError
 from retrofit.hosts import get_path, inference_config, make_regressor
-from retrofit.member_columns import _members
+from retrofit.member_columns import _members, fixed_orders
 from retrofit.removal import values
 
 
@@ -89,23 +99,53 @@ def test_refusal_says_which_members_once(indices, said):
 def test_refuses_count_dependent_categorical_orders_and_layouts(host):
     """Two categorical features under a shuffled ordinal encoding (one stream of category orders, in
     column order) and append_original='auto' that did not append (a narrower refit would) are
-    refused naming the setting; 'ordinal' categories and a fixed append_original are accepted."""
-    X_train, y_train, X_test, _ = removal_table()
-    X_train, X_test = X_train.copy(), X_test.copy()
-    for X in (X_train, X_test):
-        X[:, 3:] = np.floor(np.abs(X[:, 3:]) * 2)  # two features of a few categories
+    refused in one sentence naming the setting; 'ordinal' categories and a fixed append_original
+    are accepted."""
+    X_train, y_train, X_test, _ = categorical_table()
     (view,) = inference_config("lean")["PREPROCESS_TRANSFORMS"]
 
     def refit(**changes):
         config = {**FIXED_ORDER, "PREPROCESS_TRANSFORMS": [{**view, **changes}]}
-        fitted = make_regressor(host, n_estimators=2, categorical_features_indices=[3, 4], inference_config=config)
+        fitted = make_regressor(host, n_estimators=2, categorical_features_indices=CATEGORICAL, inference_config=config)
         return retrofit.retrofit(fitted.fit(X_train, y_train), "o_closed")
 
     fix = re.escape("[{**view, 'categorical_name': 'ordinal'} for view in retrofit.hosts.inference_config('lean')")
-    with pytest.raises(RetrofitError, match=rf"shuffled categorical encoding .*categorical_name='ordinal'.*{fix}"):
+    with pytest.raises(
+        RetrofitError, match=rf"shuffled categorical encoding .*categorical_name='ordinal'.*{fix}"
+    ) as err:
         values(refit(categorical_name="ordinal_shuffled"), X_test, COALITIONS)
+    assert not re.search(r"\.(\s|$)", one_line(err))  # one sentence
     with pytest.raises(RetrofitError, match=r"append_original='auto'"):
         values(
             refit(categorical_name="ordinal", append_original="auto", max_features_per_estimator=8), X_test, COALITIONS
         )
     assert np.isfinite(values(refit(categorical_name="ordinal"), X_test, COALITIONS)).all()
+
+
+def test_fixed_orders_make_removal_a_refit_with_several_categorical_features():
+    """tiny_v3's stored preset shuffles categories, one stream of draws in column order: with two
+    categorical features removal refuses it, and with fixed_orders over it (what retrofit.explain
+    fits with) each coalition's value equals an o_closed refit on that coalition's columns to 1e-5
+    of the scale, the one without the first categorical feature included."""
+    X_train, y_train, X_test, _ = categorical_table()
+    path = get_path("tiny_v3")
+    stored = make_regressor(path, n_estimators=1).get_inference_config()
+    config = fixed_orders(stored)
+    assert [v.categorical_name for v in stored.PREPROCESS_TRANSFORMS] == ["ordinal_very_common_categories_shuffled"]
+    assert [v["categorical_name"] for v in config["PREPROCESS_TRANSFORMS"]] == ["ordinal"]
+
+    def closed(columns, inference):
+        categorical = [i for i, column in enumerate(np.flatnonzero(columns)) if column in CATEGORICAL] or None
+        fitted = make_regressor(
+            path, n_estimators=2, random_state=0, categorical_features_indices=categorical, inference_config=inference
+        )
+        return retrofit.retrofit(fitted.fit(X_train[:, columns], y_train), "o_closed")
+
+    every = np.ones(N_FEATURES, dtype=bool)
+    with pytest.raises(RetrofitError, match=r"shuffled categorical encoding"):
+        values(closed(every, FIXED_ORDER), X_test, COALITIONS)
+    coalitions = np.array([[1, 1, 1, 0, 1], [1, 0, 0, 0, 1], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=bool)
+    got = values(closed(every, config), X_test, coalitions)
+    for k, coalition in enumerate(coalitions):
+        refit = closed(coalition, config).predict(X_test[:, coalition])
+        assert np.abs(got[k] - refit).max() <= REMOVAL_REL_BOUND * np.abs(refit).max(), coalition

@@ -3,6 +3,8 @@ CSVs' numbers: the main table's mean and noise floor, the per-dataset spread ove
 LaTeX twins' booktabs rules and rows, one name per decomposition arm."""
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -52,8 +54,23 @@ def test_the_main_tables_mean_and_floor_are_the_csvs():
     row = rows[("tiny_v2", "oa_only")]
     assert len(cases) == 18 and row["cases"] == "18"
     assert row[MAIN] == f"{cases.mean():+.3f}" and abs(float(row[MAIN]) - cases.mean()) < 5e-4
-    assert row[FLOOR] == f"{floor:.2g}" and row[WITHIN] == ("yes" if abs(cases.mean()) < floor else "no")
+    assert row[FLOOR] == "6.3×10⁻⁵" and abs(floor - 6.3e-5) < 5e-7  # the floor in the ΔRMSE columns' format
+    assert row[WITHIN] == "no" and abs(cases.mean()) > floor
     assert ("tiny_v2", "baseline") not in rows  # 0 by definition, left out
+
+
+def test_the_arms_within_their_hosts_floor_read_yes_and_the_others_no():
+    """The decomposition's identity check gives the stock host back to rounding: its mean lies within the
+    floor (`yes`), the paper arm's of tiny_v2 far outside it (`no`), as the CSVs' numbers say."""
+    rows = {(r["host"], r["variant"], r["arm"]): r for r in record_table(RESULTS / "decomposition.md", "arm")}
+    arms = pd.read_csv(RESULTS / ARMS_CSV).groupby(["host", "variant", "arm"])["delta_rmse_pct"].mean()
+    floors = (
+        pd.read_csv(RESULTS / "noise_floor.csv").query("source != 'precision'").groupby("host")["max_rel_pct"].max()
+    )
+    for key, mean in arms.items():
+        assert rows[key][WITHIN] == ("yes" if abs(mean) < floors[key[0]] else "no"), key
+    assert rows[("tiny_v2", "oa_only", "identity_check")][WITHIN] == "yes"
+    assert rows[("tiny_v2", "oa_only", "paper")][WITHIN] == "no"
 
 
 def test_the_per_dataset_spread_is_the_seeds_mean_and_sd():
@@ -84,7 +101,9 @@ def test_each_tex_is_a_booktabs_table_of_its_md_cells(stem):
     rows = record_table(RESULTS / f"{stem}.md", "host")  # the file's first table
     assert len(body) == len(rows) and len(body[0].split(" & ")) == len(rows[0])
     first = list(rows[0].values())
-    assert body[0].startswith(first[0].replace("_", r"\_") + " & ") and f" & {first[3]} & " in body[0]
+    minus = first[3].replace("-", r"\ensuremath{-}")  # a number's sign is a minus in math mode, never a hyphen
+    assert body[0].startswith(first[0].replace("_", r"\_") + " & ") and f" & {minus} & " in body[0]
+    assert not re.search(r"(?<![\w.{])-[\d.]", "\n".join(body)), "a hyphen for a minus sign"  # {: an exponent
 
 
 def test_every_table_and_the_readme_name_the_arms_as_the_configs_do():
@@ -109,3 +128,30 @@ def test_a_results_dir_without_a_sweeps_csv_names_the_folder_and_the_key(tmp_pat
         f"{folder} {what}; pass results_dir=<the results_dir of a sweep that ran> (e.g. outputs/quick, which make "
         "quick writes)"
     )
+
+
+@pytest.mark.slow
+def test_make_tables_over_unchanged_csvs_leaves_git_clean(tmp_path):
+    """`make tables` used to rewrite its row of results/command_times.csv on every run, so a re-render
+    whose tables and plots came out byte-identical still left git dirty; it now times itself into the
+    untracked outputs/ (`make tables-time` records the time)."""
+    names = ["Makefile", ".gitignore", "pyproject.toml", "constraints.txt", "configs", "experiments", "results"]
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", *names], capture_output=True, check=True)
+    for name in tracked.stdout.decode().split("\0")[:-1]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, tmp_path / name)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "copy"]):
+        subprocess.run([*git, *command], check=True)
+    venv = ROOT / ".venv"
+    made = subprocess.run(
+        ["make", "-C", str(tmp_path), "tables", f"VENV={venv}", "-o", str(venv / ".installed")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.count("wrote ") >= 2 * len(FOLDERS)
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+    assert (tmp_path / "outputs" / "command_times.csv").read_text().count("\ntables,") == 1

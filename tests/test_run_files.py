@@ -148,7 +148,7 @@ def test_a_mean_delta_within_its_hosts_noise_floor_is_marked_and_each_floor_said
     assert floors == {("h", "cpu"): 1.5}  # the largest movement over the sources
     text = headline(frame, floors)
     assert "| oa_only   | +1.000 ≈0 (+1.000)" in text and "+3.000 (+3.000)" in text
-    assert "h 1.5 %" in text and "≈0: a mean |ΔRMSE| within its host's floor" in text
+    assert "h 1.500 %" in text and "≈0: a mean |ΔRMSE| within its host's floor" in text
     unmeasured = headline(frame, noise_floors(tmp_path / "none.csv"), floor_commands(frame, {}))
     assert "≈0 (" not in unmeasured
     command = "python -m retrofit noise_floor host=checkpoint host.name=h host.path=<h's checkpoint file>"
@@ -256,7 +256,7 @@ def test_the_latex_table_is_booktabs_with_every_name_escaped():
     cells = pd.DataFrame({"host": ["tiny_v3_5"], "mean ΔRMSE %": ["-0.006"], "cases > 0 / < 0": ["11 / 7"]})
     tex = latex(cells, "ΔRMSE in % & `more`", "tab:x")
     assert [tex.count(rule) for rule in (r"\toprule", r"\midrule", r"\bottomrule")] == [1, 1, 1]
-    assert r"\begin{tabular}{lrr}" in tex and r"tiny\_v3\_5 & -0.006 & 11 / 7 \\" in tex
+    assert r"\begin{tabular}{lrr}" in tex and r"tiny\_v3\_5 & \ensuremath{-}0.006 & 11 / 7 \\" in tex
     assert r"mean \ensuremath{\Delta}RMSE \% & cases \ensuremath{>} 0 / \ensuremath{<} 0" in tex
     assert r"\caption{\ensuremath{\Delta}RMSE in \% \& \texttt{more}}" in tex
     assert not re.search(r"[^\x00-\x7f]|[<>|]", re.sub(r"\\ensuremath\{[^}]*\}", "", tex))  # no sign left bare
@@ -379,27 +379,48 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
         agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
 
 
-def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkeypatch):
-    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the files of a
-    write now land together or not at all, and the failure is one line."""
+def test_a_full_disk_while_plotting_keeps_the_new_rows_and_the_last_tables_whole(tmp_path, monkeypatch):
+    """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the CSVs of a write
+    now land together first, the tables and plots together after them or not at all, and the failure
+    is one line saying the rows are in and how to render the tables."""
     import errno
 
     agg.aggregate(tmp_path, [record("a", "baseline", 0.0), record("a", "oa_only", 1.0)], keep=True)
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    assert {"retrofit_rmse.csv", "retrofit_deltas.png"} <= set(before)
+    tables = [name for name in agg.MAIN_TABLES if (tmp_path / name).is_file()]
+    before = {name: (tmp_path / name).read_bytes() for name in tables}
+    assert {"retrofit_table.md", "retrofit_deltas.png"} <= set(before)
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(agg, "plot_main", full)
-    with pytest.raises(
-        RunnerError,
-        match=rf"writing into {re.escape(str(tmp_path))} failed \(No space left on device\); "
-        "none of its files changed",
-    ):
+    with pytest.raises(RunnerError) as refused:
         agg.aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    said = one_line(refused)
+    assert said.startswith(f"{tmp_path / agg.CSV} holds this run's rows, but its tables and plots were not rewritten")
+    assert "(No space left on device); none of its files changed" in said
+    assert said.endswith(f"python experiments/tables.py results_dir={tmp_path}")
+    assert [r.dataset for r in read_records(tmp_path / agg.CSV)] == ["a", "a", "b", "b"]
+    assert {name: (tmp_path / name).read_bytes() for name in tables} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staged-")]
+
+
+def test_a_run_without_arms_into_a_folder_with_arms_keeps_their_rows_names_and_order(tmp_path):
+    """A run of main units alone into a folder whose rows hold a decomposition used to lose the arms'
+    names (the order came from the run's records alone), and plotting them raised a TypeError."""
+    arms = ["paper", "sink_only", "identity_check"]
+    first = [record("a", "baseline", 0.0), record("a", "oa_only", 1.0, arm="paper")]
+    first += [
+        record("a", "oa_only", d, arm=arm, arm_extra=True, hparams=arm) for d, arm in [(0.0, arms[1]), (-0.5, arms[2])]
+    ]
+    aggregate(tmp_path, first, keep=True)
+    written = pd.read_csv(tmp_path / agg.ARMS_CSV)
+    assert list(written["arm"]) == arms
+    frame = aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 3.0)], keep=True)
+    assert len(frame) == 6 and sorted(set(frame["dataset"])) == ["a", "b"]
+    assert pd.read_csv(tmp_path / agg.ARMS_CSV).equals(written)
+    assert all(f"| {arm} " in (tmp_path / agg.ARMS_TABLE).read_text() for arm in arms)
+    assert (tmp_path / agg.ARMS_PLOT).stat().st_size > 0
 
 
 def test_aggregate_shows_the_floors_it_is_handed_for_the_frame(tmp_path):

@@ -17,6 +17,7 @@ from retrofit.runner.sweep_config import BUILTIN_SEARCHPATH
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]
+ARMS = ["paper", "presence_only", "sink_only", "identity_check"]
 
 
 run = partial(run_python, HYDRA_FULL_ERROR="0")
@@ -41,6 +42,25 @@ def test_one_case_from_the_command_line(host, tmp_path):
     assert set(csv["n_train"] + csv["n_test"]) == {263}
     assert "dropped 59 of 322 rows without target 'Salary'" in out.stdout + out.stderr
     assert len(list((tmp_path / "cache" / "runs").glob("*.json"))) == len(BUILTIN_VARIANTS)  # one file per unit
+
+
+@pytest.mark.slow
+def test_a_run_without_arms_after_one_with_them_adds_its_rows_and_rewrites_the_plots(host, tmp_path):
+    """docs/sweep.md's examples in order: a run with the decomposition arms, then one without into the
+    same results_dir, used to end in a TypeError while plotting the arms, the new rows not written."""
+    first = run(
+        "experiments/sweep.py", "variant=oa_only", "+decomposition=sink_presence", *out_args(tmp_path), *host_args(host)
+    )
+    assert first.returncode == 0, first.stderr
+    arms = pd.read_csv(tmp_path / "decomposition.csv")
+    second = run("experiments/sweep.py", "dataset=carseats", "variant=oa_only", *out_args(tmp_path), *host_args(host))
+    assert second.returncode == 0 and "Traceback" not in second.stderr, second.stderr
+    csv = pd.read_csv(tmp_path / "retrofit_rmse.csv")
+    assert sorted(csv.loc[csv["dataset"] == "carseats", "variant"]) == ["baseline", "oa_only"]  # the second run's
+    assert (csv["dataset"] == "diabetes").sum() == 1 + len(arms) and list(arms["arm"].unique()) == ARMS  # the first's
+    assert pd.read_csv(tmp_path / "decomposition.csv").equals(arms)
+    for name in ("retrofit_deltas.png", "decomposition.png"):
+        assert (tmp_path / name).stat().st_mtime_ns >= (tmp_path / "retrofit_rmse.csv").stat().st_mtime_ns
 
 
 def sweep(tmp_path: Path, host: Path, *extra: str, script: str = "sweep.py") -> subprocess.CompletedProcess:

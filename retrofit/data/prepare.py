@@ -28,7 +28,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OrdinalEncoder
 
-from retrofit.bounds import WORK_ENV, max_work
+from retrofit.bounds import WORK_ENV, fit_work, max_work
 from retrofit.data.csv_file import missing_target
 from retrofit.data.spec import DatasetSpec
 from retrofit.errors import DatasetError, RetrofitError, listing
@@ -112,7 +112,7 @@ def check_work(table: Table, X: pd.DataFrame, n_fitted: int) -> None:
     of codes however many levels it has; the message counts them, a text id column being the usual
     cause of a table that large). It names the work, the bound, and the ways out."""
     bound, n_features = max_work(), X.shape[1]
-    work = n_fitted * len(X) * n_features
+    work = fit_work(n_fitted, len(X), n_features)
     if work <= bound:
         return
     levels = int(X[list(table.categorical)].nunique().sum()) if table.categorical else 0

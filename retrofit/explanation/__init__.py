@@ -2,9 +2,11 @@
 declaring features absent in an o_closed host (`retrofit.removal`), with no refit.
 
 One host regressor is fitted on every row of the table (cleaned and encoded as the sweep does,
-`retrofit.data.whole`) with a fixed column order (`FEATURE_SHIFT_METHOD: None`, which removal
-needs), O-closed (`retrofit.retrofit(fitted, "o_closed")`), and each chosen row's prediction is
-split among its features: v(S) is the closed model's prediction given the table with only S's
+`retrofit.data.whole`) with the fixed column and category orders removal needs over the host's
+stored preset (`retrofit.member_columns.fixed_orders`: no feature shuffling, an ordinal encoding in
+place of a shuffled one, so any number of categorical features works), O-closed
+(`retrofit.retrofit(fitted, "o_closed")`), and each chosen row's prediction is split among its
+features: v(S) is the closed model's prediction given the table with only S's
 features (context and query), v(∅) the model given the targets alone. Every chosen row shares the
 one fitted context, so each coalition is one batch element evaluated once for all rows.
 
@@ -13,7 +15,8 @@ after the fit, one timed forward of a few coalitions gives the estimate of the w
 progress bar (tqdm) counts the coalitions. `budget=None` enumerates all 2^n coalitions (shapiq's
 ExactComputer) while that takes under `EXACT_SECONDS`; above it, or above
 `retrofit.removal.game.EXACT_MAX_FEATURES` features, pass `budget` (coalitions per row) for shapiq's
-KernelSHAP (order 1) or KernelSHAP-IQ (order 2) over the same value function.
+KernelSHAP (order 1) or KernelSHAP-IQ (order 2) over the same value function, at least the
+estimate's unknowns (`retrofit.removal.game.min_budget`; a smaller budget is refused, naming it).
 
 The modules, one job each: `settings` (the knobs and their defaults, `ExplainSettings`, shared by
 `explain` and the explain job), `plan` (what is computed, checked before the fit), `estimate` (the timed

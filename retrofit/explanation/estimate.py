@@ -10,6 +10,7 @@ from retrofit.errors import RetrofitError
 from retrofit.explanation.plan import APPROXIMATORS, Plan
 from retrofit.explanation.settings import ExplainSettings
 from retrofit.removal import values
+from retrofit.removal.game import min_budget
 
 PROBE = 8
 """Coalitions in the timed forward the estimate is made from."""
@@ -29,11 +30,12 @@ def estimate_seconds(model: Any, X_rows: np.ndarray, plan: Plan) -> float:
 def check_time(plan: Plan, seconds: float, settings: ExplainSettings, *, threads: int, device: str) -> None:
     """RetrofitError, one line, where exact values (`budget` None) would take `seconds`, over
     `settings.max_seconds`: it names the estimate's inputs (rows, n_estimators, the `threads` and
-    `device` it ran on) and every knob that would shorten the work from there (a budget that would fit;
-    fewer rows, estimators or threads only where there are more than one), never one already set."""
+    `device` it ran on) and every knob that would shorten the work from there (a budget that would
+    fit, never below `min_budget`; fewer rows, estimators or threads only where there are more than
+    one), never one already set."""
     if plan.budget is not None or seconds <= settings.max_seconds:
         return
-    fits = max(2, int(plan.coalitions * settings.max_seconds / seconds))
+    fits = max(min_budget(plan.n_features, settings.order), int(plan.coalitions * settings.max_seconds / seconds))
     knobs = [f"pass budget={fits} (coalitions per row for shapiq's {APPROXIMATORS[plan.index]})"]
     knobs += ["fewer rows"] * (plan.rows > 1) + ["a smaller n_estimators"] * (settings.n_estimators > 1)
     knobs += ["threads=1 where other processes share the CPU"] * (threads > 1)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrofit.errors import RetrofitError
-from retrofit.removal.game import EXACT_MAX_FEATURES
+from retrofit.removal.game import EXACT_MAX_FEATURES, min_budget, suggested_budget
 
 ORDERS = {1: "SV", 2: "k-SII"}
 """`order` -> the shapiq index computed: Shapley values, or pairwise Shapley interactions (k-SII)."""
@@ -42,20 +42,29 @@ def checked_plan(
     n_rows: int, n_features: int, *, rows: Iterable[int], order: int, budget: int | None
 ) -> tuple[list[int], Plan]:
     """The chosen rows (positions) and the `Plan` of explaining them in a table of `n_rows` rows and
-    `n_features` features; RetrofitError naming the fix for bad rows, order or budget, and for exact
-    values of more than `EXACT_MAX_FEATURES` features."""
+    `n_features` features; RetrofitError naming the fix for bad rows, order or budget (a budget
+    below `min_budget` of the order included), and for exact values of more than
+    `EXACT_MAX_FEATURES` features."""
     chosen = check_rows(rows, n_rows)
     if order not in ORDERS:
         raise RetrofitError(f"order must be 1 (Shapley values) or 2 (and pairwise interactions), got {order!r}")
     index = ORDERS[order]
     if order > n_features:
         raise RetrofitError(f"order={order} needs at least {order} features; the table has {n_features}: use order=1")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
-        raise RetrofitError(f"budget must be null (exact) or an int >= 2 coalitions per row, got {budget!r}")
+    needed = min_budget(n_features, order)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+        raise RetrofitError(f"budget must be null (exact) or an int of coalitions per row, got {budget!r}")
+    if budget is not None and budget < needed:
+        raise RetrofitError(
+            f"budget={budget} is below the {needed} coalitions per row that order={order} over {n_features} features "
+            f"needs (shapiq's {APPROXIMATORS[index]} fits {needed} unknowns; fewer give unbounded values): "
+            f"pass budget={needed} or more"
+        )
     if budget is None and n_features > EXACT_MAX_FEATURES:
         raise RetrofitError(
             f"exact values of {n_features} features need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} "
-            f"features pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} (e.g. budget=512)"
+            f"features pass a budget of coalitions per row for shapiq's {APPROXIMATORS[index]} "
+            f"(e.g. budget={suggested_budget(n_features, order)})"
         )
     return chosen, Plan(n_features, len(chosen), index, budget)
 

@@ -21,7 +21,8 @@ class ExplainSettings:
     rows: positions of the rows to explain (0-based, after rows without a target go), sharing one
         fitted context. order: 1 (Shapley values) or 2 (and pairwise interactions, k-SII).
     budget: None enumerates every coalition (refused, naming the time, where the estimate is over
-        `max_seconds`); an int is the coalitions per row for shapiq's approximator.
+        `max_seconds`); an int is the coalitions per row for shapiq's approximator, at least the
+        estimate's unknowns (`retrofit.removal.game.min_budget`; refused below).
     n_estimators: the host's ensemble members. seed: tabpfn's random_state. device: cpu | cuda | auto.
     threads: torch's CPU threads while it runs (None: as they are; 1 avoids the oversubscription
         that slows the forwards by an order of magnitude where other processes share the CPU).

@@ -19,9 +19,11 @@ from retrofit.explanation.estimate import PROBE, check_time, estimate_seconds
 from retrofit.explanation.plan import Plan, checked_plan
 from retrofit.explanation.settings import ExplainSettings
 from retrofit.fitting import fit_host
+from retrofit.hosts import make_regressor
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.measure.timing import torch_threads
+from retrofit.member_columns import fixed_orders
 from retrofit.patching import retrofit
 from retrofit.removal import values
 from retrofit.removal.game import explain as removal_game
@@ -64,14 +66,16 @@ def explain_table(
 
 
 def _closed_model(host_path: os.PathLike, data: Split, settings: ExplainSettings, device: str) -> Any:
-    """The host fitted on every row of `data` with a fixed column order on `device`, O-closed."""
+    """The host fitted on every row of `data` on `device` with the fixed column and category orders
+    removal needs over its stored preset (`retrofit.member_columns.fixed_orders`), O-closed."""
+    stored = make_regressor(host_path, n_estimators=1, device=device).get_inference_config()
     fitted, _ = fit_host(
         host_path,
         data,
         random_state=settings.seed,
         n_estimators=settings.n_estimators,
         device=device,
-        inference_config={"FEATURE_SHIFT_METHOD": None},  # removal needs a fixed column order
+        inference_config=fixed_orders(stored),
     )
     return retrofit(fitted, "o_closed")
 

@@ -28,7 +28,11 @@ whose interpolation does not resolve (its key, the value as written and the fix)
 command's config is composed as Hydra will compose it (`retrofit.jobs.compose`, which refuses two
 of Hydra's modes at once, such as `-m` with `--cfg`) and checked
 (`retrofit.jobs.preflight`): it names no code but the project's own (`retrofit.jobs.instantiated`),
-and nothing Hydra would write lands in the committed record unless a record target runs it.
+and, for the whole command, its search path imports no package but Hydra's and the project's config
+packages (`retrofit.jobs.sources`),
+and nothing Hydra would write lands in the committed record unless a record target runs it; Hydra's
+own compositions of the command are held to the same checks as it makes them
+(`retrofit.jobs.compositions`).
 `+key=value` adds a key Hydra leaves unchecked; `job_start` refuses it, naming the root config,
 before `run` is called.
 
@@ -61,6 +65,7 @@ from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.hosts.locate import CLI_ARGUMENT, checkpoint_argument
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, exit_on_full_disk, schema_keys
+from retrofit.jobs.sources import listed_sources
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The root configs (`configs/<name>.yaml`) and their groups."""
@@ -173,7 +178,7 @@ def launch(job: str) -> None:
     given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
-    with entry_errors(keys), checkpoint_argument(CLI_ARGUMENT):  # a checkpoint is host.path= here
+    with entry_errors(keys), exit_on_user_error(), listed_sources(), checkpoint_argument(CLI_ARGUMENT):
         module = job_module(job)
         config = root_config(module)
         sys.argv = [sys.argv[0], *given, *getattr(module, "OVERRIDES", ())]  # the job's own are not the user's
@@ -186,20 +191,26 @@ def launch(job: str) -> None:
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.compose import command_config
+        from retrofit.jobs.compositions import checked_compositions, job_compositions
         from retrofit.jobs.preflight import check_command_line, check_composed
         from retrofit.jobs.start import job_start
 
         def task(cfg: DictConfig) -> None:  # in a launcher's worker too: refusals speak the command line
-            with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK), checkpoint_argument(CLI_ARGUMENT):
+            with (
+                exit_on_user_error(),
+                exit_on_full_disk(JOB_FULL_DISK),
+                job_compositions(),
+                checkpoint_argument(CLI_ARGUMENT),
+            ):
                 module.run(job_start(module, cfg, HydraConfig.get()))
 
         named = _named(module, task)
-        with exit_on_user_error():  # the command line, then the config it composes, before Hydra acts
-            check_command_line(given, CONFIGS_DIR)
-            composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
-            writes = {} if composed is None else check_composed(*composed)
+        check_command_line(given, CONFIGS_DIR)  # the command line, then the config it composes, before Hydra acts
+        composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
+        writes = {} if composed is None else check_composed(*composed)
         key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
-        with exit_on_full_disk(f"free space there, or set {key} to a folder on another device", folder):
+        disk_fix = f"free space there, or set {key} to a folder on another device"
+        with exit_on_full_disk(disk_fix, folder), checked_compositions():  # Hydra's compositions checked too
             main(named)()
 
 

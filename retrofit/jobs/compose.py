@@ -12,7 +12,7 @@ runs nothing (`--cfg`, `--info`, `--shell-completion`, the help flags) is not co
 command line Hydra would end in a traceback: two of its modes (`-m` with `--cfg`), `--resolve`
 without `--cfg` (`check_modes`).
 
-It uses Hydra's private `_internal` API, as this one module may (hydra-core is pinned in
+It uses Hydra's private `_internal` API, as this module and `retrofit.jobs.sources` may (hydra-core is pinned in
 `pyproject.toml`): Hydra's public API composes no config of a `--config-dir` command nor of a
 multirun, and a config composed otherwise than Hydra composes it would check another config than
 the one that runs. `tests/test_compose.py` holds it to what Hydra composes.

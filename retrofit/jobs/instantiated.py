@@ -18,6 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.errors import RunnerError
 from retrofit.jobs.exits import reason
+from retrofit.jobs.launchers import BASIC, JOBLIB, SLURM, SUBMITIT_LOCAL, check_launcher
 
 CHECK_WRITES = "retrofit.jobs.preflight.CheckWrites"
 """The callback every root config lists (`configs/hydra/default.yaml`): it checks what a run writes."""
@@ -25,14 +26,9 @@ CALLBACKS = (CHECK_WRITES, "experiments.sweep.CheckSweep", "experiments.aggregat
 """The `_target_`s a `hydra.callbacks.<name>` entry may name: the project's own callbacks."""
 SWEEPERS = ("hydra._internal.core_plugins.basic_sweeper.BasicSweeper",)
 """The `hydra.sweeper._target_`s: Hydra's basic sweeper (`retrofit.runner.sweep_jobs` expands its jobs)."""
-LAUNCHERS = {
-    "hydra._internal.core_plugins.basic_launcher.BasicLauncher": (),
-    "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher": ("temp_folder",),
-    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher": ("submitit_folder",),
-    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher": ("submitit_folder",),
-}
-"""The `hydra.launcher._target_`s (`hydra/launcher=basic`, `joblib`, `submitit_local`, `submitit_slurm`
-or `slurm`), each with the keys of its config that name a folder it writes (checked with Hydra's own)."""
+LAUNCHERS = {BASIC: (), JOBLIB: ("temp_folder",), SUBMITIT_LOCAL: ("submitit_folder",), SLURM: ("submitit_folder",)}
+"""The `hydra.launcher._target_`s (`retrofit.jobs.launchers`, whose `check_launcher` checks their
+settings), each with the keys of its config that name a folder it writes (checked with Hydra's own)."""
 LOGGING_CLASSES = ("logging.StreamHandler", "logging.FileHandler", "logging.Formatter")
 """The `class` a handler or formatter of Hydra's logging configs may name (Hydra's own use the first two)."""
 STREAMS = ("ext://sys.stdout", "ext://sys.stderr")
@@ -43,7 +39,8 @@ LOGGING = ("hydra.job_logging", "hydra.hydra_logging")
 
 def check_instantiated(cfg: DictConfig) -> None:
     """RunnerError naming the first place of the composed `cfg` (with its `hydra` node) that names
-    code the tables of this module do not list there (module docstring)."""
+    code the tables of this module do not list there (module docstring), then for a launcher
+    setting that runs code (`retrofit.jobs.launchers.check_launcher`)."""
     for key, value in _leaves(OmegaConf.to_container(cfg, resolve=False)):
         name = key.rsplit(".", 1)[-1]
         logging = key.startswith(tuple(f"{node}." for node in LOGGING))
@@ -55,6 +52,7 @@ def check_instantiated(cfg: DictConfig) -> None:
             _check_listed(key, _resolved(cfg, key), LOGGING_CLASSES, "a logging class")
         elif logging and isinstance(value, str) and value.startswith("ext://"):
             _check_listed(key, _resolved(cfg, key), STREAMS, "an ext:// name")
+    check_launcher(cfg.hydra.launcher)
 
 
 def _check_target(key: str, target: Any) -> None:

@@ -16,9 +16,11 @@ folder, or the sweep folder and its launcher's folders; `.hydra/`, every logging
 a record target's command, and a config group option given as a path (`../x`, `/x`: a file
 outside the config folders). A multirun's jobs are counted and said there, before any is composed
 (`retrofit.runner.sweep_jobs`). The callback `CheckWrites` (every root config has it through
-`configs/hydra/default.yaml`) runs `check_config` again on the config Hydra composed itself and,
-in a multirun, `check_job` on every job's config before the first job runs: each job's own folder,
-`.hydra/` and log files, its job logging's code and its job settings.
+`configs/hydra/default.yaml`) runs the same checks (`check_command`) again on the config Hydra
+composed itself, so a config file changed since the entry point read it is held to them too, and,
+in a multirun, `check_job` on every job's config before the first job runs: the code it names (a
+job's override may choose a config option of its own), each job's own folder, `.hydra/` and log
+files and its job settings.
 """
 
 import copy
@@ -56,30 +58,36 @@ class CheckWrites(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         with callback_errors():
-            check_config(config, RunMode.RUN)
+            check_command(config, RunMode.RUN)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with callback_errors():
-            check_config(config, RunMode.MULTIRUN)
+            check_command(config, RunMode.MULTIRUN)
             for num, job in enumerate(sweep_job_configs(config)):
                 check_job(job, num)
 
 
 def check_composed(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
     """What Hydra will write for the command's config `cfg` as `retrofit.jobs.compose` composed it
-    (`hydra_writes`, its run or sweep folder first), checked before Hydra acts on it; RunnerError
-    for code it names that the project does not list (`check_instantiated`), no `CheckWrites` among
-    its callbacks (`require_checked`), job settings the jobs do not run under
-    (`check_job_settings`), then `check_config`. A multirun's jobs are then counted (more than
-    `retrofit.bounds.MAX_JOBS`, or one job twice, is refused) and their number printed."""
-    check_instantiated(cfg)
-    require_checked(cfg.hydra)
-    check_job_settings(cfg.hydra)
-    writes = check_config(cfg, mode)
+    (`hydra_writes`, its run or sweep folder first), checked before Hydra acts on it
+    (`check_command`). A multirun's jobs are then counted (more than `retrofit.bounds.MAX_JOBS`,
+    or one job twice, is refused) and their number printed."""
+    writes = check_command(cfg, mode)
     if mode == RunMode.MULTIRUN:  # its jobs counted, bounded and said before Hydra composes each
         count = len(sweep_jobs(cfg))
         say(f"{count} job{'s' * (count != 1)}: each is composed and checked before the first runs")
     return writes
+
+
+def check_command(cfg: DictConfig, mode: RunMode) -> dict[str, Path]:
+    """What Hydra writes for the command's composed config `cfg` run in `mode` (`hydra_writes`),
+    checked as every composition of a command is, the entry point's and Hydra's own: code it names
+    (`check_instantiated`), the callback `CheckWrites` (`require_checked`), its job settings
+    (`check_job_settings`) and its writes (`check_config`); RunnerError for the first that fails."""
+    check_instantiated(cfg)
+    require_checked(cfg.hydra)
+    check_job_settings(cfg.hydra)
+    return check_config(cfg, mode)
 
 
 def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict[str, Path]:

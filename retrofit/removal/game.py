@@ -12,6 +12,7 @@ then the model given the training targets alone. `empty_prediction=None` uses th
 a float uses the given value instead, as shapiq's TabPFNImputer does.
 """
 
+import logging
 import math
 from collections.abc import Callable
 from numbers import Integral, Real
@@ -29,6 +30,11 @@ INDICES = {"SV": (shapiq.KernelSHAP, (1,)), "k-SII": (shapiq.KernelSHAPIQ, (1, 2
 """Index -> (the shapiq approximator used with a budget, the orders it takes)."""
 EXACT_MAX_FEATURES = 16
 """budget=None evaluates all 2^n_features coalitions; refused above this many features."""
+SUGGESTED_BUDGET = 512
+"""The budget a refusal of exact values suggests (`suggested_budget`: raised to `min_budget` where
+that is more)."""
+
+log = logging.getLogger(__name__)
 
 
 ValueFunction = Callable[[np.ndarray], np.ndarray]
@@ -86,7 +92,8 @@ def shapley(
     `budget=None`: exact, over all 2^n_features coalitions (shapiq.ExactComputer; up to
     `EXACT_MAX_FEATURES`). An int: that many coalitions per row, drawn by shapiq's KernelSHAP
     (SV) or KernelSHAP-IQ (k-SII) with `random_state` (the same draw for every row, so each
-    coalition is evaluated once for all rows). `empty_prediction`: v(∅) (None: the closed
+    coalition is evaluated once for all rows); below `min_budget` the estimate is underdetermined
+    and a warning is logged. `empty_prediction`: v(∅) (None: the closed
     model's value of the empty table; see the module docstring).
     Returns for SV an array (n_rows, n_features) with Σ_i φ_i = v(all) − v(∅) per row
     (efficiency); for k-SII one `shapiq.InteractionValues` per row, of the game centred at
@@ -114,29 +121,10 @@ def explain(
     random_state: int = 0,
     empty_prediction: float | None = None,
 ) -> np.ndarray | list[shapiq.InteractionValues]:
-    """`shapley` of any batched value function (K, n_features) -> (K, n_rows); same arguments.
-    RetrofitError, before any coalition is evaluated, for an unknown index, an order it does not
-    take, a bad budget or random_state, or an empty_prediction that is not a finite number."""
-    if index not in INDICES:
-        raise RetrofitError(f"index must be one of {sorted(INDICES)}, got {index!r}")
-    approximator, orders = INDICES[index]
-    if max_order not in orders:
-        raise RetrofitError(f"index {index!r} takes max_order in {orders}, got {max_order!r}")
-    if budget is None and n_features > EXACT_MAX_FEATURES:
-        raise RetrofitError(
-            f"exact Shapley values need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} features pass a budget "
-            "(e.g. budget=512)"
-        )
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
-        raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
-    integer = isinstance(random_state, Integral) and not isinstance(random_state, bool)
-    if not (random_state is None or (integer and random_state >= 0)):
-        raise RetrofitError(f"random_state must be None or an int >= 0 (seeds shapiq's draw), got {random_state!r}")
-    number = isinstance(empty_prediction, Real) and not isinstance(empty_prediction, bool)
-    if not (empty_prediction is None or (number and math.isfinite(empty_prediction))):
-        raise RetrofitError(
-            f"empty_prediction must be None (the closed model's own v(∅)) or a finite number, got {empty_prediction!r}"
-        )
+    """`shapley` of any batched value function (K, n_features) -> (K, n_rows); same arguments;
+    refusals and warnings before any coalition is evaluated (`_check_arguments`)."""
+    _check_arguments(n_features, budget, index, max_order, random_state, empty_prediction)
+    approximator = INDICES[index][0]
     shared = SharedValues(value_function)
     if budget is None:  # every row needs every coalition: one batched evaluation up front
         shared(all_coalitions(n_features))
@@ -156,6 +144,60 @@ def explain(
     if index == "SV":
         return np.stack([result.get_n_order_values(1) for result in results])
     return results
+
+
+def min_budget(n_features: int, order: int) -> int:
+    """The fewest coalitions per row that determine an estimate of order `order` over `n_features`
+    features: its unknowns, sum_{j <= order} C(n, j) (v(∅), the n main effects and, with order 2,
+    the C(n, 2) pairs), which shapiq's KernelSHAP and KernelSHAP-IQ fit by weighted least squares to
+    the sampled coalitions (the empty and the full one among them). With fewer the fit is
+    underdetermined: its values are efficient but unbounded (pairs many times the prediction)."""
+    return sum(math.comb(n_features, j) for j in range(order + 1))
+
+
+def suggested_budget(n_features: int, order: int) -> int:
+    """The budget a refusal of exact values suggests: `SUGGESTED_BUDGET`, or `min_budget` where more."""
+    return max(SUGGESTED_BUDGET, min_budget(n_features, order))
+
+
+def _check_arguments(
+    n_features: int, budget: int | None, index: str, max_order: int, random_state: Any, empty_prediction: Any
+) -> None:
+    """RetrofitError for an unknown index, an order it does not take, a bad budget or random_state,
+    or an empty_prediction that is not a finite number; a logged warning for a budget below
+    `min_budget`."""
+    if index not in INDICES:
+        raise RetrofitError(f"index must be one of {sorted(INDICES)}, got {index!r}")
+    orders = INDICES[index][1]
+    if max_order not in orders:
+        raise RetrofitError(f"index {index!r} takes max_order in {orders}, got {max_order!r}")
+    if budget is None and n_features > EXACT_MAX_FEATURES:
+        raise RetrofitError(
+            f"exact Shapley values need 2^{n_features} coalitions; above {EXACT_MAX_FEATURES} features pass a budget "
+            f"(e.g. budget={suggested_budget(n_features, max_order)})"
+        )
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
+        raise RetrofitError(f"budget must be None (exact) or an int >= 2 coalitions per row, got {budget!r}")
+    needed = min_budget(n_features, max_order)
+    if budget is not None and budget < needed:
+        log.warning(
+            "budget=%d is below the %d coalitions that determine %s of order %d over %d features: "
+            "its values are underdetermined; pass budget>=%d",
+            budget,
+            needed,
+            index,
+            max_order,
+            n_features,
+            needed,
+        )
+    integer = isinstance(random_state, Integral) and not isinstance(random_state, bool)
+    if not (random_state is None or (integer and random_state >= 0)):
+        raise RetrofitError(f"random_state must be None or an int >= 0 (seeds shapiq's draw), got {random_state!r}")
+    number = isinstance(empty_prediction, Real) and not isinstance(empty_prediction, bool)
+    if not (empty_prediction is None or (number and math.isfinite(empty_prediction))):
+        raise RetrofitError(
+            f"empty_prediction must be None (the closed model's own v(∅)) or a finite number, got {empty_prediction!r}"
+        )
 
 
 def all_coalitions(n_features: int) -> np.ndarray:

@@ -59,20 +59,24 @@ def summary_cell(row: dict[str, str] | None) -> str:
     return "refused" if row is None else f"{row[MAIN]} {row[CI]} ({row[LARGEST]})"
 
 
+VARIANT_LABELS = {
+    "oa_only": "`oa_only` (OAttention, paper's sink)",
+    "full_o": "`full_o` (+ OFFN, ONorm)",
+    "o_closed": "`o_closed` (whole host closed)",
+}
+"""What the README's headline says each built-in variant is."""
+
+
 def headline(results: Path) -> str:
-    """README's headline: per variant and host, mean ΔRMSE % [CI] (largest case) from
-    `retrofit_table.md`, and the `oa_only` rows of the `presence_only` and `sink_only` arms from
+    """README's headline: per variant (in the order of `retrofit_table.md`) and host, mean ΔRMSE % [CI]
+    (largest case) from `retrofit_table.md`, and the `oa_only` rows of the `presence_only` and `sink_only` arms from
     `decomposition.md`, each named by its arm and what it sets."""
     record = {(r["host"], r["variant"]): r for r in record_table(results / "retrofit_table.md", MAIN)}
     arms = {(r["host"], r["variant"], r["arm"]): r for r in record_table(results / "decomposition.md", "arm")}
     hosts = ordered(pd.Series([host for host, _ in record]))
     rows = [
-        [label, *(summary_cell(record.get((host, variant))) for host in hosts)]
-        for variant, label in (
-            ("oa_only", "`oa_only` (OAttention, paper's sink)"),
-            ("full_o", "`full_o` (+ OFFN, ONorm)"),
-            ("o_closed", "`o_closed` (whole host closed)"),
-        )
+        [VARIANT_LABELS.get(variant, f"`{variant}`"), *(summary_cell(record.get((host, variant))) for host in hosts)]
+        for variant in ordered(pd.Series([variant for _, variant in record]))  # the table's order
     ]
     rows += [
         [label, *(summary_cell(arms.get((host, "oa_only", arm))) for host in hosts)]

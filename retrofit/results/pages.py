@@ -5,7 +5,7 @@
   cases above / below zero and the largest case; the `.md` adds the distribution deltas;
 - `PER_DATASET` / `PER_DATASET_TEX`: per host × dataset, each variant's ΔRMSE % as mean ± sd over the seeds;
 - `TIMES_TABLE`: the predict-time ratios and their verdict against the goal;
-- `ARMS_TABLE`: the decomposition's arms, as `TABLE` without the floor, and their distribution deltas.
+- `ARMS_TABLE`: the decomposition's arms, as `TABLE`, and their distribution deltas.
 
 The baseline (the frozen stock host, every delta 0 by definition) is left out of every table. Rows
 of different settings are kept apart (`settings_apart`) and a line above the table says so.
@@ -17,7 +17,15 @@ import pandas as pd
 
 from retrofit.results.bootstrap import N_BOOTSTRAP
 from retrofit.results.render import latex, markdown
-from retrofit.results.tables import distribution, host_floors, per_dataset, settings_apart, settings_note, summary
+from retrofit.results.tables import (
+    distribution,
+    host_floors,
+    in_variant_order,
+    per_dataset,
+    settings_apart,
+    settings_note,
+    summary,
+)
 from retrofit.results.times import TIME_GOAL, times
 
 TABLE, TABLE_TEX = "retrofit_table.md", "retrofit_table.tex"
@@ -42,9 +50,9 @@ DISTRIBUTION_NOTE = (
 )
 
 
-def floors_note(floors: Floors) -> str:
-    """What the floor columns mean, or that no floors were given and how to render them."""
-    if floors is None:
+def floors_note(given: bool) -> str:
+    """What the floor columns mean, or (not `given`) that no floors were given and how to render them."""
+    if not given:
         return (
             "Noise floor `not given`: this aggregation had none; `make tables` (the record) or "
             "`.venv/bin/python experiments/tables.py results_dir=<this folder>` renders it from the record's "
@@ -61,9 +69,9 @@ NOTHING = pd.DataFrame({"note": ["no variant beyond the baseline ran"]})
 
 
 def _variants(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of `frame` other than the baseline's, settings kept apart."""
+    """The rows of `frame` other than the baseline's, settings kept apart, in `in_variant_order`."""
     shown = settings_apart(frame)
-    return shown[shown["variant"] != "baseline"]
+    return in_variant_order(shown[shown["variant"] != "baseline"])
 
 
 def _or_nothing(cells: pd.DataFrame) -> pd.DataFrame:
@@ -84,7 +92,7 @@ def _page(title: str, frame: pd.DataFrame, *parts: str) -> str:
 def table_markdown(frame: pd.DataFrame, floors: Floors = None) -> str:
     """`TABLE` of the main rows `frame`: the main table, then the distribution deltas."""
     about = (
-        f"{cases_line(frame)} {floors_note(floors)} "
+        f"{cases_line(frame)} {floors_note(floors is not None)} "
         f"Per dataset with the seeds' spread: [{PER_DATASET}]({PER_DATASET}); "
         f"predict times: [{TIMES_TABLE}]({TIMES_TABLE}); LaTeX: `{TABLE_TEX}`, `{PER_DATASET_TEX}`."
     )
@@ -102,8 +110,9 @@ def table_markdown(frame: pd.DataFrame, floors: Floors = None) -> str:
 def table_latex(frame: pd.DataFrame, floors: Floors = None) -> str:
     """`TABLE_TEX`: the main table of `table_markdown` as a booktabs table."""
     caption = (
-        "Matched RMSE change of each retrofit variant against the frozen stock host, in % of its RMSE: "
-        f"mean over the cases, two-level bootstrap 95% CI, the host's noise floor. {cases_line(frame)}"
+        "Matched RMSE change of each retrofit variant against the frozen stock host, in % of its RMSE: the mean "
+        "over the cases with its 95% CI, and the host's noise floor with whether |mean| lies below it. "
+        f"{cases_line(frame)}"
     )
     return latex(main_cells(frame, floors), caption, "tab:retrofit-rmse")
 
@@ -139,22 +148,23 @@ def times_markdown(frame: pd.DataFrame) -> str:
     return _page("Predict time / baseline", frame, note, markdown(_or_nothing(times(_variants(frame)))))
 
 
-def arms_markdown(arms: pd.DataFrame) -> str:
+def arms_markdown(arms: pd.DataFrame, floors: Mapping[str, float] | None = None) -> str:
     """`ARMS_TABLE` of the arm rows `arms` (settings kept apart): per host × variant × arm its tau c,
-    sink and the main table's columns, then the distribution deltas."""
+    sink and the main table's columns, the floor's with `floors` (host label -> noise floor,
+    `host_floors` of the main rows), then the distribution deltas."""
     by = ("host", "variant", "arm")
     about = (
         "Each arm runs the variant on the same fit as the baseline with the tau constant c and the sink mode "
         "shown: c as in the paper makes presences < 1, a tiny c makes every non-null presence 1 to rounding; "
         f"`absolute` is the paper's sink, `relative` a shift-invariant one. {cases_line(arms)} "
-        f"The hosts' noise floors: [{TABLE}]({TABLE})."
+        f"{floors_note(floors is not None)}"
     )
     shown = settings_apart(arms).assign(hparams="")  # the arm names its overrides
     return _page(
         "Retrofit cost: sink and presence effects",
         arms,
         about,
-        markdown(summary(shown, by=by)),
+        markdown(summary(shown, by=by, floors=floors)),
         "## Predictive distribution",
         DISTRIBUTION_NOTE,
         markdown(distribution(shown, by=by)),

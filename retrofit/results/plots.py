@@ -18,6 +18,7 @@ import pandas as pd
 
 from retrofit.io import write_png
 from retrofit.results.bootstrap import frame_ci
+from retrofit.results.render import percent
 
 Panel = tuple[str, str, float]
 """(column, y-axis label with its unit, scale applied to the column's values)."""
@@ -28,7 +29,10 @@ LEGEND_IN, MIN_FACET_IN, GROUP_IN = 1.6, 4.0, 1.1
 CHARS_PER_IN = 11
 """Characters of 10-point text per inch of width, to wrap titles to the space they have."""
 BAND_LABEL = "± noise floor"
-"""What a shaded band is (`dots_with_ci`'s `bands`), said in its panel with its half-width."""
+"""What a shaded band is (`dots_with_ci`'s `bands`), said in the legend and in its panel with its half-width."""
+MIN_BAND = 0.02
+"""The least half-width a band is drawn with, as a share of its panel's y range: a floor far below the
+cases' scale is drawn that wide, hatched, and its panel says so."""
 
 
 def dataset_colours(datasets: Sequence[str]) -> dict[str, tuple]:
@@ -55,11 +59,11 @@ def dots_with_ci(
     facets: Sequence[str] = ("host",),
     bands: Mapping[tuple[str, str], float] | None = None,
 ) -> Path:
-    """Write `path`: per facet (each value of the `facets` columns, joined by ` · `, in sorted order),
+    """Write `path`: per facet (each value of the `facets` columns, joined by ` · `, in the frame's order),
     one panel per `Panel` stacked; in each, one x position per value of the `groups` columns (in the
     given order, those the facet has), the cases as dots coloured by dataset, the mean ± 95 % CI in
     black. `bands` ((facet, column) -> half-width, in the column's unit before its scale) shades
-    ± that width around zero on the facet's panel of that column (a host's noise floor). Each panel
+    ± that width around zero on the facet's panel of that column (a host's noise floor, `draw_band`). Each panel
     has its own y scale; facets wrap into rows to stay within `MAX_WIDTH_IN`."""
     from matplotlib.figure import Figure
 
@@ -67,7 +71,7 @@ def dots_with_ci(
         _group=frame[list(groups)].astype(str).agg("\n".join, axis=1),
         _facet=frame[list(facets)].astype(str).agg(" · ".join, axis=1),
     )
-    names = sorted(frame["_facet"].unique())
+    names = list(dict.fromkeys(frame["_facet"]))
     facet_in = max(MIN_FACET_IN, GROUP_IN * max(frame.groupby("_facet")["_group"].nunique()) + 1.0)
     per_row = max(1, min(len(names), int((MAX_WIDTH_IN - LEGEND_IN) // facet_in)))
     facet_rows = math.ceil(len(names) / per_row)
@@ -85,21 +89,31 @@ def dots_with_ci(
             ax = axes[(i // per_row) * len(panels) + row][i % per_row]
             draw_panel(ax, rows, present, panel, colours, jitter)
             band = (bands or {}).get((name, panel[0]))
-            if band is not None:
-                ax.axhspan(-panel[2] * band, panel[2] * band, color="tab:grey", alpha=0.3, lw=0)
+            said = [name] if row == 0 else []
+            said += [draw_band(ax, panel[2] * band, percent(band, signed=False))] if band is not None else []
             ax.set_xticks(range(len(present)), present if row == len(panels) - 1 else [], fontsize=8)
             if i % per_row == 0:
                 ax.set_ylabel(panel[1])
-            said = [name] if row == 0 else []
-            said += [f"grey: {BAND_LABEL} {band:.2g}"] if band is not None else []
             ax.set_title(wrapped("\n".join(said), facet_in), fontsize=10)
     visible = [ax for ax in axes.flat if ax.get_visible()]
     handles = {label: h for ax in visible for h, label in zip(*ax.get_legend_handles_labels(), strict=True)}
-    fig.legend(handles.values(), handles.keys(), title="dataset", loc="center right", fontsize=8)
+    fig.legend(handles.values(), handles.keys(), title="dataset (dots)", loc="center right", fontsize=8)
     note = "black: mean, two-level bootstrap 95% CI; each panel on its own scale"
     fig.suptitle(wrapped(f"{title}\n({note})", fig.get_figwidth()), fontsize=10)
     fig.tight_layout(rect=(0, 0, 1 - LEGEND_IN / fig.get_figwidth(), 1))
     return write_png(fig, path)
+
+
+def draw_band(ax, half: float, value: str) -> str:
+    """On `ax`: ± `half` shaded around zero (labelled `BAND_LABEL`, for the legend), at least `MIN_BAND`
+    of the panel's y range wide, then hatched; what the panel says of it, the half-width as `value`."""
+    low, high = ax.get_ylim()
+    drawn = max(half, MIN_BAND * (high - low))
+    widened = drawn > half
+    hatch = "////" if widened else None
+    ax.axhspan(-drawn, drawn, color="tab:grey", alpha=0.35, lw=0, hatch=hatch, label=BAND_LABEL, zorder=0)
+    ax.set_ylim(min(low, -drawn), max(high, drawn))
+    return f"grey: {BAND_LABEL} {value}" + (" (drawn wider, to be seen)" if widened else "")
 
 
 def draw_panel(ax, rows: pd.DataFrame, present: list[str], panel: Panel, colours: dict, jitter) -> None:

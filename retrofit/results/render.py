@@ -2,13 +2,37 @@
 
 Both renderings show the same cells, so a `.md` and its `.tex` twin never disagree. `latex` escapes
 every cell and header (pandas' Styler, `escape="latex"`: `_`, `%`, `&`, ...) and then spells the
-non-ASCII signs the tables use as LaTeX (`LATEX_SIGNS`), so the output compiles with pdflatex and
-`\\usepackage{booktabs}` alone.
+non-ASCII signs the tables use as LaTeX (`LATEX_SIGNS`), a number's `-` as a minus sign, so the
+output compiles with pdflatex and `\\usepackage{booktabs}` alone. `percent` is the one format of
+every percentage cell.
 """
 
+import math
 import re
 
 import pandas as pd
+
+DECIMALS = 3
+"""The decimals of a percentage cell (`percent`)."""
+PLAIN, RAISED = "-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
+"""An exponent's characters, and as `percent` writes them (superscript)."""
+POWER = re.compile(f"×10([{RAISED}]+)")
+"""A power of ten as `percent` writes it (`×10⁻⁵`), which `latex` sets as `\\times 10^{-5}`."""
+MINUS = re.compile(r"(?<![\w.])-(?=[\d.])")
+"""A hyphen that is a number's sign (not one inside a word, a date or `1e-06`), which `latex` sets as a minus."""
+
+
+def percent(value: float, signed: bool = True) -> str:
+    """A percentage cell, one rule for every column of them (ΔRMSE %, its CI, the noise floor): fixed with
+    `DECIMALS` decimals, or, for a value that would show no digit there (|value| < 0.0005 at 3), two
+    significant digits times a power of ten (`6.3×10⁻⁵`); `signed`: with its sign, + or -."""
+    value, sign = (0.0 if value == 0 else value), "+" if signed else ""  # never a signed zero
+    fixed = f"{value:{sign}.{DECIMALS}f}"
+    if value == 0 or float(fixed) != 0 or math.isnan(value):
+        return fixed
+    mantissa, exponent = f"{value:{sign}.1e}".split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(str.maketrans(PLAIN, RAISED))}"
+
 
 LATEX_SIGNS = {
     "Δ": r"\ensuremath{\Delta}",
@@ -16,12 +40,13 @@ LATEX_SIGNS = {
     "×": r"\ensuremath{\times}",
     "≈": r"\ensuremath{\approx}",
     "–": "--",
-    "−": "-",
+    "−": r"\ensuremath{-}",
     "<": r"\ensuremath{<}",
     ">": r"\ensuremath{>}",
     "|": r"\ensuremath{|}",
 }
-"""Sign -> its LaTeX spelling, applied after escaping (in text mode `<`, `>` and `|` print as ¡, ¿ and —)."""
+"""Sign -> its LaTeX spelling, applied after escaping (in text mode `<`, `>` and `|` print as ¡, ¿ and —);
+before them a number's sign (`MINUS`) and a power of ten (`POWER`) go to math mode, where `-` is a minus."""
 LATEX_SPECIALS = {
     "\\": r"\textbackslash ",
     "&": r"\&",
@@ -69,6 +94,9 @@ def escaped(text: str) -> str:
 
 
 def _signs(text: str) -> str:
+    text = MINUS.sub(r"\\ensuremath{-}", text)
+    plain = str.maketrans(RAISED, PLAIN)
+    text = POWER.sub(lambda power: rf"\ensuremath{{\times 10^{{{power[1].translate(plain)}}}}}", text)
     for sign, spelled in LATEX_SIGNS.items():
         text = text.replace(sign, spelled)
     return text

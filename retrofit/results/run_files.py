@@ -6,8 +6,9 @@ long format (`retrofit.results.long_format`), and `decomposition.csv` (the rows 
 then the tables and plots those CSVs give (`write_tables`, also `make tables` on the committed ones):
 the main units' (`arm_extra` false) `retrofit_table.{md,tex}`, `retrofit_per_dataset.{md,tex}`,
 `retrofit_times.md` (`retrofit.results.pages`), `retrofit_deltas.png` and
-`retrofit_distribution_deltas.png`, and the arms' `decomposition.{md,png}`. The hosts' noise floors,
-where given, are a column of the main table and a shaded band of the ΔRMSE plots.
+`retrofit_distribution_deltas.png`, and the arms' `decomposition.{md,png}`, variants in
+`retrofit.unit_key.VARIANT_ORDER`. The hosts' noise floors, where given, are a column of the main
+and the arms' tables and a shaded band of every ΔRMSE panel.
 """
 
 import math
@@ -40,6 +41,7 @@ from retrofit.results.tables import (
     DISTRIBUTION_DELTAS,
     headline,
     host_floors,
+    in_variant_order,
     per_dataset,
     settings_apart,
     summary,
@@ -98,7 +100,7 @@ def table_outputs(frame: pd.DataFrame, arms: pd.DataFrame) -> list[str]:
 
 
 def read_arms(path: Path) -> pd.DataFrame:
-    """The arm rows of `decomposition.csv` at `path` as `write_files` wrote them (no rows when there is
+    """The arm rows of `decomposition.csv` at `path` as `aggregate` wrote them (no rows when there is
     no such file: a sweep without arms); RunnerError naming the columns a file lacks."""
     if not Path(path).is_file():
         return pd.DataFrame(columns=ARM_COLUMNS)
@@ -109,14 +111,19 @@ def read_arms(path: Path) -> pd.DataFrame:
     return arms[ARM_COLUMNS]
 
 
-def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataFrame:
-    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them."""
+def ordered_arms(
+    frame: pd.DataFrame, records: Sequence[UnitRecord], before: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them,
+    then those only the folder's last `decomposition.csv` (`before`) lists in its order, then any other
+    in the frame's: rows kept from earlier runs (`aggregate` with `keep`) keep their order and their names."""
     arms = frame[frame["arm"] != ""]
-    variants = list(dict.fromkeys(r.variant for r in records if r.arm))
-    names = list(dict.fromkeys(r.arm for r in records if r.arm))
+    listed = [(r.variant, r.arm) for r in records if r.arm]
+    listed += [] if before is None else list(zip(before["variant"], before["arm"], strict=True))
+    listed += list(zip(arms["variant"], arms["arm"], strict=True))
     arms = arms.assign(
-        variant=pd.Categorical(arms["variant"], variants, ordered=True),
-        arm=pd.Categorical(arms["arm"], names, ordered=True),
+        variant=pd.Categorical(arms["variant"], list(dict.fromkeys(v for v, _ in listed)), ordered=True),
+        arm=pd.Categorical(arms["arm"], list(dict.fromkeys(a for _, a in listed)), ordered=True),
     )
     arms = arms.drop_duplicates(["host", "dataset", "seed", "variant", "arm"])
     arms = arms.sort_values(["host", "variant", "arm", "dataset", "seed"], ignore_index=True)[ARM_COLUMNS]
@@ -129,24 +136,24 @@ RMSE_PANEL = [("delta_rmse_pct", "ΔRMSE vs baseline (%)", 1.0)]
 
 def plot_main(main: pd.DataFrame, results_dir: Path, floors: Floors = None) -> None:
     """`retrofit_deltas.png` and `retrofit_distribution_deltas.png` of the main rows `main`, the
-    baseline (0 by definition) left out unless it ran alone; the ΔRMSE panels shade each host's noise
-    floor (`floors`)."""
+    baseline (0 by definition) left out unless it ran alone, variants in `in_variant_order`; the
+    distribution's panels follow a ΔRMSE one, and each ΔRMSE panel shades its host's noise floor (`floors`)."""
     bands = {(host, "delta_rmse_pct"): floor for host, floor in host_floors(main, floors or {}).items()}
-    shown = settings_apart(main)
+    shown = in_variant_order(settings_apart(main))
     variants = shown[shown["variant"] != "baseline"]
     groups = (variants if len(variants) else shown).assign(label=variant_label)  # the baseline if it ran alone
     title = "Matched RMSE change per case"
     dots_with_ci(groups, ["label"], RMSE_PANEL, title, Path(results_dir) / DELTAS, bands=bands)
-    panels = [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
-    title = "Matched change of the predictive distribution per case"
-    dots_with_ci(groups, ["label"], panels, title, Path(results_dir) / DISTRIBUTION)
+    panels = RMSE_PANEL + [(col, label, scale) for col, (label, scale) in DISTRIBUTION_DELTAS.items()]
+    title = "Matched change of the predictive distribution per case (the noise floor is the RMSE's)"
+    dots_with_ci(groups, ["label"], panels, title, Path(results_dir) / DISTRIBUTION, bands=bands)
 
 
 def plot_arms(arms: pd.DataFrame, results_dir: Path, floors: Mapping[str, float]) -> None:
     """`decomposition.png` of the arm rows `arms` (`ARM_COLUMNS`, in order): a panel per host and
     variant, an x position per arm named as in `decomposition.csv`, with its tau c and sink below;
     `floors` (host -> noise floor) shaded."""
-    shown = settings_apart(arms)
+    shown = in_variant_order(settings_apart(arms))
     shown = shown.assign(arm=shown["arm"] + "\nc=" + shown["tau_c"].map("{:g}".format) + ", " + shown["eps_mode"])
     facets = set(zip(shown["host"], shown["variant"], strict=True))
     bands = {(f"{host} · {variant}", "delta_rmse_pct"): floors[host] for host, variant in facets if host in floors}
@@ -199,8 +206,9 @@ def aggregate(
     (`check_replaced`) rather than replaced. `floors` gives the hosts' noise floors the tables and
     plots show for the aggregated frame (none: shown as not given).
     Read and write happen under one lock on `results_dir` (`filelock`), so concurrent writers never
-    lose each other's rows; the files are written together (`retrofit.io.staged`): a write that
-    fails (a full disk) changes none of them."""
+    lose each other's rows. The CSVs are written together first (`retrofit.io.staged`), then the tables
+    and plots together: a write that fails (a full disk) changes none of its files, and one of the tables
+    leaves the rows written, in one line that says so and how to render the tables again."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     with locked(results_dir / LOCK, str(results_dir / CSV)):
@@ -208,23 +216,29 @@ def aggregate(
         kept = read_records(results_dir / CSV) if keep and (results_dir / CSV).is_file() else []
         check_replaced(kept, records, results_dir / CSV)
         frame = frame_of([*kept, *records])
-        with staged(results_dir) as stage:  # all files of this write, or none (a full disk)
-            write_files(frame, records, stage, table, floors(frame) if floors else None)
+        before = read_arms(results_dir / ARMS_CSV) if keep else None
+        with staged(results_dir) as stage:  # the CSVs of this write, or none (a full disk)
+            arms = write_csvs(frame, ordered_arms(frame, records, before), stage)
+        if table:
+            try:
+                with staged(results_dir) as stage:  # the tables and plots, or none
+                    write_tables(frame, arms, stage, floors(frame) if floors else None)
+            except RunnerError as err:
+                raise RunnerError(
+                    f"{results_dir / CSV} holds this run's rows, but its tables and plots were not rewritten: {err}; "
+                    f"then render them: python experiments/tables.py results_dir={results_dir}"
+                ) from None
         return frame
 
 
-def write_files(
-    frame: pd.DataFrame, records: Sequence[UnitRecord], folder: Path, table: bool, floors: Floors = None
-) -> None:
-    """The files of `aggregate` for `frame` (from `records`) in `folder`: the CSVs, then with `table`
-    the tables and plots (`write_tables`, with the hosts' noise `floors` where given)."""
+def write_csvs(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """The CSVs of `aggregate` in `folder`: the records `frame`, their long format and, where there
+    are any, the arm rows `arms` (`ordered_arms`); return `arms`."""
     write_csv(frame, folder / CSV)
     write_csv(long_frame(frame), folder / LONG_CSV)
-    arms = ordered_arms(frame, records)
     if len(arms):
         write_csv(arms, folder / ARMS_CSV)
-    if table:
-        write_tables(frame, arms, folder, floors)
+    return arms
 
 
 def write_tables(frame: pd.DataFrame, arms: pd.DataFrame, folder: Path, floors: Floors = None) -> list[Path]:
@@ -254,4 +268,5 @@ def table_texts(frame: pd.DataFrame, arms: pd.DataFrame, floors: Floors = None) 
             PER_DATASET_TEX: per_dataset_latex(main),
             TIMES_TABLE: times_markdown(main),
         }
-    return texts | ({ARMS_TABLE: arms_markdown(arms)} if len(arms) else {})
+    arm_floors = None if floors is None else host_floors(main, floors)
+    return texts | ({ARMS_TABLE: arms_markdown(arms, arm_floors)} if len(arms) else {})

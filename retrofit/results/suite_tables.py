@@ -6,6 +6,8 @@ from pathlib import Path
 import pandas as pd
 
 from retrofit.results.figure_tables import markdown
+from retrofit.results.render import percent
+from retrofit.unit_key import variant_rank
 
 
 def suite_summary(results: Path) -> str:
@@ -32,20 +34,22 @@ def suite_summary(results: Path) -> str:
 
 
 def suite_deltas(results: Path) -> str:
-    """`suite/suite_deltas.csv`: per half, host and variant, the mean matched ΔRMSE with its interval,
-    the largest case and the host's noise floor."""
+    """`suite/suite_deltas.csv`: per half, host and variant (in `retrofit.unit_key.VARIANT_ORDER`), the mean
+    matched ΔRMSE with its interval, the largest case and the host's noise floor."""
     frame = pd.read_csv(results / "suite" / "suite_deltas.csv")
+    halves = list(dict.fromkeys(frame["half"]))
+    order = sorted(frame.itertuples(), key=lambda r: (halves.index(r.half), r.host, variant_rank(r.variant)))
     rows = [
         [
             r.half.replace("_", "-"),
             f"`{r.host}`",
             f"`{r.variant}`",
             r.cases,
-            f"{r.mean_delta_rmse_pct:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]",
-            f"{r.largest_abs_delta_rmse_pct:.3f}",
-            f"{r.noise_floor_pct:.2g}",
+            f"{percent(r.mean_delta_rmse_pct)} [{percent(r.ci_low)}, {percent(r.ci_high)}]",
+            percent(r.largest_abs_delta_rmse_pct, signed=False),
+            percent(r.noise_floor_pct, signed=False),
         ]
-        for r in frame.itertuples()
+        for r in order
     ]
     header = ["half", "host", "variant", "cases", "mean ΔRMSE % [95% CI]", "largest \\|ΔRMSE\\| %", "floor %"]
     return markdown(header, rows)

@@ -17,8 +17,9 @@ import pandas as pd
 
 from retrofit.results.bootstrap import frame_ci, mean_with_ci
 from retrofit.results.record import SETTINGS
-from retrofit.results.render import markdown
+from retrofit.results.render import markdown, percent
 from retrofit.results.times import noise_mark, timing_settings
+from retrofit.unit_key import variant_rank
 
 DISTRIBUTION_DELTAS = {
     "delta_nll": ("ΔNLL (nats)", 1.0),
@@ -60,6 +61,14 @@ def largest(deltas: pd.Series) -> float:
     return float(deltas.loc[deltas.abs().idxmax()])
 
 
+def in_variant_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame`'s rows by host and, within one, by variant in `retrofit.unit_key.VARIANT_ORDER` (rows of
+    one variant in their order): the order of every table and plot."""
+    ranks = frame["variant"].map(variant_rank)
+    order = sorted(range(len(frame)), key=lambda i: (frame["host"].iloc[i], ranks.iloc[i]))
+    return frame.iloc[order]
+
+
 def variant_label(frame: pd.DataFrame) -> pd.Series:
     """`variant`, with its hyper-parameter overrides appended when there are any."""
     return frame["variant"] + frame["hparams"].map(lambda h: f" ({h})" if h else "")
@@ -90,18 +99,18 @@ def floor_cells(mean: float, floor: float | None) -> dict[str, str]:
     if floor is None or math.isnan(floor):
         said = "not given" if floor is None else "not measured"
         return {FLOOR: said, WITHIN: "n/a"}
-    return {FLOOR: f"{floor:.2g}", WITHIN: "yes" if abs(mean) < floor else "no"}
+    return {FLOOR: percent(floor, signed=False), WITHIN: "yes" if abs(mean) < floor else "no"}
 
 
 def summary(
     frame: pd.DataFrame, by: Sequence[str] = ("host", "variant"), floors: Mapping[str, float] | None = None
 ) -> pd.DataFrame:
-    """Per group of `by` (variants with their overrides, in the order of `frame`): cases, mean
+    """Per group of `by` (variants with their overrides, in `in_variant_order`): cases, mean
     ΔRMSE % with its bootstrap 95 % CI, with `floors` (host label -> noise floor, `host_floors`) the
     host's floor and whether the mean lies within it, cases above / below zero and the signed largest
     ΔRMSE %, as text cells; an arm's group (`by` with `arm`) also gives its tau c and sink."""
     rows = []
-    labelled = frame.assign(variant=variant_label(frame))
+    labelled = in_variant_order(frame).assign(variant=variant_label)
     for keys, group in labelled.groupby(list(by), sort=False):
         low, high = frame_ci(group)
         delta = group["delta_rmse_pct"]
@@ -113,11 +122,11 @@ def summary(
                 **named,
                 **settings,
                 "cases": str(len(group)),
-                MAIN: f"{delta.mean():+.3f}",
-                CI: f"[{low:+.3f}, {high:+.3f}]" if len(group) > 1 else "n/a (1 case)",
+                MAIN: percent(delta.mean()),
+                CI: f"[{percent(low)}, {percent(high)}]" if len(group) > 1 else "n/a (1 case)",
                 **(floor_cells(delta.mean(), floor) if floors is not None else {}),
                 SIGNS: f"{(delta > 0).sum()} / {(delta < 0).sum()}",
-                LARGEST: f"{largest(delta):+.3f}",
+                LARGEST: percent(largest(delta)),
             }
         )
     return pd.DataFrame(rows)
@@ -126,7 +135,7 @@ def summary(
 def distribution(frame: pd.DataFrame, by: Sequence[str] = ("host", "variant")) -> pd.DataFrame:
     """Per group of `by` (as `summary`'s): the mean of each distribution delta with its 95 % CI
     (`DISTRIBUTION_DELTAS`, in their units), as text cells."""
-    labelled = frame.assign(variant=variant_label(frame))
+    labelled = in_variant_order(frame).assign(variant=variant_label)
     rows = [
         {
             **dict(zip(by, keys, strict=True)),
@@ -139,16 +148,16 @@ def distribution(frame: pd.DataFrame, by: Sequence[str] = ("host", "variant")) -
 
 def spread(values: pd.Series) -> str:
     """`mean ± sd` of `values` (sd over them, n − 1), the mean alone for one value."""
-    mean = f"{values.mean():+.3f}"
-    return mean if len(values) < 2 else f"{mean} ± {values.std(ddof=1):.3f}"
+    mean = percent(values.mean())
+    return mean if len(values) < 2 else f"{mean} ± {percent(values.std(ddof=1), signed=False)}"
 
 
 def per_dataset(frame: pd.DataFrame) -> pd.DataFrame:
     """Per host × dataset: the seeds, the baseline RMSE (mean over seeds, 4 significant digits) and
     per variant other than the baseline its ΔRMSE % as mean ± sd over the seeds (`spread`), as text
     cells; `not run` where a variant has no case (e.g. a closed variant on a v2 host)."""
-    rows = frame.assign(variant=variant_label(frame))
-    variants = [v for v in dict.fromkeys(sorted(rows["variant"])) if v != "baseline"]
+    rows = in_variant_order(frame).assign(variant=variant_label)
+    variants = [v for v in dict.fromkeys(rows["variant"]) if v != "baseline"]
     cells = rows.groupby(["host", "dataset", "variant"])["delta_rmse_pct"].agg(spread).unstack("variant")
     base = rows.groupby(["host", "dataset"]).agg(seeds=("seed", "nunique"), rmse=("baseline_rmse", "mean"))
     table = pd.DataFrame(
@@ -174,7 +183,7 @@ def headline(
     note, labelled = settings_note(frame), settings_apart(frame.assign(host_name=frame["host"]))
     names = dict(zip(labelled["host"], zip(labelled["host_name"], labelled["device"], strict=True), strict=True))
     floor_of = host_floors(frame, floors or {})
-    frame = labelled
+    frame = in_variant_order(labelled)
     main = frame[~frame["arm_extra"] & (frame["variant"] != "baseline")]
     rows = [(variant_label(g).iloc[0], g) for _, g in main.groupby(variant_label(main), sort=False)]
     extras = frame[frame["arm_extra"]]
@@ -189,11 +198,11 @@ def headline(
                 line[f"{host} ΔRMSE % [95% CI] (largest)"] = "not run"
                 continue
             low, high = frame_ci(cases)
-            ci = f" [{low:+.3f}, {high:+.3f}]" if len(cases) > 1 else ""
+            ci = f" [{percent(low)}, {percent(high)}]" if len(cases) > 1 else ""
             mean, floor = cases["delta_rmse_pct"].mean(), floor_of.get(host, math.nan)
             mark = " ≈0" if abs(mean) < floor else ""  # NaN (not measured) marks nothing
             line[f"{host} ΔRMSE % [95% CI] (largest)"] = (
-                f"{mean:+.3f}{mark}{ci} ({largest(cases['delta_rmse_pct']):+.3f})"
+                f"{percent(mean)}{mark}{ci} ({percent(largest(cases['delta_rmse_pct']))})"
             )
         line["time / baseline"] = ", ".join(
             f"{group.loc[group['host'] == h, 'predict_time_ratio'].median():.2f}×"
@@ -219,7 +228,7 @@ def floors_line(
         return host if device == "cpu" else f"{host} on {device}"
 
     said = [
-        f"{named(*key)} {floors[key]:.2g} %"
+        f"{named(*key)} {percent(floors[key], signed=False)} %"
         if key in floors
         else f"{named(*key)}: floor not measured" + (f" (measure it: {commands[key]})" if key in commands else "")
         for key in hosts
