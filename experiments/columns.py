@@ -1,5 +1,6 @@
 """A table's columns, their types and its row count, printed, to write its dataset YAML from
-(`configs/columns.yaml`; `retrofit.data.describe`). Prints only; writes nothing.
+(`configs/columns.yaml`; `retrofit.data.describe`). Prints only; writes nothing. `table=` is
+required: without it the job says so in one line, with an example.
 
     python -m retrofit columns table=diabetes          # a dataset of configs/dataset: target, drop, features
     python -m retrofit columns table=data/houses.csv   # a CSV file (relative: from where the command starts)
@@ -35,7 +36,7 @@ def run(job: JobStart) -> None:
     table = job.settings.table
     yaml_file = dataset_file(job.hydra_cfg, table) if re.fullmatch(LABEL, table) else None
     source = table if yaml_file is None else dataset_spec(group_option(job.hydra_cfg, "dataset", table), yaml_file)
-    print(describe(source, job.base_dir).text())
+    print(describe(source, job.base_dir).text(), end="")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The GPU check, one script for a GPU node (no venv: python3 with the pinned packages on PYTHONPATH):
-#   export PYTHONPATH=$PWD/.site:$PWD HF_HUB_OFFLINE=1; OUT=/some/folder bash gpu/check.sh
+# The GPU check, one script for a GPU node, run from the repository root:
+#   OUT=/some/folder bash gpu/check.sh     # runs .venv/bin/python, which `make install` makes
+#   PYTHON=python3 PYTHONPATH=$PWD/.site:$PWD OUT=/some/folder bash gpu/check.sh   # a node without the venv
+# (the interpreter: gpu/interpreter.sh).
 # Steps, each under its own time limit (they add up to 7.5 minutes; a failed step does not stop the next):
 #   cuda_tests   the tests marked cuda;
 #   gpu_record   the main job's grid on CUDA, checked unit by unit against the CPU record
@@ -15,8 +17,8 @@
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 export HF_HUB_OFFLINE=1 TABPFN_DISABLE_TELEMETRY=1 PYTHONUNBUFFERED=1
-PY=${PYTHON:-python3}
 cd "$(dirname "$0")/.."
+. gpu/interpreter.sh
 mkdir -p "$OUT/gpu_check"
 LOGS="$OUT/gpu_check"
 echo "step,wall_s,status" > "$OUT/steps.csv"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Pretraining on a GPU node, one script (no venv: python3 with the pinned packages on PYTHONPATH):
-#   export PYTHONPATH=$PWD/.site:$PWD HF_HUB_OFFLINE=1; OUT=/some/folder MINUTES=6 bash gpu/pretrain.sh
+# Pretraining on a GPU node, one script, run from the repository root:
+#   OUT=/some/folder MINUTES=6 bash gpu/pretrain.sh     # runs .venv/bin/python, which `make install` makes
+#   PYTHON=python3 PYTHONPATH=$PWD/.site:$PWD OUT=/some/folder MINUTES=6 bash gpu/pretrain.sh   # a node without the venv
+# (the interpreter: gpu/interpreter.sh).
 # Trains, side by side on the one GPU, each run for MINUTES (default 6) of training, the CPU's
 # cores split between them (the prior's tables are drawn on the CPU, so the stream of tables is the
 # one a CPU run of the same config draws):
@@ -15,11 +17,11 @@
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 export HF_HUB_OFFLINE=1 TABPFN_DISABLE_TELEMETRY=1 PYTHONUNBUFFERED=1
-PY=${PYTHON:-python3}
 MINUTES=${MINUTES:-6}
 DEVICE=${DEVICE:-cuda}   # DEVICE=cpu runs the same script where there is no GPU (its test does)
 RUNS=${RUNS:-"tiny_v2_b=tiny_v2:1 tiny_v3_b=tiny_v3:1"}
 cd "$(dirname "$0")/.."
+. gpu/interpreter.sh
 mkdir -p "$OUT"
 SCRATCH=$(mktemp -d)
 read -ra runs <<< "$RUNS"

@@ -59,7 +59,8 @@ A lower-case letter is an axis derived from an upper-case one:
 in padded batches (`retrofit.batching`); `retrofit.compare(X, y, variants=[...])` runs the
 sweep's matched comparison on a table in memory and returns its rows (`retrofit.comparison`);
 `retrofit.explain(X, y, rows=[...])` splits rows' predictions among their features by removal in
-an o_closed host (`retrofit.explanation`).
+an o_closed host (`retrofit.explanation`); `retrofit.make_regressor(path)` is the stock TabPFNRegressor
+on a host file that everything here fits (`retrofit.hosts.make_regressor`).
 They are resolved on first access, so `import retrofit.ops` does not pay for importing tabpfn.
 """
 
@@ -72,10 +73,11 @@ _LAZY = {
     "predict_many": "retrofit.batching",
     "compare": "retrofit.comparison",
     "explain": "retrofit.explanation",
+    "make_regressor": "retrofit.hosts.regressor",
 }
 """Public name -> the module defining it, imported on first access."""
 
-__all__ = ["RetrofitRegressor", "compare", "explain", "predict_many", "retrofit", "unpatch"]
+__all__ = ["RetrofitRegressor", "compare", "explain", "make_regressor", "predict_many", "retrofit", "unpatch"]
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

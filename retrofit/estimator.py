@@ -19,6 +19,7 @@ from retrofit.data.prepare import check_target_scale
 from retrofit.data.tabpfn_input import check_columns
 from retrofit.errors import RetrofitError, bounded, listing, single_line
 from retrofit.hosts import get_path, make_regressor
+from retrofit.hosts.locate import checkpoint_argument
 from retrofit.patching import retrofit
 from retrofit.variants import check_hparams_used, resolve_variant
 
@@ -91,9 +92,11 @@ class RetrofitRegressor(RegressorMixin, BaseEstimator):
         hparams = {name: value for name, value in hparams.items() if value is not None}
         variant = resolve_variant(self.variant, **hparams)  # refuses a bad variant before anything is fitted
         check_hparams_used(variant, hparams, "RetrofitRegressor", drop="leave {key} None")
-        path = get_path(self.host) if self.model_path is None else self.model_path
-        # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
-        stock = make_regressor(path, n_estimators=self.n_estimators, random_state=self.random_state, device=self.device)
+        with checkpoint_argument("model_path"):  # a refused host or checkpoint names this estimator's argument
+            path = get_path(self.host) if self.model_path is None else self.model_path
+            # make_regressor checks the checkpoint, n_estimators, random_state and device, so fit is the last step
+            settings = {"n_estimators": self.n_estimators, "random_state": self.random_state, "device": self.device}
+            stock = make_regressor(path, **settings)
         check_columns(X, "RetrofitRegressor.fit")
         try:  # sparse X, one row, unequal lengths: refused in sklearn's words before the fit
             _, y_checked = validate_data(self, X, y, ensure_min_samples=2, **_AS_TABPFN_TAKES_IT)

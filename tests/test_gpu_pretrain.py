@@ -44,3 +44,25 @@ def test_the_script_exports_each_runs_host_and_curve(tmp_path):
     # Another seed is another host: the initial weights differ.
     differing = [k for k in weights["v2_a"] if not torch.equal(weights["v2_a"][k], weights["v2_b"][k])]
     assert len(differing) > len(weights["v2_a"]) // 2
+
+
+def _interpreter(**env: str) -> subprocess.CompletedProcess:
+    """`gpu/interpreter.sh` sourced from the repository root as the GPU scripts source it, `$PY` printed."""
+    clean = {key: value for key, value in os.environ.items() if key != "PYTHON"}
+    return subprocess.run(
+        ["bash", "-c", '. gpu/interpreter.sh && echo "$PY"'], cwd=REPO, env=clean | env, capture_output=True, text=True
+    )
+
+
+def test_the_gpu_scripts_run_the_venvs_python_or_the_one_named_and_refuse_none_in_one_line():
+    """As every documented command, the GPU scripts run `.venv/bin/python` (which `make install`
+    makes); `PYTHON` names another; an interpreter that is not there is refused in one line naming the fixes."""
+    assert _interpreter().stdout == ".venv/bin/python\n" and (REPO / ".venv/bin/python").exists()
+    assert _interpreter(PYTHON=sys.executable).stdout == f"{sys.executable}\n"
+    missing = _interpreter(PYTHON="/nope/python")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1
+    assert missing.stderr.startswith("error: no interpreter /nope/python (run `make install`")
+    for script in ("gpu/check.sh", "gpu/pretrain.sh"):
+        head = (REPO / script).read_text().split("\nset -u")[0]
+        assert "OUT=/some/folder" in head and ".venv/bin/python" in head and "PYTHON=python3" in head, script

@@ -1,8 +1,8 @@
 """Where the jobs are and how each starts (`retrofit.jobs`, and `retrofit.__main__` listing them): the
 modules of `experiments/` are the jobs, a new module with its root config is a job with nothing else
 edited, an unknown job or an unusable home directory is one line, `retrofit` alone lists every job,
-and `--help` lists each group's options as Hydra finds them (`group_options`). Each command runs as
-a subprocess, as a user runs it."""
+and `--help` lists the groups of its own job, each with its options as Hydra finds them (`job_groups`,
+`group_options`). Each command runs as a subprocess, as a user runs it."""
 
 import shutil
 import subprocess
@@ -144,6 +144,8 @@ def test_retrofit_alone_lists_every_job_with_one_line():
     described = dict(line.split(maxsplit=1) for line in jobs_part.splitlines()[2:])
     assert sorted(described) == job_names() and "sweep" in described and "config" not in described
     assert all(len(line) > 20 and "\n" not in line for line in described.values())
+    assert described["diff"] == "Two retrofit_rmse.csv files diffed unit by unit, printed"  # what diff does
+    assert described["compare"].startswith("The former name of diff")
     others = dict(line.split(maxsplit=1) for line in others_part.splitlines())
     assert others == {"preset_selection": "retrofit host_quality --config-name preset_selection"}
     assert {*job_configs(), *others} == {path.stem for path in CONFIGS.glob("*.yaml")}
@@ -179,3 +181,33 @@ def test_the_sweep_help_lists_the_options_it_finds_and_a_dataset_added_as_one_fi
     out = run_python("experiments/sweep.py", "--help", searchpath, HYDRA_FULL_ERROR="0")
     assert out.returncode == 0, out.stderr
     assert help_groups(out.stdout) == listed and "pretrain" not in out.stdout
+
+
+OWN_GROUPS = {
+    "diff": [],
+    "columns": [],
+    "explain": ["dataset", "host"],
+    "audit": ["host"],
+    "noise_floor": ["benchmark", "dataset", "host"],
+    "pretrain_host": ["pretrain"],
+    "preset_selection": ["benchmark", "paths"],
+}
+"""Root config -> the config groups its defaults list (or the one it extends) selects from."""
+
+
+def test_a_jobs_help_lists_its_own_groups_only(hydra_compose):
+    """`retrofit diff --help` used to list the sweep's groups (Hydra's default help lists every folder of
+    configs/); each job's help lists the groups its own defaults list selects from, each with the
+    options Hydra finds, and a job of keys only says it has none."""
+    for name, groups in OWN_GROUPS.items():
+        listed = help_groups(hydra_compose(name).hydra.help.template)
+        assert sorted(listed) == groups, name
+    assert help_groups(hydra_compose("explain").hydra.help.template)["host"] == sorted(
+        path.stem for path in (CONFIGS / "host").glob("*.yaml")
+    )
+    out = run_python("-m", "retrofit", "diff", "--help")
+    assert out.returncode == 0, out.stderr
+    groups, config = out.stdout.split("== Configuration groups ==")[1].split("== Config ==")
+    assert groups.strip() == "(no config groups, only the keys below)"
+    assert out.stdout.startswith("retrofit diff ") and "dataset" not in out.stdout
+    assert [line.split(":")[0] for line in config.splitlines() if line[:2] in ("a:", "b:")] == ["a", "b"]

@@ -25,3 +25,15 @@ def test_importing_the_packages_loads_no_torch():
     code = f"import sys; import {', '.join(PACKAGES)}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_make_regressor_is_a_top_level_name_imported_first_without_a_cycle():
+    """`from retrofit import make_regressor` (the docs' public name) in a fresh interpreter, before
+    anything else of the package: the function of `retrofit.hosts`, with no import cycle."""
+    code = (
+        "from retrofit import make_regressor; import retrofit.hosts.regressor as r; "
+        "print(make_regressor is r.make_regressor, make_regressor.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "retrofit.hosts.regressor"]

@@ -18,9 +18,10 @@ from tabpfn.constants import ModelVersion
 from tabpfn.model_loading import resolve_model_version
 from tabpfn.settings import settings
 
+from retrofit import RetrofitRegressor
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
-from retrofit.hosts.locate import USAGE
+from retrofit.hosts.locate import WHAT, download_folder
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.identity import file_digest, host_digest
 from retrofit.runner.sweep_config import case_from_hydra
@@ -67,20 +68,25 @@ def _where_weights_come_from(repo: str, file: str, folder: pathlib.Path) -> str:
 def test_a_missing_checkpoint_fails_fast_saying_where_real_weights_come_from(
     tmp_path, monkeypatch, hydra_compose, name, repo, file
 ):
-    """In Python and on the command line, offline (not a hub timeout): what to pass, then the gated
-    repo and the download into the folder given of the file named if tabpfn publishes it, else of
-    the regressor of the version the name names, or of tabpfn's default version."""
+    """In Python and on the command line, offline (not a hub timeout): what to pass, in the caller's
+    spelling (the command line's `host.path=`, a Python function's own argument), then the gated repo
+    and the download into the folder given of the file named if tabpfn publishes it, else of the
+    regressor of the version the name names, or of tabpfn's default version."""
     monkeypatch.setattr(settings.tabpfn, "model_version", ModelVersion.V3_5)
     missing = tmp_path / name
     cfg = hydra_compose("sweep", ["host=checkpoint", f"host.path={missing}", "host.name=mine"])
     start = time.perf_counter()
-    for refuse in (make_regressor, check_checkpoint, lambda _: case_from_hydra(cfg, cfg.hydra)):
+    refusers = [
+        (f"path='{WHAT}'", make_regressor),
+        (f"path='{WHAT}'", check_checkpoint),
+        (f"host.path={WHAT}", lambda _: case_from_hydra(cfg, cfg.hydra)),
+        (f"model_path='{WHAT}'", lambda path: RetrofitRegressor(model_path=path).fit(*_data())),
+    ]
+    for spelt, refuse in refusers:
         with pytest.raises(RetrofitError) as err:
             refuse(missing)
-        assert one_line(err) == (
-            f"checkpoint {missing} does not exist; pass host.path=<a TabPFN .ckpt/.safetensors file, a folder holding "
-            f"one, or a tabpfn model name such as v2.5>; {_where_weights_come_from(repo, file, tmp_path)}"
-        )
+        where = _where_weights_come_from(repo, file, tmp_path)
+        assert one_line(err) == f"checkpoint {missing} does not exist; pass {spelt}; {where}"
     assert time.perf_counter() - start < 5.0
     assert "\n## Your own weights\n" in (ROOT / "docs" / "hosts.md").read_text()  # the section the message links
 
@@ -153,10 +159,10 @@ def test_a_tabpfn_model_name_is_its_file_in_tabpfns_model_cache(tmp_path, monkey
         check_checkpoint("v2.5")
     assert one_line(err) == (
         f"tabpfn model 'v2.5' is not in tabpfn's model cache (looked for {missing}; nothing is downloaded): put the "
-        "file there, set TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>; "
+        "file there, set TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass path='<its path>'; "
         + _where_weights_come_from("Prior-Labs/tabpfn_2_5", missing.name, cache)
     )
-    with pytest.raises(RetrofitError, match=rf"checkpoint {tmp_path / 'v3'} does not exist; pass host.path="):
+    with pytest.raises(RetrofitError, match=rf"checkpoint {tmp_path / 'v3'} does not exist; pass path='<a TabPFN"):
         check_checkpoint("./v3", base_dir=tmp_path)  # a version name is never a path, and a path never a name
 
 
@@ -166,13 +172,13 @@ def test_a_tabpfn_model_name_is_its_file_in_tabpfns_model_cache(tmp_path, monkey
         (
             ["tabpfn-v2-regressor-a.safetensors", "tabpfn-v2-regressor-b.safetensors", "tabpfn-v2-classifier.ckpt"],
             r"holds 2 regressor checkpoints \['tabpfn-v2-regressor-a.safetensors', "
-            r"'tabpfn-v2-regressor-b.safetensors'\]; pass host.path=<one of them>, "
-            r"e.g. host.path=.*/tabpfn-v2-regressor-a.safetensors$",
+            r"'tabpfn-v2-regressor-b.safetensors'\]; pass one of them, "
+            r"e.g. path='.*/tabpfn-v2-regressor-a.safetensors'$",
         ),
         (
             ["tabpfn-v2-classifier.ckpt", "config.json"],
             r"holds no TabPFN regressor checkpoint \(a .ckpt or .safetensors file not named \*classifier\*; it holds "
-            r"\['config.json', 'tabpfn-v2-classifier.ckpt'\]\); pass host.path=<a TabPFN .ckpt/.safetensors file",
+            r"\['config.json', 'tabpfn-v2-classifier.ckpt'\]\); pass path='<a TabPFN .ckpt/.safetensors file",
         ),
     ],
 )
@@ -203,7 +209,7 @@ def test_a_refs_main_that_is_not_a_plain_name_is_refused_without_following_it(tm
     assert message == (
         f"HuggingFace model folder {repo}: refs/main reads {ref!r}, not a snapshot name (a plain name under "
         f"snapshots/, no '/' or '..'); write the snapshot's name into {repo / 'refs' / 'main'} or pass "
-        f"host.path={repo / 'snapshots'}/<revision>"
+        f"path='{repo / 'snapshots' / '<revision>'}'"
     )
     assert "elsewhere" not in message and "passwd" not in message
 
@@ -223,7 +229,7 @@ def test_a_snapshot_linked_outside_its_model_folder_is_refused(tmp_path):
             check_checkpoint(repo)
         assert one_line(err) == (
             f"snapshot {repo / 'snapshots' / REVISION} of HuggingFace model folder {repo} links outside that folder; "
-            f"a snapshot is a folder under {repo / 'snapshots'}: pass host.path=<the checkpoint file> to use weights "
+            f"a snapshot is a folder under {repo / 'snapshots'}: pass path='<the checkpoint file>' to use weights "
             "kept elsewhere"
         )
 
@@ -234,4 +240,35 @@ def test_a_blank_or_missing_checkpoint_is_refused_not_read_as_the_working_direct
     folder without a checkpoint; None ended in pathlib's TypeError."""
     with pytest.raises(RetrofitError) as err:
         check_checkpoint(given)
-    assert one_line(err) == f"a checkpoint is a path or a tabpfn model name, got {given!r}; {USAGE}"
+    assert one_line(err) == f"a checkpoint is a path or a tabpfn model name, got {given!r}; pass path='{WHAT}'"
+
+
+def test_a_host_given_as_a_missing_file_in_python_names_model_path_and_where_weights_come_from(tmp_path, monkeypatch):
+    """`RetrofitRegressor(host="/nope.ckpt")` said `use host=checkpoint host.path=...`, command-line syntax,
+    and nothing of where weights come from; it names the estimator's own argument, and the download goes
+    to tabpfn's model cache, not to `/` (the missing file's folder, a file system's root)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(settings.tabpfn, "model_cache_dir", cache)
+    monkeypatch.setattr(settings.tabpfn, "model_version", ModelVersion.V3_5)
+    with pytest.raises(RetrofitError) as err:
+        RetrofitRegressor(host="/nope.ckpt").fit(*_data())
+    assert one_line(err) == (
+        "unknown host '/nope.ckpt'; shipped hosts: ['tiny_v3', 'tiny_v2', 'tiny_v3_5'], tabpfn models: ['auto', 'v2', "
+        "'v2.5', 'v2.6', 'v3', 'v3.5', 'v3.5-fast']; a checkpoint file goes to model_path='/nope.ckpt', and "
+        "/nope.ckpt does not exist: "
+        + _where_weights_come_from("Prior-Labs/tabpfn_3_5", "tabpfn-v3.5-20260909.safetensors", cache)
+    )
+    with pytest.raises(RetrofitError) as err:
+        RetrofitRegressor(host="tiny_v9").fit(*_data())
+    assert one_line(err).endswith(f"]; for your own checkpoint pass model_path='{WHAT}'")
+
+
+def test_the_download_goes_to_the_folder_a_user_chose_else_to_tabpfns_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(settings.tabpfn, "model_cache_dir", cache)
+    (tmp_path / "weights").mkdir()
+    assert download_folder(tmp_path / "weights") == tmp_path / "weights"  # a real, writable folder
+    assert download_folder(pathlib.Path("/")) == cache  # a file system's root: no one keeps weights there
+    assert download_folder(tmp_path / "absent") == cache  # no such folder
+    (tmp_path / "file").write_text("")
+    assert download_folder(tmp_path / "file") == cache  # a file, not a folder

@@ -325,3 +325,41 @@ def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
     out = run_hydra(str(ROOT / command[0]), *command[1:], cwd=ROOT, PYTHONIOENCODING="ascii")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stdout.isascii() and "?" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "option, fix",
+    [
+        ("variant=configs/variant/x.yaml", "write variant=x (Hydra finds configs/variant/x.yaml by its name)"),
+        ("variant=retrofit/configs/variant/oa_only.yaml", "write variant=oa_only (Hydra finds"),
+        ("dataset=configs/dataset/diabetes.yml", "write dataset=diabetes (Hydra finds"),
+        (
+            "variant=/my/conf/variant/mine.yaml",
+            "write variant=mine 'hydra.searchpath=[pkg://retrofit.configs,file:///my/conf]' (a config folder of your",
+        ),
+        ("variant=mine.yaml", "move the file to <folder>/variant/mine.yaml, write variant=mine 'hydra.searchpath=["),
+        ("-m variant=oa_only,/tmp/x", "move the file to <folder>/variant/x.yaml, write variant=x"),
+    ],
+    ids=["checkout", "package", "yml", "own-folder", "bare-file", "sweep-list"],
+)
+def test_a_config_group_option_given_as_a_file_names_the_option_that_selects_it(option, fix):
+    """`variant=configs/variant/x.yaml` used to end in Hydra's multi-clause "Could not find" error;
+    a file given for a group's option is refused before Hydra composes, in one line that names the
+    option selecting it: its stem, with the search-path entry where the file is outside the checkout."""
+    from retrofit.errors import RunnerError
+    from retrofit.jobs import CONFIGS_DIR
+    from retrofit.jobs.preflight import check_command_line
+
+    with pytest.raises(RunnerError) as err:
+        check_command_line(option.split(), CONFIGS_DIR)
+    head = f"{option.split()[-1]}: a config group option is a name, not a path; "
+    assert str(err.value).startswith(head + fix) and "\n" not in str(err.value)
+
+
+def test_the_command_line_refuses_a_variant_file_in_one_line():
+    out = run_hydra("experiments/sweep.py", "variant=configs/variant/x.yaml", "--cfg", "job")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == (
+        "error: variant=configs/variant/x.yaml: a config group option is a name, not a path; write variant=x "
+        "(Hydra finds configs/variant/x.yaml by its name)\n"
+    )

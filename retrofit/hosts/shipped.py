@@ -30,14 +30,12 @@ def get_path(name: str) -> Path:
     """Path of the shipped host `name` (e.g. "tiny_v3"), or of tabpfn's regressor of a tabpfn version
     name (e.g. "v2.5", "auto") in tabpfn's model cache; RetrofitError if unknown or missing."""
     if name not in SHIPPED_HOSTS:
-        from retrofit.hosts.locate import tabpfn_model, tabpfn_versions
+        from retrofit.hosts.locate import own_checkpoint, tabpfn_model, tabpfn_versions
 
         if name in tabpfn_versions():
             return tabpfn_model(name)
-        raise RetrofitError(
-            f"unknown host {name!r}; shipped hosts: {available()}, tabpfn models: {tabpfn_versions()}. For your own "
-            "checkpoint use host=checkpoint host.path=/path/to/model.ckpt (or a HuggingFace cache folder)"
-        )
+        known = f"unknown host {name!r}; shipped hosts: {available()}, tabpfn models: {tabpfn_versions()}"
+        raise RetrofitError(f"{known}; {own_checkpoint(name)}")
     path = Path(str(files("retrofit.hosts") / SHIPPED_HOSTS[name]))
     if not path.is_file():
         raise RetrofitError(

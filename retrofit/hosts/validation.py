@@ -28,7 +28,7 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 from retrofit.adapters import ARCHITECTURES
 from retrofit.errors import RetrofitError, bounded, listing
 from retrofit.hosts import column_embeddings
-from retrofit.hosts.locate import checkpoint_file
+from retrofit.hosts.locate import checkpoint_argument, checkpoint_file
 from retrofit.hosts.shipped import available, get_path
 
 
@@ -136,8 +136,10 @@ def check_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None
 
 def host_file(host: str | os.PathLike) -> Path:
     """The file of `host`: a shipped host's for its name (`retrofit.hosts.shipped.get_path`), else
-    `check_checkpoint(host)` (a checkpoint file, a HuggingFace cache folder or a tabpfn model name)."""
-    return get_path(host) if host in available() else check_checkpoint(host)
+    `check_checkpoint(host)` (a checkpoint file, a HuggingFace cache folder or a tabpfn model name),
+    whose refusals name the argument `host`."""
+    with checkpoint_argument("host"):
+        return get_path(host) if host in available() else check_checkpoint(host)
 
 
 def architecture_name(path: str | os.PathLike) -> str:

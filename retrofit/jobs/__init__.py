@@ -39,9 +39,10 @@ before `run` is called.
 An experiment module imports at its top only what its `SCHEMA` needs, and what `run` needs that is
 heavy (torch, tabpfn, sklearn, shapiq, pandas) inside `run`: `launch` imports the job to store its
 schema, so `--help` and a config error are answered before torch loads, in under a second rather
-than in the seconds the models take to import. This package also registers the resolver
-`${group_options:<group>}` with which a root config's `hydra.help.template` lists each group's
-options as Hydra finds them.
+than in the seconds the models take to import. This package also registers the resolvers
+`${group_options:<group>}`, with which a root config's `hydra.help.template` lists a group's options
+as Hydra finds them, and `${job_groups:}`, with which every job's `--help` (`configs/hydra/default.yaml`)
+lists the groups that job selects from, each with its options.
 """
 
 import difflib
@@ -62,6 +63,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
+from retrofit.hosts.locate import CLI_ARGUMENT, checkpoint_argument
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, exit_on_full_disk, schema_keys
 from retrofit.jobs.sources import listed_sources
 
@@ -89,7 +91,19 @@ def group_options(group: str, *, _root_: DictConfig) -> str:
     return ", ".join(sorted(options))
 
 
+def job_groups(*, _root_: DictConfig) -> str:
+    """The config groups the composed job selects from (its defaults list's, Hydra's own `hydra/...`
+    aside), one line each with its options (`group_options`): what a job's `--help` lists
+    (`configs/hydra/default.yaml`), its own groups and not every folder of `configs/`."""
+    groups = sorted(group for group in _root_.hydra.runtime.choices if not group.startswith("hydra"))
+    return "\n".join(f"{group}: {group_options(group, _root_=_root_)}" for group in groups) or NO_GROUPS
+
+
+NO_GROUPS = "(no config groups, only the keys below)"
+"""What `job_groups` lists for a job of keys only."""
+
 OmegaConf.register_new_resolver("group_options", group_options, replace=True)
+OmegaConf.register_new_resolver("job_groups", job_groups, replace=True)
 OmegaConf.register_new_resolver("pid", os.getpid, replace=True, use_cache=True)
 """`${pid:}`: this process's id, which `configs/hydra/default.yaml` adds to the run and sweep folders
 so that two commands started in the same second get a folder each (cached per config, as `${now:}`
@@ -164,7 +178,7 @@ def launch(job: str) -> None:
     given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
-    with entry_errors(keys), exit_on_user_error(), listed_sources():  # a search path reads no code (sources)
+    with entry_errors(keys), exit_on_user_error(), listed_sources(), checkpoint_argument(CLI_ARGUMENT):
         module = job_module(job)
         config = root_config(module)
         sys.argv = [sys.argv[0], *given, *getattr(module, "OVERRIDES", ())]  # the job's own are not the user's
@@ -181,8 +195,13 @@ def launch(job: str) -> None:
         from retrofit.jobs.preflight import check_command_line, check_composed
         from retrofit.jobs.start import job_start
 
-        def task(cfg: DictConfig) -> None:
-            with exit_on_user_error(), exit_on_full_disk(JOB_FULL_DISK), job_compositions():
+        def task(cfg: DictConfig) -> None:  # in a launcher's worker too: refusals speak the command line
+            with (
+                exit_on_user_error(),
+                exit_on_full_disk(JOB_FULL_DISK),
+                job_compositions(),
+                checkpoint_argument(CLI_ARGUMENT),
+            ):
                 module.run(job_start(module, cfg, HydraConfig.get()))
 
         named = _named(module, task)

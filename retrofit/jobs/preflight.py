@@ -25,6 +25,7 @@ files and its job settings.
 
 import copy
 import itertools
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
@@ -39,10 +40,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from retrofit.errors import RunnerError
+from retrofit.jobs import CONFIGS_DIR
 from retrofit.jobs.exits import callback_errors
 from retrofit.jobs.instantiated import CHECK_WRITES, LAUNCHERS, check_instantiated
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV, in_record, recording
-from retrofit.runner import command_overrides, say
+from retrofit.runner import BUILTIN_SEARCHPATH, command_overrides, say
 from retrofit.runner.sweep_jobs import sweep_job_configs, sweep_jobs
 
 BUILTIN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -279,19 +281,39 @@ def _parsed(arg: str) -> Override | None:
 
 
 def _refuse_paths(selected: Iterable[tuple[str, str, list[str]]]) -> None:
-    """RunnerError naming the first (what was said, group, options) whose options include a path."""
+    """RunnerError naming the first (what was said, group, options) whose options include a path, with
+    the name that selects its file (`_by_name`)."""
     for said, group, options in selected:
-        if any(_is_path(option) for option in options):
-            raise RunnerError(
-                f"{said}: a config group option is a name, not a path; put the file in a config folder "
-                f"(--config-dir <folder> holding {group}/<name>.yaml) and select it by name ({group}=<name>)"
-            )
+        path = next((option for option in options if _is_path(option)), None)
+        if path is not None:
+            raise RunnerError(f"{said}: a config group option is a name, not a path; {_by_name(group, path)}")
+
+
+def _by_name(group: str, option: str) -> str:
+    """How to select the file a path `option` of `group` names: by its stem where it is in one of the
+    config folders' `group/` (`configs/variant/x.yaml` is `variant=x`), else by its stem with the folder
+    above its `group/` folder on the search path (a file in no `group/` folder moves into one first)."""
+    file = PurePosixPath(option.replace("\\", "/"))
+    name = file.stem if file.suffix in (".yaml", ".yml") else file.name
+    folder = Path(os.path.abspath(Path(option).expanduser().parent))
+    if folder in [root / group for root in (CONFIGS_DIR, BUILTIN_CONFIGS)]:
+        return f"write {group}={name} (Hydra finds {option} by its name)"
+    in_group = folder.name == PurePosixPath(group).name
+    move = f"move the file to <folder>/{group}/{name}.yaml, "
+    searched, move = (folder.parent, "") if in_group else ("<folder>", move)
+    return (
+        f"{move}write {group}={name} 'hydra.searchpath=[{BUILTIN_SEARCHPATH},file://{searched}]' "
+        "(a config folder of your own: docs/sweep.md#configuration)"
+    )
 
 
 _ABSENT = object()
 
 
 def _is_path(option: str) -> bool:
-    """Whether a config group option names a file by a path that may leave the config folders."""
+    """Whether a config group option names a file by a path (it may leave the config folders), or by
+    its file name (`x.yaml`, `configs/variant/x.yaml`), not by the option's name (an interpolation,
+    `${...}`, is a value to resolve, not a file name)."""
     parts = PurePosixPath(option.replace("\\", "/")).parts
-    return option.startswith(("/", "\\", "~")) or ".." in parts or "://" in option
+    named_file = option.endswith((".yaml", ".yml")) and "${" not in option
+    return named_file or option.startswith(("/", "\\", "~")) or ".." in parts or "://" in option

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrofit.data.csv_file import check_csv_command
 from retrofit.errors import RetrofitError, RunnerError
+from retrofit.jobs import CONFIGS_DIR
 from retrofit.record_guard import check_record_outputs, writable_file
 from retrofit.runner import command_overrides, job_config, resolve
 
@@ -68,11 +69,27 @@ def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, a
     A `dataset` mapping whose CSV file the command line names has that file checked next
     (`check_csv_command`), before any model loads; a `device` key is resolved last (`job_device`)."""
     checked = job_config(cfg, schema, where)
+    check_required(checked, where)
     if isinstance(checked.get("dataset"), DictConfig):
         check_csv_command(checked.dataset, command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     settings = OmegaConf.to_object(checked) if as_object else checked
     device = job_device(checked.device) if "device" in checked else "cpu"
     return JobStart(settings, Path(hydra_cfg.runtime.cwd), hydra_cfg, device)
+
+
+def check_required(cfg: DictConfig, where: str) -> None:
+    """RunnerError naming the first key the root config `where` leaves `???` (the user gives it: no
+    default is chosen for them), with the root config's own example of it, the first comment line of
+    `configs/<root config>.yaml` that sets it (`#   retrofit columns table=diabetes`)."""
+    missing = sorted(key for key in OmegaConf.missing_keys(cfg) if "." not in key)
+    if not missing:
+        return
+    key, file = missing[0], CONFIGS_DIR / Path(where).name
+    lines = file.read_text().splitlines() if file.is_file() else []
+    commented = [line.strip("# ") for line in lines if line.startswith("#") and f" {key}=" in line]
+    examples = [line.split(" # ")[0].strip() for line in commented]
+    example = f", e.g. `{examples[0]}`" if examples else ""
+    raise RunnerError(f"{key} is required ({where} leaves it to the command line): give {key}=<value>{example}")
 
 
 def job_device(device: str) -> str:

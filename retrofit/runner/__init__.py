@@ -48,6 +48,9 @@ if TYPE_CHECKING:  # pandas only where the record is read
 
 log = logging.getLogger(__name__)
 
+BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
+"""The search path entry under which Hydra finds the built-in variants."""
+
 
 @dataclass
 class DecompositionConfig:

@@ -61,12 +61,14 @@ from retrofit.data.csv_file import path_on_command_line
 from retrofit.data.spec import LABEL
 from retrofit.errors import RetrofitError, RunnerError
 from retrofit.hosts import check_checkpoint, get_path
+from retrofit.hosts.locate import CLI_ARGUMENT, checkpoint_argument
 from retrofit.hosts.regressor import resolve_device
 from retrofit.hosts.validation import architecture_name
 from retrofit.labels import check_label
 from retrofit.record_guard import in_record, outside_record, writable_dir
 from retrofit.results.reproduction import Reference, require_covered
 from retrofit.runner import (
+    BUILTIN_SEARCHPATH,
     DecompositionConfig,
     HostConfig,
     SweepConfig,
@@ -90,9 +92,6 @@ from retrofit.unit_key import hparams_text
 from retrofit.variants import HPARAMS, VARIANT_DIR, available_variants, load_variant, typed_spec, with_tau_rule
 
 log = logging.getLogger(__name__)
-
-BUILTIN_SEARCHPATH = "pkg://retrofit.configs"
-"""The search path entry under which Hydra finds the built-in variants."""
 
 
 def group_option(hydra_cfg: DictConfig, group: str, option: str) -> DictConfig:
@@ -207,9 +206,8 @@ def host_path(cfg: DictConfig, base_dir: Path) -> Path:
             f"host.name={host.name!r} labels results and names unit directories: use letters, digits, _ . - "
             "(e.g. host.name=my_v3)"
         )
-    if host.path is None:
-        return get_path(host.name)
-    return check_checkpoint(host.path, base_dir=base_dir)
+    with checkpoint_argument(CLI_ARGUMENT):  # a refusal names host.path=, where the checkpoint came from
+        return get_path(host.name) if host.path is None else check_checkpoint(host.path, base_dir=base_dir)
 
 
 def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
