@@ -232,6 +232,9 @@ def test_a_snapshot_linked_outside_its_model_folder_is_refused(tmp_path):
             f"a snapshot is a folder under {repo / 'snapshots'}: pass path='<the checkpoint file>' to use weights "
             "kept elsewhere"
         )
+    with pytest.raises(RetrofitError) as err:  # the snapshot named itself: refused alike, its target not listed
+        check_checkpoint(repo / "snapshots" / REVISION)
+    assert "links outside that folder" in one_line(err) and "safetensors" not in one_line(err)
 
 
 @pytest.mark.parametrize("given", ["", "  ", None])

@@ -113,8 +113,14 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
 
 
 def _in_folder(folder: Path) -> Path:
-    """The one regressor checkpoint in `folder` (a model's HuggingFace cache folder: in its snapshot)."""
-    snapshot = _snapshot(folder) if (folder / "snapshots").is_dir() else folder
+    """The one regressor checkpoint in `folder` (a model's HuggingFace cache folder: in its snapshot;
+    one snapshot of such a folder, named itself, is checked to resolve inside it as `_snapshot` does)."""
+    if (folder / "snapshots").is_dir():
+        snapshot = _snapshot(folder)
+    elif folder.parent.name == "snapshots":
+        snapshot = _inside(folder.parent.parent, folder)
+    else:
+        snapshot = folder
     entries = sorted(snapshot.iterdir())
     found = [p for p in entries if p.suffix in CHECKPOINT_SUFFIXES and "classifier" not in p.name and p.is_file()]
     if len(found) == 1:
