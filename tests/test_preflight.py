@@ -18,6 +18,7 @@ from test_sweep_config import searchpath_with
 from retrofit.record_guard import RECORD_DIR, RECORD_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
+SWEEP = ROOT / "experiments" / "sweep.py"
 
 
 @pytest.mark.slow
@@ -363,3 +364,19 @@ def test_the_command_line_refuses_a_variant_file_in_one_line():
         "error: variant=configs/variant/x.yaml: a config group option is a name, not a path; write variant=x "
         "(Hydra finds configs/variant/x.yaml by its name)\n"
     )
+
+
+@pytest.mark.parametrize(
+    "override, key", [("device='???'", "device"), ("dataset.target='???'", "dataset.target"), ("seed='???'", "seed")]
+)
+def test_a_value_left_missing_by_an_override_is_refused_in_one_line_before_hydra_acts(tmp_path, override, key):
+    """OmegaConf's missing value `???` given to a key the root config sets was refused only once the
+    job started, after Hydra's own 'Error executing job' line and run folder, with OmegaConf's
+    unfilled `$FULL_KEY`."""
+    out = run_hydra(str(SWEEP), override, f"results_dir={tmp_path / 'r'}", f"hydra.run.dir={tmp_path / 'h'}")
+    assert out.returncode == 1 and out.stdout == ""
+    lines = out.stderr.splitlines()  # the root config's own example may follow (seed's comment line)
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {key} is required (an override or config file sets it to ???): give {key}=<value>"
+    ), out.stderr
+    assert not (tmp_path / "h").exists() and not (tmp_path / "r").exists()

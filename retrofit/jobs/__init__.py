@@ -193,7 +193,7 @@ def launch(job: str) -> None:
         from retrofit.jobs.compose import command_config
         from retrofit.jobs.compositions import checked_compositions, job_compositions
         from retrofit.jobs.preflight import check_command_line, check_composed
-        from retrofit.jobs.start import job_start
+        from retrofit.jobs.start import check_required, job_start
 
         def task(cfg: DictConfig) -> None:  # in a launcher's worker too: refusals speak the command line
             with (
@@ -208,6 +208,8 @@ def launch(job: str) -> None:
         check_command_line(given, CONFIGS_DIR)  # the command line, then the config it composes, before Hydra acts
         composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
         writes = {} if composed is None else check_composed(*composed)
+        if composed is not None:
+            check_required(composed[0], f"configs/{composed[0].hydra.job.config_name}.yaml")
         key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
         disk_fix = f"free space there, or set {key} to a folder on another device"
         with exit_on_full_disk(disk_fix, folder), checked_compositions():  # Hydra's compositions checked too

@@ -78,10 +78,14 @@ def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, a
 
 
 def check_required(cfg: DictConfig, where: str) -> None:
-    """RunnerError naming the first key the root config `where` leaves `???` (the user gives it: no
-    default is chosen for them), with the root config's own example of it, the first comment line of
-    `configs/<root config>.yaml` that sets it (`#   retrofit columns table=diabetes`)."""
-    missing = sorted(key for key in OmegaConf.missing_keys(cfg) if "." not in key)
+    """RunnerError naming the first key of the composed `cfg` (its `hydra` node aside) left `???`,
+    Omegaconf's missing value (the user gives it: no default is chosen for them), with the root
+    config's own example of it, the first comment line of `configs/<root config>.yaml` that sets it
+    (`#   retrofit columns table=diabetes`); the root config `where` is named where it leaves the key
+    to the command line, else the override that did (`device='???'`). The entry point checks this
+    before Hydra acts, the job's start again on its own composition."""
+    settings = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
+    missing = sorted(OmegaConf.missing_keys(settings))
     if not missing:
         return
     key, file = missing[0], CONFIGS_DIR / Path(where).name
@@ -89,7 +93,9 @@ def check_required(cfg: DictConfig, where: str) -> None:
     commented = [line.strip("# ") for line in lines if line.startswith("#") and f" {key}=" in line]
     examples = [line.split(" # ")[0].strip() for line in commented]
     example = f", e.g. `{examples[0]}`" if examples else ""
-    raise RunnerError(f"{key} is required ({where} leaves it to the command line): give {key}=<value>{example}")
+    left = any(line.split(" #")[0].strip() == f"{key}: ???" for line in lines)
+    why = f"{where} leaves it to the command line" if left else "an override or config file sets it to ???"
+    raise RunnerError(f"{key} is required ({why}): give {key}=<value>{example}")
 
 
 def job_device(device: str) -> str:
