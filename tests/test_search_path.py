@@ -37,7 +37,7 @@ def _root_config(folder: Path) -> None:
         (["hydra.searchpath=[pkg://retrofit.configs,pkg://planted/experiment]", "--help"], "pkg://planted/experiment"),
         (["-m", "seed=0,1", "hydra.searchpath=[pkg://retrofit.configs,structured://planted]"], "structured://planted"),
         (["--config-path", "pkg://planted"], "pkg://planted (main)"),
-        (["--config-dir", "{tmp}/own", "--config-name", "mine"], "pkg://planted (hydra.searchpath in main)"),
+        (["--config-dir", "{tmp}/own", "--config-name", "mine"], "pkg://planted (hydra.searchpath in the root config)"),
         (["--config-dir", "{tmp}/own", "--config-name", "mine", "--cfg", "job"], "pkg://planted"),
     ],
     ids=["command-line", "help", "structured-multirun", "config-path", "root-config", "cfg"],

@@ -28,6 +28,11 @@ starts with it) and the project's built-in variants (`configs/sweep.yaml` lists 
 FOLDER_FIX = "put the YAML files in a folder and name it file://<folder> (or --config-dir <folder>)"
 
 
+def _where(provider: str) -> str:
+    """Hydra's provider of a search path entry as a user finds it: Hydra calls the root config `main`."""
+    return provider.replace("hydra.searchpath in main", "hydra.searchpath in the root config")
+
+
 class ImportlibResourcesConfigSource(importlib_resources_config_source.ImportlibResourcesConfigSource):
     """Hydra's `pkg://` source for the packages of `PACKAGES`; RunnerError, before the package is
     imported, for any other. It carries Hydra's class name: Hydra's registry keeps a source of the
@@ -38,7 +43,7 @@ class ImportlibResourcesConfigSource(importlib_resources_config_source.Importlib
         package = path.removeprefix("pkg://").replace("/", ".").rstrip(".")  # as Hydra normalizes it
         if package not in PACKAGES:
             raise RunnerError(
-                f"{path} ({provider}): a pkg:// search path entry imports its package, which runs its code; "
+                f"{path} ({_where(provider)}): a pkg:// search path entry imports its package, which runs its code; "
                 f"only {', '.join(f'pkg://{name}' for name in PACKAGES)} are read that way: {FOLDER_FIX}"
             )
         super().__init__(provider, path)
@@ -52,7 +57,7 @@ class StructuredConfigSource(structured_config_source.StructuredConfigSource):
     def __init__(self, provider: str, path: str) -> None:
         if path.removeprefix("structured://"):
             raise RunnerError(
-                f"{path} ({provider}): a structured:// search path entry imports its module; {FOLDER_FIX}"
+                f"{path} ({_where(provider)}): a structured:// search path entry imports its module; {FOLDER_FIX}"
             )
         super().__init__(provider, path)
 
