@@ -54,6 +54,15 @@ def test_single_runs_into_one_results_dir_accumulate(tmp_path):
     assert list(pd.read_csv(tmp_path / "retrofit_rmse.csv").columns) == COLUMNS
 
 
+def test_a_run_without_arms_into_a_results_dir_with_arm_rows_keeps_and_plots_them(tmp_path):
+    arms = [record("a", "baseline", 0.0), record("a", "o_closed", 1.0).labelled("sink", arm_extra=True)]
+    aggregate(tmp_path, arms, keep=True)
+    aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
+    kept = pd.read_csv(tmp_path / "decomposition.csv")
+    assert list(zip(kept["variant"], kept["arm"], strict=True)) == [("o_closed", "sink")]
+    assert (tmp_path / "decomposition.png").stat().st_size > 0
+
+
 def test_the_headline_gives_each_host_mean_ci_signed_largest_and_time():
     frame = pd.DataFrame(
         [vars(r) for r in [record(d, v, x) for d, v, x in [("a", "oa_only", -3.0), ("b", "oa_only", 1.0)]]]

@@ -110,10 +110,11 @@ def read_arms(path: Path) -> pd.DataFrame:
 
 
 def ordered_arms(frame: pd.DataFrame, records: Sequence[UnitRecord]) -> pd.DataFrame:
-    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them."""
+    """The arm rows of `frame` in `ARM_COLUMNS`, variants and arms in the order the records list them,
+    then those of rows only `frame` holds (kept from an earlier run into the same results_dir)."""
     arms = frame[frame["arm"] != ""]
-    variants = list(dict.fromkeys(r.variant for r in records if r.arm))
-    names = list(dict.fromkeys(r.arm for r in records if r.arm))
+    variants = list(dict.fromkeys([*(r.variant for r in records if r.arm), *arms["variant"]]))
+    names = list(dict.fromkeys([*(r.arm for r in records if r.arm), *arms["arm"]]))
     arms = arms.assign(
         variant=pd.Categorical(arms["variant"], variants, ordered=True),
         arm=pd.Categorical(arms["arm"], names, ordered=True),
