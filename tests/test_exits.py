@@ -32,6 +32,11 @@ CONFIG_ERRORS = [
     ("sweep", ["n_estimator=2"], "error: n_estimator is not a key of this config (did you mean n_estimators?)"),
     ("sweep", ["n_estimators=many"], "error: Error merging override n_estimators=many"),
     ("sweep", ["dataset=no_such_dataset"], "error: In 'sweep': Could not find 'dataset/no_such_dataset'"),
+    (
+        "sweep",
+        ["dataset.max_rows=100"],
+        "error: dataset.max_rows is not set by the dataset option selected; add it with '+dataset.max_rows=100'",
+    ),
     ("scale_check", ["rounds=x"], "error: Error merging override rounds=x"),
     (
         "scale_check",
@@ -42,8 +47,14 @@ CONFIG_ERRORS = [
     ),
 ]
 """(job, overrides, the start of the one line it answers): an unknown key with and without a close
-one, a value of the wrong type, an unknown option and a new key merged into a mapping (with the
+one, a key of the job's that the selected dataset leaves out (once answered "is not a key of this
+config (did you mean dataset.max_rows?)", itself), a value of the wrong type, an unknown option and a new key merged into a mapping (with the
 forms that work)."""
+
+
+def test_the_override_that_adds_a_key_the_selected_dataset_leaves_out_composes(tmp_path):
+    out = run_entry_point("sweep.py", "+dataset.max_rows=100", "--cfg", "job", cwd=tmp_path)
+    assert out.returncode == 0 and "\n  max_rows: 100\n" in out.stdout, out.stderr[-3000:]
 
 
 @pytest.mark.parametrize(
