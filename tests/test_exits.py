@@ -46,10 +46,10 @@ CONFIG_ERRORS = [
         "'++arch_overrides={tabpfn_v3: {nlayers: 2}}')",
     ),
 ]
-"""(job, overrides, the start of the one line it answers): an unknown key with and without a close
-one, a key of the job's that the selected dataset leaves out (once answered "is not a key of this
-config (did you mean dataset.max_rows?)", itself), a value of the wrong type, an unknown option and a new key merged into a mapping (with the
-forms that work)."""
+"""(job, overrides, the start of the one line it answers): an unknown key with and without a close one,
+a key of the job's that the selected dataset leaves out (once answered "is not a key of this config
+(did you mean dataset.max_rows?)", itself), a value of the wrong type, an unknown option and a new
+key merged into a mapping (with the forms that work)."""
 
 
 def test_the_override_that_adds_a_key_the_selected_dataset_leaves_out_composes(tmp_path):

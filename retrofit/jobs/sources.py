@@ -7,11 +7,12 @@ package (running its `__init__`) to find its files, and `structured://<module>` 
 A search path entry is therefore code unless it is a folder. `listed_sources` makes Hydra's sources
 registry hand out `pkg://` only for the packages of `PACKAGES` and `structured://` only for the
 ConfigStore itself (the empty path, Hydra's schema source), refusing any other entry in one line as
-its source is made, before anything is imported, and `file://` sources that refuse a file whose
-YAML aliases expand past `retrofit.bounds.MAX_CONFIG_VALUES` values before OmegaConf copies them;
+its source is made, before anything is imported, and `file://` sources that refuse a file whose YAML
+aliases expand past `retrofit.bounds.MAX_CONFIG_VALUES` values before OmegaConf copies them;
 `retrofit.jobs.launch` holds it for the whole command, so Hydra's own compositions (the run, each
-job of a multirun, `--help`, `--cfg`) are held to it as `retrofit.jobs.compose` is. The launchers' and sweepers' configs come from the ConfigStore
-(`hydra_plugins.*.config` stores them), so no plugin needs a package of its own here.
+job of a multirun, `--help`, `--cfg`) are held to it as `retrofit.jobs.compose` is. The launchers'
+and sweepers' configs come from the ConfigStore (`hydra_plugins.*.config` stores them), so no plugin
+needs a package of its own here.
 """
 
 import os
