@@ -257,6 +257,23 @@ def test_seed_lists_that_select_no_case_of_a_sweep_are_refused():
         check_seed_selections(jobs(None, []))
 
 
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["timing.seeds=[7]"], "timing.seeds=[7]"),
+        (["+decomposition=sink_presence", "decomposition.seeds=[3]"], "decomposition.seeds=[3]"),
+    ],
+    ids=["timing", "decomposition"],
+)
+def test_a_single_runs_seed_list_without_its_seed_is_refused_before_any_work(tmp_path, overrides, key):
+    """A single run timed nothing (or ran no arm) in silence when the list left out its seed."""
+    results = tmp_path / "results"
+    out = run_hydra(str(ROOT / "experiments" / "sweep.py"), *overrides, f"results_dir={results}", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr[-3000:]
+    assert out.stderr.startswith(f"error: {key} selects no case of this sweep (its seeds: [0])"), out.stderr
+    assert not results.exists() and not (tmp_path / ".cache").exists()
+
+
 BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]
 
 
