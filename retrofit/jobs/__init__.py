@@ -16,7 +16,8 @@ the table of jobs (`job_names` lists its files), and `launch` imports the job it
 anything heavy is imported (`check_home`); the schema is stored in Hydra's ConfigStore as
 `<root config>_schema`, which the root config lists first in its defaults, so a key the schema
 lacks or a value of the wrong type fails when the config is composed, naming it; Hydra reads the
-command line (`--help`, `-m`, `--config-name`, overrides; `-v` is `log_level=INFO`) and names the
+command line (`--help`, `-m`, `--config-name`, overrides; `-v` is `log_level=INFO`; flags and
+overrides in any order, `retrofit.jobs.compose.flags_first`) and names the
 job after its module's last name (`hydra.job.name`), which names its log file and, under
 `configs/hydra/default.yaml`, its run folder. Every error a user can fix ends in one line
 `error: <what> (<fix>)` and a non-zero exit, never a traceback: an unknown job (status `USAGE`),
@@ -159,7 +160,9 @@ def launch(job: str) -> None:
     docstring says."""
     printable_output()
     check_home()
-    given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
+    from retrofit.jobs.compose import command_config, flags_first
+
+    given = flags_first(["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]])  # any order
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
     with entry_errors(keys), exit_on_user_error(), listed_sources():  # a search path reads no code (sources)
@@ -174,7 +177,6 @@ def launch(job: str) -> None:
         register(job)
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
-        from retrofit.jobs.compose import command_config
         from retrofit.jobs.preflight import check_command_line, check_composed
         from retrofit.jobs.start import job_start
 
