@@ -98,20 +98,36 @@ def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict
     return writes
 
 
+JOB_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+"""The variables a config may set in a job's environment (`hydra.job.env_set`): thread counts and
+the GPUs a job sees. Any other moves what the job writes or runs: HOME or SKB_DATA_DIRECTORY the
+folders tabpfn's imports create (into the committed record, say), PATH, LD_PRELOAD or PYTHONPATH the
+code that its subprocesses (git, a launcher's workers) load."""
+
+
 def check_job_settings(hydra_cfg: DictConfig) -> None:
     """RunnerError for a Hydra job setting the jobs do not run under: `hydra.job.chdir=true` (a job
-    reads its relative paths from the directory the command starts in) and the record variable in
-    `hydra.job.env_set` (set by a record target for its own command only, never by a config)."""
+    reads its relative paths from the directory the command starts in) and a variable of
+    `hydra.job.env_set` that is not one of `JOB_ENV`, the record variable first (set by a record
+    target for its own command only, never by a config)."""
     if hydra_cfg.job.chdir:
         raise RunnerError(
             "hydra.job.chdir=true: a job runs in the directory the command starts in, where its relative "
             "paths (results_dir, cache_dir, a dataset's file) are read; drop it (Hydra's own files go to "
             "hydra.run.dir)"
         )
-    if RECORD_ENV in (hydra_cfg.job.env_set or {}):
+    env_set = list(hydra_cfg.job.env_set or {})
+    if RECORD_ENV in env_set:
         raise RunnerError(
             f"hydra.job.env_set.{RECORD_ENV}: the record variable is set by the Makefile's record targets, "
             "for their own command only; drop it"
+        )
+    unlisted = [name for name in env_set if name not in JOB_ENV]
+    if unlisted:
+        raise RunnerError(
+            f"hydra.job.env_set.{unlisted[0]}: a config sets only {', '.join(JOB_ENV)} in a job's environment "
+            "(another variable, such as HOME, PATH or PYTHONPATH, moves what the job writes or runs); "
+            f"set {unlisted[0]} in the shell that runs the command"
         )
 
 
