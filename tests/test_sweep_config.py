@@ -205,6 +205,21 @@ HOSTILE_BEFORE_WORK = {
 """Hostile inputs refused in one line when the run is built, before any computing."""
 
 
+def test_a_unit_store_linked_into_the_committed_record_is_refused_before_any_work(hydra_compose, tmp_path):
+    """cache_dir/runs, a link to results/, had every unit file written into the committed record."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "runs").symlink_to(RECORD_DIR)
+    before = sorted(RECORD_DIR.iterdir())
+    cfg = hydra_compose(overrides=[f"cache_dir={tmp_path / 'cache'}", f"results_dir={tmp_path / 'r'}"])
+    with pytest.raises(RunnerError) as refused:
+        case_from_hydra(cfg, cfg.hydra)
+    assert str(refused.value) == (
+        f"cache_dir={tmp_path / 'cache' / 'runs'} is inside the committed {RECORD_DIR}; "
+        "choose another cache_dir, e.g. cache_dir=.cache"
+    )
+    assert sorted(RECORD_DIR.iterdir()) == before and not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE_BEFORE_WORK))
 def test_hostile_inputs_are_refused_in_one_line_before_any_work(hydra_compose, tmp_path, name):
     overrides, prepare, message = HOSTILE_BEFORE_WORK[name]
