@@ -392,6 +392,21 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
         agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
 
 
+def test_a_lock_path_that_is_a_link_is_one_line_and_its_target_untouched(tmp_path):
+    """A lock linked to another file (the committed record's, say) ended in filelock's OSError
+    "Too many levels of symbolic links" after the run's work."""
+    target = tmp_path / "elsewhere.md"
+    target.write_text("kept\n")
+    (tmp_path / agg.LOCK).symlink_to(target)
+    with pytest.raises(RunnerError) as err:
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
+    assert one_line(err) == (
+        f"{tmp_path / agg.LOCK} is a link, and {tmp_path / 'retrofit_rmse.csv'} is written under a lock file "
+        "of that name; remove it"
+    )
+    assert target.read_text() == "kept\n" and not (tmp_path / "retrofit_rmse.csv").exists()
+
+
 def test_a_full_disk_leaves_the_results_of_the_last_write_whole(tmp_path, monkeypatch):
     """ENOSPC part way used to leave a new CSV beside the old plots, in a traceback; the files of a
     write now land together or not at all, and the failure is one line."""

@@ -191,6 +191,11 @@ HOSTILE_BEFORE_WORK = {
         lambda tmp: (tmp / "r" / "retrofit_deltas.png").mkdir(parents=True),
         r"r/retrofit_deltas\.png is not a file",
     ),
+    "results-lock-is-a-link": (
+        lambda tmp: [f"results_dir={tmp / 'r'}"],
+        lambda tmp: (tmp / "r").mkdir() or (tmp / "r" / ".retrofit_rmse.csv.lock").symlink_to(RECORD_DIR / "audit.csv"),
+        r"r/\.retrofit_rmse\.csv\.lock is a link, and .*r/retrofit_rmse\.csv is written under a lock file of that name",
+    ),
     "variant-name-too-long": (
         lambda tmp: [searchpath_with(tmp / "s", {"v" * 240: "adapters: []\n"})],
         lambda tmp: None,
