@@ -325,3 +325,19 @@ def test_an_ascii_console_gets_what_it_can_print_not_a_traceback(command):
     out = run_hydra(str(ROOT / command[0]), *command[1:], cwd=ROOT, PYTHONIOENCODING="ascii")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stdout.isascii() and "?" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "override",
+    ['+hydra.sweeper.params.seed="3,4"', 'hydra.sweeper.params={seed:"3,4"}', "++hydra.sweeper.params.seed=1"],
+)
+def test_an_override_of_the_sweepers_params_is_one_line(tmp_path, override):
+    """Hydra cannot merge an override into the basic sweeper's unset params: it ended in an
+    AssertionError or AttributeError traceback."""
+    out = run_hydra(str(ROOT / "experiments" / "sweep.py"), "-m", override, cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr == (
+        f"error: {override}: hydra.sweeper.params cannot be set from the command line (Hydra fails on it); "
+        "sweep the keys themselves: -m key=a,b\n"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -144,11 +144,15 @@ def check_job(job: DictConfig, num: int) -> None:
 
 
 CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
+SWEEPER_PARAMS_OVERRIDE = re.compile(r"^[~+]*hydra\.sweeper\.params\b")
+"""An override of the basic sweeper's `params`, which OmegaConf cannot merge into its unset mapping
+(Hydra ends in an AssertionError or AttributeError traceback, whatever the form)."""
 
 
 def check_command_line(argv: list[str], configs_dir: Path) -> None:
-    """RunnerError for a command line (`argv`, after the program) that would take `CheckWrites`
-    away: an override of `hydra.callbacks`, or a `-cd`/`--config-dir` folder holding a config that
+    """RunnerError for a command line (`argv`, after the program) that overrides
+    `hydra.sweeper.params` (`SWEEPER_PARAMS_OVERRIDE`) or would take `CheckWrites` away: an
+    override of `hydra.callbacks`, or a `-cd`/`--config-dir` folder holding a config that
     the command's own config folders hide (Hydra reads those first, so it would not be read); and for
     a config group option given as a path, refused before Hydra composes (whether or not the file
     exists; `check_group_options` checks the composed choices too)."""
@@ -157,6 +161,12 @@ def check_command_line(argv: list[str], configs_dir: Path) -> None:
         raise RunnerError(
             f"{changed}: hydra.callbacks are not changed from the command line (they check what a run "
             "writes before it writes); drop the override"
+        )
+    params = next((arg for arg in argv if SWEEPER_PARAMS_OVERRIDE.match(arg)), None)
+    if params is not None:
+        raise RunnerError(
+            f"{params}: hydra.sweeper.params cannot be set from the command line (Hydra fails on it); "
+            "sweep the keys themselves: -m key=a,b"
         )
     groups = {folder.name for root in (configs_dir, BUILTIN_CONFIGS) for folder in root.iterdir() if folder.is_dir()}
     _refuse_paths(
