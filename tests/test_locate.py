@@ -33,6 +33,17 @@ def test_symlink_loop_is_refused(tmp_path):
         check_checkpoint(loop)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_checkpoint_that_is_a_pipe_or_a_device_is_named_as_not_a_regular_file(tmp_path, kind):
+    """host.path=/dev/zero was answered "does not exist"."""
+    path = tmp_path / "host.ckpt" if kind == "fifo" else pathlib.Path("/dev/zero")
+    if kind == "fifo":
+        os.mkfifo(path)
+    with pytest.raises(RetrofitError) as err:
+        check_checkpoint(path)
+    assert one_line(err) == f"checkpoint {path} is not a regular file; {USAGE}"
+
+
 def test_folder_without_a_checkpoint_says_what_it_holds(tmp_path):
     (tmp_path / "notes.txt").write_text("weights elsewhere")
     with pytest.raises(RetrofitError, match=r"holds no TabPFN regressor checkpoint .*it holds \['notes.txt'\]\); pass"):
