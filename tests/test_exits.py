@@ -100,6 +100,19 @@ def test_the_quoting_hint_quotes_the_whole_value_and_parses_back_to_it(value):
     assert ("(a path's ~" in said) == ("~" in value) and "\n" not in said
 
 
+@pytest.mark.parametrize(
+    "key", ["results_dir", "cache_dir", "hydra.run.dir", "dataset.path", "host.path"], ids=lambda key: key
+)
+def test_a_path_with_a_name_too_long_for_the_file_system_is_one_line(tmp_path, key):
+    """A name over 255 bytes ended in OSError "File name too long" tracebacks, wherever it was first looked at."""
+    long = tmp_path / ("a" * 300)
+    extra = {"dataset.path": ["dataset=csv", "dataset.target=y"], "host.path": ["host=checkpoint"]}.get(key, [])
+    out = run_entry_point("sweep.py", *extra, f"{key}={long}", cwd=tmp_path)
+    assert out.returncode == 1 and one_line_error(out).startswith(f"error: {str(long)[:120]}... ("), out.stderr
+    fix = "a name in this path is longer than its file system takes (255 bytes a name, 4096 a path, on most)"
+    assert one_line_error(out).endswith(f": {fix}; give a shorter one")
+
+
 def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):
     marker = tmp_path / "ran"
     (tmp_path / "conf" / "dataset").mkdir(parents=True)
