@@ -113,6 +113,18 @@ def test_a_path_with_a_name_too_long_for_the_file_system_is_one_line(tmp_path, k
     assert one_line_error(out).endswith(f": {fix}; give a shorter one")
 
 
+@pytest.mark.parametrize("job", ["sweep.py", "ablation.py"])
+def test_a_work_bound_that_is_no_number_is_said_before_hydra_writes_anything(tmp_path, job):
+    """RETROFIT_MAX_WORK=nan was refused only at the first fit, after Hydra's run folder and the model load."""
+    out = run_entry_point(job, cwd=tmp_path, RETROFIT_MAX_WORK="nan")
+    assert out.returncode == 1
+    assert (
+        one_line_error(out)
+        == "error: RETROFIT_MAX_WORK='nan' must be a positive number of work units, e.g. RETROFIT_MAX_WORK=5e9"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):
     marker = tmp_path / "ran"
     (tmp_path / "conf" / "dataset").mkdir(parents=True)

@@ -23,7 +23,8 @@ job after its module's last name (`hydra.job.name`), which names its log file an
 `error: <what> (<fix>)` and a non-zero exit, never a traceback: an unknown job (status `USAGE`),
 a config that does not compose (an unknown option or key, a bad value, a `!!python` tag), a value
 whose interpolation does not resolve (its key, the value as written and the fix) and Ctrl-C
-(`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input through
+(`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input (a bad
+`RETROFIT_MAX_WORK` among them, read before Hydra acts) through
 `retrofit.errors.exit_on_user_error`, a full device through `retrofit.jobs.exits.exit_on_full_disk`
 (the folder on it: Hydra's run or sweep folder, or the file a job wrote). Before Hydra acts, the
 command's config is composed as Hydra will compose it (`retrofit.jobs.compose`, which refuses two
@@ -59,6 +60,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from retrofit.bounds import max_work
 from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.jobs.exits import FULL_ERROR, entry_errors, exit_on_full_disk, schema_keys
@@ -175,6 +177,7 @@ def launch(job: str) -> None:
             main(_named(module, lambda cfg: None))()  # Hydra prints the help and exits
             return
         register(job)
+        max_work()  # a bad RETROFIT_MAX_WORK is said before Hydra acts, not at the first fit
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
         from retrofit.jobs.preflight import check_command_line, check_composed
