@@ -168,7 +168,7 @@ def test_an_entry_point_imports_its_own_job_and_no_other(job):
     imports neither torch nor tabpfn (nor shapiq, which only the removal explanations use)."""
     out = run_python("-c", IMPORTS_OF_AN_ENTRY_POINT, str(ROOT / "experiments" / f"{job}.py"), "not_a_key=1")
     assert out.returncode == 0, out.stderr[-3000:]
-    modules = ["compose", "exits", "instantiated", "preflight", "start"]
+    modules = ["compose", "exits", "instantiated", "launchers", "preflight", "sources", "start"]
     imported = [f"experiments.{job}", *(f"retrofit.jobs.{name}" for name in modules)]
     assert out.stdout.splitlines()[-1].split() == imported  # composed (and refused) after its job was imported
 
