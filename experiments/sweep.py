@@ -36,10 +36,11 @@ if TYPE_CHECKING:
 
 def run(job: JobStart) -> None:
     """Run the case `job` describes; a single run also writes its rows and checks them (`finish`).
-    A CSV named on the command line is checked first (`job_start`), before any model loads."""
+    A CSV named on the command line is checked first (`job_start`), before any model loads, and so
+    is a single run's `timing.seeds` or `decomposition.seeds` that leaves out its seed."""
     from retrofit.runner.case import run_case
     from retrofit.runner.finish import case_records, finish, reusable
-    from retrofit.runner.sweep_config import case_from_hydra
+    from retrofit.runner.sweep_config import case_from_hydra, check_seed_selections
 
     cfg, hydra_cfg = job.settings, job.hydra_cfg
     if hydra_cfg.mode == RunMode.MULTIRUN:  # the callback checks before and aggregates after
@@ -47,6 +48,7 @@ def run(job: JobStart) -> None:
         return
     with runner.collected_notices() as notices:
         case = case_from_hydra(cfg, hydra_cfg)
+        check_seed_selections([(cfg, case)])  # a list without this case's seed would take no effect
         reference = reference_of(cfg, job.base_dir)  # read before the run writes anything
         reused = runner.reused(reusable([case]), len(case.units))
         rows = run_case(case)

@@ -6,7 +6,8 @@ multirun, `retrofit.runner.sweep_jobs`, and the seeds of one `retrofit.compare` 
 (the table one fit takes, `fit_work`: `retrofit.data.prepare.check_work` for a dataset,
 `check_fit_work` for `retrofit.RetrofitRegressor`, `check_total_work` for the tables of one
 `retrofit.predict_many`), `MAX_COLUMNS` and `MAX_HEADER_CHARS` (a CSV file's header,
-`retrofit.data.csv_file.header`); `check_max_cells` checks the memory bound a caller of
+`retrofit.data.csv_file.header`); `MAX_CONFIG_VALUES` (a YAML config file's values, its aliases
+expanded: `check_yaml_values`); `check_max_cells` checks the memory bound a caller of
 `retrofit.predict_many` or `retrofit.removal` gives (cells per forward).
 """
 
@@ -34,6 +35,11 @@ pretraining limit (v2.5). pandas parses a header of any width, a million columns
 MAX_HEADER_CHARS = 100 * MAX_COLUMNS
 """The most characters of a CSV file's header that are read (a hundred a column name): a longer
 header is refused before pandas sees the file."""
+MAX_CONFIG_VALUES = 100_000
+"""The most values (mappings, lists and scalars) one YAML config file may hold once its aliases
+(`*name`) are expanded: a config of this project holds a few hundred. Each alias of a list of
+aliases repeats the list, so a page of them (a "billion laughs" file) expands to billions of values,
+which OmegaConf copies one by one, for hours, before anything is said."""
 WORK_ENV = "RETROFIT_MAX_WORK"
 """The environment variable that raises (or lowers) `MAX_WORK`: a number, e.g. 5e9."""
 
@@ -88,3 +94,34 @@ def check_max_cells(max_cells: Any) -> None:
     """RetrofitError unless `max_cells`, the most cells one forward holds, is an int >= 1."""
     if isinstance(max_cells, bool) or not isinstance(max_cells, Integral) or max_cells < 1:
         raise RetrofitError(f"max_cells must be an int >= 1 (cells per forward), got {max_cells!r}")
+
+
+def check_yaml_values(text: str, where: str) -> None:
+    """RetrofitError naming `where` (the file) when the YAML `text` holds more than
+    `MAX_CONFIG_VALUES` values once its aliases are expanded, or an alias inside its own anchor
+    (a value that holds itself). Counted on the YAML's node graph, where an alias is one node
+    however often it repeats; text that is no YAML is left to the loader that reads it."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return
+    counted: dict[int, int] = {}
+
+    def values(node: yaml.Node, within: frozenset[int]) -> int:
+        if id(node) in within:
+            raise RetrofitError(f"{where}: an alias (*name) lies inside its own anchor (&name); write the value out")
+        if id(node) not in counted:
+            children = node.value if isinstance(node, yaml.SequenceNode) else []
+            if isinstance(node, yaml.MappingNode):
+                children = [child for pair in node.value for child in pair]
+            inner = within | {id(node)}
+            counted[id(node)] = min(1 + sum(values(child, inner) for child in children), MAX_CONFIG_VALUES + 1)
+        return counted[id(node)]
+
+    if root is not None and values(root, frozenset()) > MAX_CONFIG_VALUES:
+        raise RetrofitError(
+            f"{where} holds more than {MAX_CONFIG_VALUES} values once its aliases (*name) are expanded, "
+            "as a YAML file that repeats aliases of aliases does; write the values out, or repeat fewer"
+        )

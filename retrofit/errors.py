@@ -7,6 +7,7 @@ exit status 1, no traceback; any other exception is a bug and keeps its tracebac
 `main`, `retrofit.jobs.exits` says a config that does not compose and Ctrl-C in one line).
 """
 
+import errno
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
@@ -41,11 +42,20 @@ def printable_output() -> None:
 
 @contextmanager
 def exit_on_user_error() -> Iterator[None]:
-    """Turn a `RetrofitError` into `error: <message>` on stderr and exit status 1, no traceback."""
+    """Turn a `RetrofitError` into `error: <message>` on stderr and exit status 1, no traceback, and
+    so a path given with a name too long for its file system (`ENAMETOOLONG`, raised by whatever
+    first looks at it: a check of results_dir, a dataset's file, Hydra's run folder)."""
     try:
         yield
     except RetrofitError as err:
         raise SystemExit(f"error: {err}") from None
+    except OSError as err:
+        if err.errno != errno.ENAMETOOLONG:
+            raise
+        raise SystemExit(
+            f"error: {bounded(str(err.filename), 120)}: a name in this path is longer than its file system takes "
+            "(255 bytes a name, 4096 a path, on most); give a shorter one"
+        ) from None
 
 
 @contextmanager

@@ -95,14 +95,21 @@ PATIENCE = 1.0
 """Seconds a writer waits on a lock in silence; then it says what it waits for (`locked`)."""
 
 
+def check_lock_path(lock_path: Path, what: str) -> Path:
+    """`lock_path` unless no lock can be taken there: RunnerError for a folder, and for a link, which
+    `filelock` does not follow (an OSError at the first lock), so that no lock file is another's."""
+    if lock_path.is_symlink() or lock_path.is_dir():
+        kind = "a link" if lock_path.is_symlink() else "a folder"
+        raise RunnerError(f"{lock_path} is {kind}, and {what} is written under a lock file of that name; remove it")
+    return lock_path
+
+
 @contextmanager
 def locked(lock_path: Path, what: str) -> Iterator[None]:
     """Hold the file lock `lock_path` (`filelock`) around the block, which writes `what`; after
     `PATIENCE` seconds of waiting, say on stderr which lock it waits for and why, then wait on.
-    RunnerError when the lock path is a folder (no lock can be taken there)."""
-    lock_path = Path(lock_path)
-    if lock_path.is_dir():
-        raise RunnerError(f"{lock_path} is a folder, and {what} is written under a lock of that name; remove it")
+    RunnerError when the lock path is no lock file (`check_lock_path`)."""
+    lock_path = check_lock_path(Path(lock_path), what)
     lock = FileLock(lock_path)
     try:
         lock.acquire(timeout=PATIENCE)

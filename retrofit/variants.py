@@ -35,6 +35,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from retrofit.adapters import PARTS, AttentionSettings, TauRule, adapter
+from retrofit.bounds import check_yaml_values
 from retrofit.errors import RetrofitError, bounded
 from retrofit.labels import check_label
 from retrofit.typed import typed
@@ -200,6 +201,7 @@ def load_variant_file(path: str | os.PathLike) -> dict[str, Any]:
             f"rename the file (e.g. {path.stem}_mine{path.suffix})"
         )
     try:
+        check_yaml_values(path.read_text(encoding="utf-8"), f"variant file {path}")
         loaded = OmegaConf.load(path)
         spec = OmegaConf.to_container(loaded, resolve=True)
     except (yaml.YAMLError, OmegaConfBaseException, OSError, UnicodeDecodeError) as err:

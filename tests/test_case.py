@@ -141,6 +141,21 @@ def test_interrupted_case_loses_nothing_and_duplicates_nothing(host, tmp_path, m
     assert not list(tmp_path.rglob("*.tmp"))
 
 
+def test_a_case_that_fails_clears_its_progress_bar_before_the_error_is_said(host, tmp_path, monkeypatch, case_on):
+    """The bar was left open on a refusal, so its error was printed on the bar's line."""
+    bars, unit_bar = [], case_module.unit_bar
+
+    def recorded(*args, **kwargs):
+        bars.append(unit_bar(*args, **kwargs))
+        return bars[-1]
+
+    monkeypatch.setattr(case_module, "unit_bar", recorded)
+    monkeypatch.setattr(case_module, "case_split", lambda case: (_ for _ in ()).throw(RunnerError("refused")))
+    with pytest.raises(RunnerError, match=r"^refused$"):
+        run_case(case_on(host, tmp_path))
+    assert len(bars) == 1 and bars[0].disable  # tqdm marks a closed bar disabled
+
+
 def test_unknown_hparam_and_missing_host_are_user_errors(tmp_path, host, case_on):
     from retrofit.runner.sweep_config import unit_spec
 

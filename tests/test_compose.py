@@ -10,7 +10,7 @@ from processes import run_hydra
 from experiments import sweep
 from retrofit.errors import RunnerError
 from retrofit.jobs import CONFIGS_DIR
-from retrofit.jobs.compose import command_config
+from retrofit.jobs.compose import command_config, flags_first
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,3 +64,23 @@ def test_a_command_that_runs_no_job_is_not_composed(job_schemas, argv):
 def test_a_rerun_from_a_pickle_is_refused(job_schemas, tmp_path):
     with pytest.raises(RunnerError, match=r"--experimental-rerun unpickles a saved config, and a pickle runs code"):
         _composed("--experimental-rerun", str(tmp_path / "config.pickle"))
+
+
+@pytest.mark.parametrize(
+    "argv, ordered",
+    [
+        (["seed=1", "-m", "seed=2,3"], ["-m", "seed=1", "seed=2,3"]),
+        (["a=1", "--config-dir", "own", "b=2", "-cn", "mine"], ["--config-dir", "own", "-cn", "mine", "a=1", "b=2"]),
+        (["a=1", "--info", "a=2"], ["--info", "all", "a=1", "a=2"]),
+        (["a=1", "-i", "defaults", "--cfg=job", "a=2"], ["-i", "defaults", "--cfg=job", "a=1", "a=2"]),
+    ],
+    ids=["multirun", "valued-flags", "info-without-value", "info-with-value"],
+)
+def test_flags_come_first_each_with_its_value_and_the_overrides_keep_their_order(argv, ordered):
+    assert flags_first(argv) == ordered
+
+
+def test_a_flag_between_overrides_runs_the_command_as_written():
+    """`seed=1 --cfg job seed=2` ended in Hydra's usage (eight lines) and "unrecognized arguments: seed=2"."""
+    out = run_hydra(str(ROOT / "experiments" / "sweep.py"), "seed=1", "--cfg", "job", "seed=2")
+    assert out.returncode == 0 and "\nseed: 2\n" in out.stdout, out.stderr[-3000:]

@@ -3,6 +3,7 @@ or the same table as a DataFrame in memory, give one table; a missing key, colum
 one line."""
 
 import os
+import pickle
 from pathlib import Path
 
 import pandas as pd
@@ -126,6 +127,37 @@ def test_a_csv_path_that_is_a_pipe_or_a_device_is_named_as_not_a_regular_file(tm
         one_line(err)
         == f"dataset 'h': CSV file {path} is not a regular file; fix `path` (in its YAML, or dataset.path=)"
     )
+
+
+BINARY_FILES = {
+    "xlsx": (b"PK\x03\x04\x14\x00\x06\x00", "a zip archive (an Excel .xlsx workbook is one)", "pd.read_excel(path)"),
+    "parquet": (b"PAR1\x15\x00\x15\x1c", "a Parquet file", "pd.read_parquet(path)"),
+    "pickle": (pickle.dumps(toy_frame()), "a Python pickle", "pd.read_pickle(path)"),
+    "utf-16": ("y,a\n1,2\n".encode("utf-16"), "UTF-16 text", "iconv -f utf-16 -t utf-8 {path} > table.csv"),
+    "nul": (b"y,a\x00\n1,2\n", "binary data (it holds a NUL byte)", "pd.read_excel(path)"),
+}
+"""A binary file given as a CSV: its bytes, what it is named as, and the conversion named."""
+
+
+@pytest.mark.parametrize("name", list(BINARY_FILES))
+def test_a_binary_file_given_as_a_csv_is_named_as_what_it_is_on_the_command_line_and_at_load(
+    tmp_path, hydra_compose, name
+):
+    """An Excel or pickle file was refused as "not UTF-8 text" with an iconv from latin-1, a Parquet
+    file as having "no target column 'y'; columns: ['PAR1\\x15...']"."""
+    data, kind, how = BINARY_FILES[name]
+    path = tmp_path / "table.csv"
+    path.write_bytes(data)
+    start = f"dataset 'table': {path} is {kind}, not UTF-8 CSV text; convert it: "
+    overrides = [f"dataset.path={path}", "dataset.target=y"]
+    with pytest.raises(DatasetError) as err:
+        check_csv_command(csv_node(hydra_compose, *overrides), overrides, tmp_path)
+    assert one_line(err).startswith(start) and how.format(path=path) in str(err.value), str(err.value)
+    with pytest.raises(DatasetError) as loaded:
+        load_table(
+            DatasetSpec.from_mapping({"name": "table", "source": "csv", "path": str(path), "target": "y"}), tmp_path
+        )
+    assert str(loaded.value) == str(err.value)
 
 
 def test_csv_path_relative_to_the_start_directory(tmp_path):

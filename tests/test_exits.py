@@ -32,6 +32,11 @@ CONFIG_ERRORS = [
     ("sweep", ["n_estimator=2"], "error: n_estimator is not a key of this config (did you mean n_estimators?)"),
     ("sweep", ["n_estimators=many"], "error: Error merging override n_estimators=many"),
     ("sweep", ["dataset=no_such_dataset"], "error: In 'sweep': Could not find 'dataset/no_such_dataset'"),
+    (
+        "sweep",
+        ["dataset.max_rows=100"],
+        "error: dataset.max_rows is not set by the dataset option selected; add it with '+dataset.max_rows=100'",
+    ),
     ("scale_check", ["rounds=x"], "error: Error merging override rounds=x"),
     (
         "scale_check",
@@ -41,9 +46,15 @@ CONFIG_ERRORS = [
         "'++arch_overrides={tabpfn_v3: {nlayers: 2}}')",
     ),
 ]
-"""(job, overrides, the start of the one line it answers): an unknown key with and without a close
-one, a value of the wrong type, an unknown option and a new key merged into a mapping (with the
-forms that work)."""
+"""(job, overrides, the start of the one line it answers): an unknown key with and without a close one,
+a key of the job's that the selected dataset leaves out (once answered "is not a key of this config
+(did you mean dataset.max_rows?)", itself), a value of the wrong type, an unknown option and a new
+key merged into a mapping (with the forms that work)."""
+
+
+def test_the_override_that_adds_a_key_the_selected_dataset_leaves_out_composes(tmp_path):
+    out = run_entry_point("sweep.py", "+dataset.max_rows=100", "--cfg", "job", cwd=tmp_path)
+    assert out.returncode == 0 and "\n  max_rows: 100\n" in out.stdout, out.stderr[-3000:]
 
 
 @pytest.mark.parametrize(
@@ -87,6 +98,31 @@ def test_the_quoting_hint_quotes_the_whole_value_and_parses_back_to_it(value):
     (argument,) = shlex.split(hint.removesuffix(" (a path's ~ is then your home directory)"))
     assert OverridesParser.create().parse_overrides([argument])[0].value() == value
     assert ("(a path's ~" in said) == ("~" in value) and "\n" not in said
+
+
+@pytest.mark.parametrize(
+    "key", ["results_dir", "cache_dir", "hydra.run.dir", "dataset.path", "host.path"], ids=lambda key: key
+)
+def test_a_path_with_a_name_too_long_for_the_file_system_is_one_line(tmp_path, key):
+    """A name over 255 bytes ended in OSError "File name too long" tracebacks, wherever it was first looked at."""
+    long = tmp_path / ("a" * 300)
+    extra = {"dataset.path": ["dataset=csv", "dataset.target=y"], "host.path": ["host=checkpoint"]}.get(key, [])
+    out = run_entry_point("sweep.py", *extra, f"{key}={long}", cwd=tmp_path)
+    assert out.returncode == 1 and one_line_error(out).startswith(f"error: {str(long)[:120]}... ("), out.stderr
+    fix = "a name in this path is longer than its file system takes (255 bytes a name, 4096 a path, on most)"
+    assert one_line_error(out).endswith(f": {fix}; give a shorter one")
+
+
+@pytest.mark.parametrize("job", ["sweep.py", "ablation.py"])
+def test_a_work_bound_that_is_no_number_is_said_before_hydra_writes_anything(tmp_path, job):
+    """RETROFIT_MAX_WORK=nan was refused only at the first fit, after Hydra's run folder and the model load."""
+    out = run_entry_point(job, cwd=tmp_path, RETROFIT_MAX_WORK="nan")
+    assert out.returncode == 1
+    assert (
+        one_line_error(out)
+        == "error: RETROFIT_MAX_WORK='nan' must be a positive number of work units, e.g. RETROFIT_MAX_WORK=5e9"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_python_tag_is_one_line_and_runs_nothing(tmp_path):

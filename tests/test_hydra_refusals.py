@@ -85,6 +85,19 @@ def test_a_config_cannot_set_the_record_variable(job_schemas):
     check_composed(cfg, mode)
 
 
+@pytest.mark.parametrize("name", ["HOME", "SKB_DATA_DIRECTORY", "LD_PRELOAD", "PYTHONPATH"])
+def test_a_config_sets_no_variable_that_moves_what_a_job_writes_or_runs(job_schemas, name):
+    """`hydra.job.env_set.HOME=<checkout>/results` made tabpfn's import create skrub_data/ (and
+    matplotlib its .config/) in the committed record; LD_PRELOAD or PYTHONPATH would load code of
+    the config's choosing into the job's subprocesses."""
+    for argv in ([], ["-m", "seed=0,1"]):
+        cfg, mode = _composed(*argv, f"+hydra.job.env_set.{name}=/tmp/elsewhere")
+        with pytest.raises(RunnerError) as err:
+            check_composed(cfg, mode)
+        assert one_line(err).startswith(f"hydra.job.env_set.{name}: a config sets only OMP_NUM_THREADS, ")
+        assert str(err.value).endswith(f"set {name} in the shell that runs the command")
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device that is always full")
 def test_a_full_device_under_the_run_folder_is_one_line_naming_it(tmp_path):
     """Hydra's first write under `hydra.run.dir` is `.hydra/config.yaml`; there it is /dev/full, which

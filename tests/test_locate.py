@@ -21,7 +21,7 @@ from tabpfn.settings import settings
 from retrofit import RetrofitRegressor
 from retrofit.errors import RetrofitError
 from retrofit.hosts import check_checkpoint, get_path, make_regressor
-from retrofit.hosts.locate import WHAT, download_folder
+from retrofit.hosts.locate import WHAT, download_folder, usage
 from retrofit.hosts.validation import architecture_name
 from retrofit.runner.identity import file_digest, host_digest
 from retrofit.runner.sweep_config import case_from_hydra
@@ -32,6 +32,17 @@ def test_symlink_loop_is_refused(tmp_path):
     os.symlink(loop, loop)
     with pytest.raises(RetrofitError, match=r"cannot be resolved .*symlink"):
         check_checkpoint(loop)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_checkpoint_that_is_a_pipe_or_a_device_is_named_as_not_a_regular_file(tmp_path, kind):
+    """host.path=/dev/zero was answered "does not exist"."""
+    path = tmp_path / "host.ckpt" if kind == "fifo" else pathlib.Path("/dev/zero")
+    if kind == "fifo":
+        os.mkfifo(path)
+    with pytest.raises(RetrofitError) as err:
+        check_checkpoint(path)
+    assert one_line(err) == f"checkpoint {path} is not a regular file; {usage()}"
 
 
 def test_folder_without_a_checkpoint_says_what_it_holds(tmp_path):

@@ -380,3 +380,19 @@ def test_a_value_left_missing_by_an_override_is_refused_in_one_line_before_hydra
         f"error: {key} is required (an override or config file sets it to ???): give {key}=<value>"
     ), out.stderr
     assert not (tmp_path / "h").exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "override",
+    ['+hydra.sweeper.params.seed="3,4"', 'hydra.sweeper.params={seed:"3,4"}', "++hydra.sweeper.params.seed=1"],
+)
+def test_an_override_of_the_sweepers_params_is_one_line(tmp_path, override):
+    """Hydra cannot merge an override into the basic sweeper's unset params: it ended in an
+    AssertionError or AttributeError traceback."""
+    out = run_hydra(str(ROOT / "experiments" / "sweep.py"), "-m", override, cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr == (
+        f"error: {override}: hydra.sweeper.params cannot be set from the command line (Hydra fails on it); "
+        "sweep the keys themselves: -m key=a,b\n"
+    )
+    assert list(tmp_path.iterdir()) == []

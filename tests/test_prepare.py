@@ -61,14 +61,15 @@ def test_one_row_table_is_refused_for_its_rows_not_as_a_constant_target(tmp_path
 @pytest.mark.parametrize("test_size, left", [(0.99, "leaves 0 of its 60 rows for training"), (0.001, "and 1 for")])
 def test_a_test_size_that_leaves_a_side_too_small_is_refused_before_fitting(test_size, left):
     """60 rows at test_size=0.99 leave sklearn no train row (its own error was a traceback); at
-    0.001 one test row remains, which is enough, so that one splits."""
+    0.001 one test row remains, which is enough, so that one splits (the refusal said "at least 2 of
+    each", which refused no such split)."""
     X, y = regression_data(seed=0, n=60, f=3)
     spec = DatasetSpec.from_mapping({"name": "small", "source": "csv", "path": "small.csv", "target": "y"})
     table = clean(pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y), spec)
     if test_size == 0.99:
         with pytest.raises(DatasetError, match=left) as err:
             split(table, seed=0, test_size=test_size)
-        one_line(err)
+        assert one_line(err).endswith("leaves at least 2 for training and 1 for testing (e.g. test_size=0.3)")
     else:
         assert len(split(table, seed=0, test_size=test_size).y_test) == 1
 

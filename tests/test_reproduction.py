@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from processes import run_entry_point
+from refusals import one_line
 from test_run_files import synthetic_rows
 
 from retrofit.errors import RunnerError
@@ -359,6 +360,19 @@ def test_a_reference_commit_without_git_on_the_path_is_refused(tmp_path, monkeyp
         RunnerError, match=r"reference_commit=HEAD needs git, which is not on PATH; .*reference_commit=null"
     ):
         read_reference(csv, "HEAD")
+
+
+@pytest.mark.parametrize(
+    "commit, why", [("--output=out", "starts with '-', which git reads as an option"), ("", "is empty")]
+)
+def test_a_reference_commit_that_git_would_read_as_an_option_is_refused_and_writes_nothing(tmp_path, commit, why):
+    """reference_commit=--output=<file> had `git show` write its output to a file of the config's choosing."""
+    (tmp_path / "out:.").mkdir()  # where `git show --output=out:./retrofit_rmse.csv` would write
+    with pytest.raises(RunnerError) as err:
+        read_reference(tmp_path / "retrofit_rmse.csv", commit)
+    assert one_line(err).startswith(f"reference_commit={commit!r} {why}"), str(err.value)
+    assert str(err.value).endswith("name a commit (HEAD, a hash or a tag), or null for the working tree")
+    assert list((tmp_path / "out:.").iterdir()) == []
 
 
 def test_a_gpu_unit_is_equal_within_1e5_within_its_hosts_floor_or_it_differs():

@@ -54,6 +54,15 @@ def test_single_runs_into_one_results_dir_accumulate(tmp_path):
     assert list(pd.read_csv(tmp_path / "retrofit_rmse.csv").columns) == COLUMNS
 
 
+def test_a_run_without_arms_into_a_results_dir_with_arm_rows_keeps_and_plots_them(tmp_path):
+    arms = [record("a", "baseline", 0.0), record("a", "o_closed", 1.0).labelled("sink", arm_extra=True)]
+    aggregate(tmp_path, arms, keep=True)
+    aggregate(tmp_path, [record("b", "baseline", 0.0), record("b", "oa_only", 2.0)], keep=True)
+    kept = pd.read_csv(tmp_path / "decomposition.csv")
+    assert list(zip(kept["variant"], kept["arm"], strict=True)) == [("o_closed", "sink")]
+    assert (tmp_path / "decomposition.png").stat().st_size > 0
+
+
 def test_the_headline_gives_each_host_mean_ci_signed_largest_and_time():
     frame = pd.DataFrame(
         [vars(r) for r in [record(d, v, x) for d, v, x in [("a", "oa_only", -3.0), ("b", "oa_only", 1.0)]]]
@@ -329,13 +338,17 @@ def _hold_lock(path: str, ready, release) -> None:
         (lambda text: text[:-1], "it ends mid-row, without a line break after its last row"),
         (lambda text: text.replace("\n", ",x,y\n", 2).replace(",x,y", "", 1), r"line 2 has 51 fields, the header 49"),
         (lambda text: "", "No columns to parse from file"),
+        (lambda text: "a,b\n1,2\n", r"its header lacks the columns \['dataset', 'seed', .* and \d+ more \(34 in all\)"),
+        (lambda text: text.replace("\na,0,", "\na,zero,", 1), r"a cell is not of its column's type: .*'zero'"),
     ],
-    ids=["cut-mid-row", "cut-in-its-last-field", "long-row", "empty"],
+    ids=["cut-mid-row", "cut-in-its-last-field", "long-row", "empty", "another-table", "a-text-seed"],
 )
 def test_a_damaged_results_csv_is_named_with_the_command_that_moves_it_aside(tmp_path, tear, damage):
     """A retrofit_rmse.csv cut mid-row was refused as "rows of other settings" (its last row read
-    with empty settings), one with a long row ended in pandas' ParserError, and the folder stayed
-    unusable; each is named as damaged in one line whose `mv` command, run, makes the folder usable."""
+    with empty settings), one with a long row ended in pandas' ParserError, another table was
+    answered "recompute it (overwrite=true)", which reads it again, a text seed ended in a
+    ValueError, and the folder stayed unusable; each is named as damaged in one line whose `mv`
+    command, run, makes the folder usable."""
     results = tmp_path / "my results"
     rows = [record("a", "baseline", 0.0), record("a", "oa_only", 1.0), record("b", "oa_only", 2.0)]
     agg.aggregate(results, rows, keep=True)
@@ -377,6 +390,21 @@ def test_a_lock_path_that_is_a_folder_is_one_line(tmp_path):
     (tmp_path / agg.LOCK).mkdir()
     with pytest.raises(RunnerError, match=rf"{re.escape(str(tmp_path / agg.LOCK))} is a folder, and .* remove it"):
         agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
+
+
+def test_a_lock_path_that_is_a_link_is_one_line_and_its_target_untouched(tmp_path):
+    """A lock linked to another file (the committed record's, say) ended in filelock's OSError
+    "Too many levels of symbolic links" after the run's work."""
+    target = tmp_path / "elsewhere.md"
+    target.write_text("kept\n")
+    (tmp_path / agg.LOCK).symlink_to(target)
+    with pytest.raises(RunnerError) as err:
+        agg.aggregate(tmp_path, [record("a", "baseline", 0.0)], keep=True)
+    assert one_line(err) == (
+        f"{tmp_path / agg.LOCK} is a link, and {tmp_path / 'retrofit_rmse.csv'} is written under a lock file "
+        "of that name; remove it"
+    )
+    assert target.read_text() == "kept\n" and not (tmp_path / "retrofit_rmse.csv").exists()
 
 
 def test_a_full_disk_while_plotting_keeps_the_new_rows_and_the_last_tables_whole(tmp_path, monkeypatch):

@@ -63,3 +63,31 @@ def test_the_listed_packages_still_compose(tmp_path):
     out = run_hydra(SWEEP, searchpath, "+experiment=x", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "\nseed: 3\n" in out.stdout and not marker.exists()
+
+
+LAUGHS = "".join(f"{a}: &{a} [{', '.join([f'*{b}'] * 9)}]\n" for b, a in zip("abcdefg", "bcdefgh", strict=True))
+"""A "billion laughs" YAML: each list repeats nine aliases of the one before, 9^8 (43 million) values in all."""
+
+
+def test_a_config_file_whose_aliases_expand_to_millions_of_values_is_refused_before_it_is_copied(tmp_path):
+    """OmegaConf copied such a dataset YAML under --config-dir value by value, for hours, in silence."""
+    (tmp_path / "own" / "dataset").mkdir(parents=True)
+    laughs = tmp_path / "own" / "dataset" / "laughs.yaml"
+    laughs.write_text(f"a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n{LAUGHS}name: laughs\n")
+    out = run_hydra(SWEEP, "--config-dir", str(tmp_path / "own"), "dataset=laughs", cwd=tmp_path, timeout=120)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"error: {laughs} holds more than 100000 values once its aliases"), out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["own"]  # no outputs/ either
+
+
+def test_a_variant_file_whose_aliases_expand_too_far_or_hold_themselves_is_refused(tmp_path):
+    from retrofit.errors import RetrofitError
+    from retrofit.variants import resolve_variant
+
+    many, itself = tmp_path / "many.yaml", tmp_path / "itself.yaml"
+    many.write_text(f"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n{LAUGHS}")
+    itself.write_text("tau: &t [*t]\n")
+    with pytest.raises(RetrofitError, match=rf"^variant file {many} holds more than 100000 values"):
+        resolve_variant(str(many))
+    with pytest.raises(RetrofitError, match=rf"^variant file {itself}: an alias \(\*name\) lies inside its own anchor"):
+        resolve_variant(str(itself))

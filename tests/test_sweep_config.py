@@ -191,6 +191,11 @@ HOSTILE_BEFORE_WORK = {
         lambda tmp: (tmp / "r" / "retrofit_deltas.png").mkdir(parents=True),
         r"r/retrofit_deltas\.png is not a file",
     ),
+    "results-lock-is-a-link": (
+        lambda tmp: [f"results_dir={tmp / 'r'}"],
+        lambda tmp: (tmp / "r").mkdir() or (tmp / "r" / ".retrofit_rmse.csv.lock").symlink_to(RECORD_DIR / "audit.csv"),
+        r"r/\.retrofit_rmse\.csv\.lock is a link, and .*r/retrofit_rmse\.csv is written under a lock file of that name",
+    ),
     "variant-name-too-long": (
         lambda tmp: [searchpath_with(tmp / "s", {"v" * 240: "adapters: []\n"})],
         lambda tmp: None,
@@ -203,6 +208,21 @@ HOSTILE_BEFORE_WORK = {
     ),
 }
 """Hostile inputs refused in one line when the run is built, before any computing."""
+
+
+def test_a_unit_store_linked_into_the_committed_record_is_refused_before_any_work(hydra_compose, tmp_path):
+    """cache_dir/runs, a link to results/, had every unit file written into the committed record."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "runs").symlink_to(RECORD_DIR)
+    before = sorted(RECORD_DIR.iterdir())
+    cfg = hydra_compose(overrides=[f"cache_dir={tmp_path / 'cache'}", f"results_dir={tmp_path / 'r'}"])
+    with pytest.raises(RunnerError) as refused:
+        case_from_hydra(cfg, cfg.hydra)
+    assert str(refused.value) == (
+        f"cache_dir={tmp_path / 'cache' / 'runs'} is inside the committed {RECORD_DIR}; "
+        "choose another cache_dir, e.g. cache_dir=.cache"
+    )
+    assert sorted(RECORD_DIR.iterdir()) == before and not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_BEFORE_WORK))
@@ -255,6 +275,23 @@ def test_seed_lists_that_select_no_case_of_a_sweep_are_refused():
         check_seed_selections(jobs([0], None))
     with pytest.raises(RunnerError, match=r"decomposition.seeds=\[\] selects no case"):
         check_seed_selections(jobs(None, []))
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["timing.seeds=[7]"], "timing.seeds=[7]"),
+        (["+decomposition=sink_presence", "decomposition.seeds=[3]"], "decomposition.seeds=[3]"),
+    ],
+    ids=["timing", "decomposition"],
+)
+def test_a_single_runs_seed_list_without_its_seed_is_refused_before_any_work(tmp_path, overrides, key):
+    """A single run timed nothing (or ran no arm) in silence when the list left out its seed."""
+    results = tmp_path / "results"
+    out = run_hydra(str(ROOT / "experiments" / "sweep.py"), *overrides, f"results_dir={results}", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr[-3000:]
+    assert out.stderr.startswith(f"error: {key} selects no case of this sweep (its seeds: [0])"), out.stderr
+    assert not results.exists() and not (tmp_path / ".cache").exists()
 
 
 BUILTIN_VARIANTS = ["baseline", "full_o", "o_closed", "oa_only"]

@@ -5,6 +5,7 @@ exists (`csv_path`), its header is of a bounded width (`header`), and the target
 
 import csv
 import difflib
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,15 +26,57 @@ def path_on_command_line(overrides: Sequence[str]) -> bool:
     return any(item.lstrip("+~").startswith(PATH_OVERRIDE) for item in overrides)
 
 
+BINARY_FORMATS = {
+    b"PK\x03\x04": (
+        "a zip archive (an Excel .xlsx workbook is one)",
+        "pandas: pd.read_excel(path).to_csv('table.csv', index=False)",
+    ),
+    b"\xd0\xcf\x11\xe0": (
+        "an Excel .xls workbook (an OLE file)",
+        "pandas: pd.read_excel(path).to_csv('table.csv', index=False)",
+    ),
+    b"PAR1": ("a Parquet file", "pandas: pd.read_parquet(path).to_csv('table.csv', index=False)"),
+    b"\x80": (
+        "a Python pickle",
+        "pandas, if you trust its source: pd.read_pickle(path).to_csv('table.csv', index=False)",
+    ),
+    b"\x89HDF": ("an HDF5 file", "pandas: pd.read_hdf(path).to_csv('table.csv', index=False)"),
+    b"\x1f\x8b": ("gzip-compressed", "gunzip -k {path}"),
+    b"\xff\xfe": ("UTF-16 text", "iconv -f utf-16 -t utf-8 {path} > table.csv"),
+    b"\xfe\xff": ("UTF-16 text", "iconv -f utf-16 -t utf-8 {path} > table.csv"),
+}
+"""The first bytes of the files most often given for a CSV that are no UTF-8 text: what each is and
+what makes CSV text of it."""
+SNIFFED = 4096
+"""The bytes of a CSV file looked at for binary data: CSV text never holds a NUL byte."""
+
+
 def csv_path(dataset: str, path: str | Path, base_dir: Path) -> Path:
     """The file `path` names (`~` expanded; a relative path from `base_dir`); DatasetError naming
-    `dataset` unless it is a regular file: a folder is named as one, a pipe or a device (/dev/zero,
-    which would be read without end) as not a regular file."""
+    `dataset` unless it is a regular file of text: a folder is named as one, a pipe or a device
+    (/dev/zero, which would be read without end) as not a regular file, a binary file
+    (`BINARY_FORMATS`, or a NUL byte in its first `SNIFFED` bytes) as what it is, with what makes
+    CSV text of it (it was refused as text of a latin-1 byte, or read as columns named by its bytes)."""
     path = Path(path).expanduser()
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
         raise DatasetError(f"dataset {dataset!r}: CSV file {path} {what}; fix `path` (in its YAML, or dataset.path=)")
+    try:
+        with path.open("rb") as file:
+            start = file.read(SNIFFED)
+    except OSError:
+        return path  # the loader says why it cannot be read
+    kind, how = next((known for magic, known in BINARY_FORMATS.items() if start.startswith(magic)), (None, None))
+    if kind is not None or b"\0" in start:
+        kind, how = (
+            kind or "binary data (it holds a NUL byte)",
+            how or "e.g. pandas: pd.read_excel(path).to_csv('table.csv', index=False)",
+        )
+        raise DatasetError(
+            f"dataset {dataset!r}: {path} is {kind}, not UTF-8 CSV text; "
+            f"convert it: {how.format(path=shlex.quote(str(path)))}"
+        )
     return path
 
 

@@ -217,7 +217,8 @@ def split(table: Table, seed: int, test_size: float = 0.3, max_rows: int | None 
     if len(X) - n_test < 2 or n_test < 1:
         raise DatasetError(
             f"dataset {table.name!r}: test_size={test_size} leaves {len(X) - n_test} of its {len(X)} rows for training "
-            f"and {n_test} for testing; choose a test_size that leaves at least 2 of each (e.g. test_size=0.3)"
+            f"and {n_test} for testing; choose a test_size that leaves at least 2 for training and 1 for testing "
+            "(e.g. test_size=0.3)"
         )
     check_work(table, X, len(X) - n_test)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)

@@ -84,11 +84,12 @@ def own_checkpoint(name: str) -> str:
 def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
     """The checkpoint file `given` stands for (see the module docstring), absolute, with symlinks kept.
 
-    A relative path is taken from `base_dir` (default: the working directory); a string that is a
-    tabpfn version name is always that model, never a path (`./v2.5` is the file). RetrofitError for
-    a blank string (which `Path` reads as the working directory) or a value that is no path (None),
-    a symlink loop, a missing file, a folder without exactly one regressor checkpoint, or a tabpfn
-    model that is not in tabpfn's cache, each saying where it looked and what to pass.
+    A relative path is taken from `base_dir` (default: the working directory); a string that is a tabpfn
+    version name is always that model, never a path (`./v2.5` is the file). RetrofitError for a blank
+    string (which `Path` reads as the working directory) or a value that is no path (None), a symlink
+    loop, a missing file or one that is no regular file (a pipe, a device), a folder without exactly one
+    regressor checkpoint, or a tabpfn model that is not in tabpfn's cache, each saying where it looked
+    and what to pass.
     """
     if not isinstance(given, str | os.PathLike) or not os.fspath(given).strip():  # Path("") is the working directory
         raise RetrofitError(f"a checkpoint is a path or a tabpfn model name, got {given!r}; {usage()}")
@@ -107,6 +108,8 @@ def checkpoint_file(given: str | os.PathLike, base_dir: str | os.PathLike | None
         return _in_folder(path)
     if path.is_file():
         return path
+    if path.exists():  # a pipe or a device (/dev/zero, which would be read without end)
+        raise RetrofitError(f"checkpoint {path} is not a regular file; {usage()}")
     if not os.path.dirname(os.fspath(given)):  # a bare file name: tabpfn's model cache next, as tabpfn does
         return tabpfn_model(os.fspath(given), searched=path.parent)
     raise RetrofitError(f"checkpoint {path} does not exist; {usage()}; {weights_source(path.name, path.parent)}")

@@ -16,13 +16,15 @@ the table of jobs (`job_names` lists its files), and `launch` imports the job it
 anything heavy is imported (`check_home`); the schema is stored in Hydra's ConfigStore as
 `<root config>_schema`, which the root config lists first in its defaults, so a key the schema
 lacks or a value of the wrong type fails when the config is composed, naming it; Hydra reads the
-command line (`--help`, `-m`, `--config-name`, overrides; `-v` is `log_level=INFO`) and names the
+command line (`--help`, `-m`, `--config-name`, overrides; `-v` is `log_level=INFO`; flags and
+overrides in any order, `retrofit.jobs.compose.flags_first`) and names the
 job after its module's last name (`hydra.job.name`), which names its log file and, under
 `configs/hydra/default.yaml`, its run folder. Every error a user can fix ends in one line
 `error: <what> (<fix>)` and a non-zero exit, never a traceback: an unknown job (status `USAGE`),
 a config that does not compose (an unknown option or key, a bad value, a `!!python` tag), a value
 whose interpolation does not resolve (its key, the value as written and the fix) and Ctrl-C
-(`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input through
+(`interrupted`, exit 130) through `retrofit.jobs.exits.entry_errors`, a refused input (a bad
+`RETROFIT_MAX_WORK` among them, read before Hydra acts) through
 `retrofit.errors.exit_on_user_error`, a full device through `retrofit.jobs.exits.exit_on_full_disk`
 (the folder on it: Hydra's run or sweep folder, or the file a job wrote). Before Hydra acts, the
 command's config is composed as Hydra will compose it (`retrofit.jobs.compose`, which refuses two
@@ -61,6 +63,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from retrofit.bounds import max_work
 from retrofit.data.spec import DATASET_KEYS
 from retrofit.errors import exit_on_user_error, printable_output
 from retrofit.hosts.locate import CLI_ARGUMENT, checkpoint_argument
@@ -175,7 +178,9 @@ def launch(job: str) -> None:
     docstring says."""
     printable_output()
     check_home()
-    given = ["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]]
+    from retrofit.jobs.compose import command_config, flags_first
+
+    given = flags_first(["log_level=INFO" if arg in VERBOSE else arg for arg in sys.argv[1:]])  # any order
     os.environ[FULL_ERROR] = "1"  # Hydra re-raises; entry_errors says it in one line
     keys: list[str] = []  # the job's config keys, for the closest one to an unknown key
     with entry_errors(keys), exit_on_user_error(), listed_sources(), checkpoint_argument(CLI_ARGUMENT):
@@ -188,9 +193,9 @@ def launch(job: str) -> None:
             main(_named(module, lambda cfg: None))()  # Hydra prints the help and exits
             return
         register(job)
+        max_work()  # a bad RETROFIT_MAX_WORK is said before Hydra acts, not at the first fit
         keys += schema_keys(module.SCHEMA)
         keys += [f"dataset.{key}" for key in DATASET_KEYS if "dataset" in keys]  # a free-form node, typed later
-        from retrofit.jobs.compose import command_config
         from retrofit.jobs.compositions import checked_compositions, job_compositions
         from retrofit.jobs.preflight import check_command_line, check_composed
         from retrofit.jobs.start import check_required, job_start

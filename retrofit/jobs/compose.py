@@ -59,6 +59,29 @@ def check_modes(args: Any) -> None:
         raise RunnerError("--resolve resolves the config that --cfg prints (add --cfg job, or drop --resolve)")
 
 
+def flags_first(argv: list[str]) -> list[str]:
+    """The command line `argv` (after the program) with Hydra's flags, each with its value, before
+    its overrides, both in their order: Hydra's parser takes overrides only in one run, so
+    `seed=1 -m seed=2,3` ended in its usage and "unrecognized arguments: seed=2,3", a valid override."""
+    valued = {name: act for act in get_args_parser()._actions for name in act.option_strings if act.nargs != 0}
+    flags, overrides, at = [], [], 0
+    while at < len(argv):
+        token, action = argv[at], valued.get(argv[at])
+        at += 1
+        if not token.startswith("-"):
+            overrides.append(token)
+            continue
+        flags.append(token)
+        if action is None:
+            continue
+        if action.nargs == "?" and (at == len(argv) or argv[at] not in action.choices):  # --info [what]
+            flags.append(action.const)  # said, or the parser would take an override moved after it for its value
+        elif at < len(argv):
+            flags.append(argv[at])
+            at += 1
+    return flags + overrides
+
+
 def command_config(
     argv: list[str], config_path: str, config_name: str, task: Callable[[DictConfig], Any]
 ) -> tuple[DictConfig, RunMode] | None:

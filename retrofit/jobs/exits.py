@@ -100,6 +100,9 @@ def _said(err: BaseException, keys: Sequence[str]) -> str:
             f"{nested} is a new key of the mapping {key}, which an override merges into, not replaces "
             f"(add it with '+{nested}=...', or replace the whole mapping with '++{key}={value}')"
         )
+    if unknown.group(1) in keys:  # a key of the job's, which the selected config option does not set
+        key, value = unknown.group(1), text.split(f"+{unknown.group(1)}=", 1)[1]
+        return f"{key} is not set by the {key.split('.')[0]} option selected; add it with '+{key}={value}'"
     close = difflib.get_close_matches(unknown.group(1), keys, n=1)
     hint = f"did you mean {close[0]}?" if close else "no key of this config is close; see --help"
     return f"{unknown.group(1)} is not a key of this config ({hint})"

@@ -100,20 +100,36 @@ def check_config(cfg: DictConfig, mode: RunMode, num: int | None = None) -> dict
     return writes
 
 
+JOB_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+"""The variables a config may set in a job's environment (`hydra.job.env_set`): thread counts and
+the GPUs a job sees. Any other moves what the job writes or runs: HOME or SKB_DATA_DIRECTORY the
+folders tabpfn's imports create (into the committed record, say), PATH, LD_PRELOAD or PYTHONPATH the
+code that its subprocesses (git, a launcher's workers) load."""
+
+
 def check_job_settings(hydra_cfg: DictConfig) -> None:
     """RunnerError for a Hydra job setting the jobs do not run under: `hydra.job.chdir=true` (a job
-    reads its relative paths from the directory the command starts in) and the record variable in
-    `hydra.job.env_set` (set by a record target for its own command only, never by a config)."""
+    reads its relative paths from the directory the command starts in) and a variable of
+    `hydra.job.env_set` that is not one of `JOB_ENV`, the record variable first (set by a record
+    target for its own command only, never by a config)."""
     if hydra_cfg.job.chdir:
         raise RunnerError(
             "hydra.job.chdir=true: a job runs in the directory the command starts in, where its relative "
             "paths (results_dir, cache_dir, a dataset's file) are read; drop it (Hydra's own files go to "
             "hydra.run.dir)"
         )
-    if RECORD_ENV in (hydra_cfg.job.env_set or {}):
+    env_set = list(hydra_cfg.job.env_set or {})
+    if RECORD_ENV in env_set:
         raise RunnerError(
             f"hydra.job.env_set.{RECORD_ENV}: the record variable is set by the Makefile's record targets, "
             "for their own command only; drop it"
+        )
+    unlisted = [name for name in env_set if name not in JOB_ENV]
+    if unlisted:
+        raise RunnerError(
+            f"hydra.job.env_set.{unlisted[0]}: a config sets only {', '.join(JOB_ENV)} in a job's environment "
+            "(another variable, such as HOME, PATH or PYTHONPATH, moves what the job writes or runs); "
+            f"set {unlisted[0]} in the shell that runs the command"
         )
 
 
@@ -130,11 +146,15 @@ def check_job(job: DictConfig, num: int) -> None:
 
 
 CALLBACKS_OVERRIDE = re.compile(r"^[~+]*hydra[./]callbacks\b")
+SWEEPER_PARAMS_OVERRIDE = re.compile(r"^[~+]*hydra\.sweeper\.params\b")
+"""An override of the basic sweeper's `params`, which OmegaConf cannot merge into its unset mapping
+(Hydra ends in an AssertionError or AttributeError traceback, whatever the form)."""
 
 
 def check_command_line(argv: list[str], configs_dir: Path) -> None:
-    """RunnerError for a command line (`argv`, after the program) that would take `CheckWrites`
-    away: an override of `hydra.callbacks`, or a `-cd`/`--config-dir` folder holding a config that
+    """RunnerError for a command line (`argv`, after the program) that overrides
+    `hydra.sweeper.params` (`SWEEPER_PARAMS_OVERRIDE`) or would take `CheckWrites` away: an
+    override of `hydra.callbacks`, or a `-cd`/`--config-dir` folder holding a config that
     the command's own config folders hide (Hydra reads those first, so it would not be read); and for
     a config group option given as a path, refused before Hydra composes (whether or not the file
     exists; `check_group_options` checks the composed choices too)."""
@@ -143,6 +163,12 @@ def check_command_line(argv: list[str], configs_dir: Path) -> None:
         raise RunnerError(
             f"{changed}: hydra.callbacks are not changed from the command line (they check what a run "
             "writes before it writes); drop the override"
+        )
+    params = next((arg for arg in argv if SWEEPER_PARAMS_OVERRIDE.match(arg)), None)
+    if params is not None:
+        raise RunnerError(
+            f"{params}: hydra.sweeper.params cannot be set from the command line (Hydra fails on it); "
+            "sweep the keys themselves: -m key=a,b"
         )
     groups = {folder.name for root in (configs_dir, BUILTIN_CONFIGS) for folder in root.iterdir() if folder.is_dir()}
     _refuse_paths(

@@ -7,19 +7,28 @@ package (running its `__init__`) to find its files, and `structured://<module>` 
 A search path entry is therefore code unless it is a folder. `listed_sources` makes Hydra's sources
 registry hand out `pkg://` only for the packages of `PACKAGES` and `structured://` only for the
 ConfigStore itself (the empty path, Hydra's schema source), refusing any other entry in one line as
-its source is made, before anything is imported; `retrofit.jobs.launch` holds it for the whole
-command, so Hydra's own compositions (the run, each job of a multirun, `--help`, `--cfg`) are held
-to it as `retrofit.jobs.compose` is. The launchers' and sweepers' configs come from the ConfigStore
-(`hydra_plugins.*.config` stores them), so no plugin needs a package of its own here.
+its source is made, before anything is imported, and `file://` sources that refuse a file whose YAML
+aliases expand past `retrofit.bounds.MAX_CONFIG_VALUES` values before OmegaConf copies them;
+`retrofit.jobs.launch` holds it for the whole command, so Hydra's own compositions (the run, each
+job of a multirun, `--help`, `--cfg`) are held to it as `retrofit.jobs.compose` is. The launchers'
+and sweepers' configs come from the ConfigStore (`hydra_plugins.*.config` stores them), so no plugin
+needs a package of its own here.
 """
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hydra._internal.core_plugins import importlib_resources_config_source, structured_config_source  # noqa: TID251 - the module docstring says why
+from hydra._internal.core_plugins import (  # noqa: TID251 - the module docstring says why
+    file_config_source,
+    importlib_resources_config_source,
+    structured_config_source,
+)
 from hydra._internal.sources_registry import SourcesRegistry  # noqa: TID251
 from hydra.core.plugins import Plugins
+from hydra.plugins.config_source import ConfigResult
 
+from retrofit.bounds import check_yaml_values
 from retrofit.errors import RunnerError
 
 PACKAGES = ("hydra.conf", "retrofit.configs")
@@ -62,8 +71,24 @@ class StructuredConfigSource(structured_config_source.StructuredConfigSource):
         super().__init__(provider, path)
 
 
-LISTED = {source.scheme(): source for source in (ImportlibResourcesConfigSource, StructuredConfigSource)}
-"""The schemes whose sources import code, each with the source that refuses what is not listed."""
+class FileConfigSource(file_config_source.FileConfigSource):
+    """Hydra's `file://` source, reading a config file only once its YAML is known to hold at most
+    `retrofit.bounds.MAX_CONFIG_VALUES` values with its aliases expanded (`check_yaml_values`):
+    OmegaConf would copy a "billion laughs" file's values for hours. Named as Hydra's, for the
+    reason `ImportlibResourcesConfigSource` gives."""
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as file:
+                check_yaml_values(file.read(), path)
+        return super().load_config(config_path)
+
+
+SOURCES = (ImportlibResourcesConfigSource, StructuredConfigSource, FileConfigSource)
+LISTED = {source.scheme(): source for source in SOURCES}
+"""Hydra's config sources by scheme, each replaced by one that refuses what it may not read: the
+schemes whose sources import code, what is not listed; `file://`, a file too large once expanded."""
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_type_hints
 
-from retrofit.errors import RunnerError, bounded
+from retrofit.errors import RunnerError, bounded, listing
 from retrofit.labels import DEVICE_DOC
 from retrofit.unit_key import KEY, hparams_text
 
@@ -195,14 +195,30 @@ def read_records(path: Path) -> list[UnitRecord]:
     damage = _damage(Path(path))
     if damage is None:
         try:
-            return [UnitRecord.from_row(row) for row in pd.read_csv(path, keep_default_na=True).to_dict("records")]
+            frame = pd.read_csv(path, keep_default_na=True)
         except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
             damage = bounded(str(err).strip(), 200)
+        else:
+            records, damage = _records_or_damage(frame)
+            if damage is None:
+                return records
     aside = f"{path}.damaged"
     raise RunnerError(
         f"{path} is damaged ({damage}); move it aside, `mv {shlex.quote(str(path))} {shlex.quote(aside)}`, and "
         "rerun each command that wrote there: its rows come back from its stored units"
     )
+
+
+def _records_or_damage(frame: "pd.DataFrame") -> tuple[list[UnitRecord], str | None]:
+    """The records of `frame` (a CSV's rows) and None, or no records and what makes it no
+    `retrofit_rmse.csv`: a header without its columns, a cell that is not of its column's type."""
+    missing = [name for name in COLUMNS if name not in frame.columns and name not in _OPTIONAL]
+    if missing:
+        return [], f"its header lacks the columns {listing(missing)}"
+    try:
+        return [UnitRecord.from_row(row) for row in frame.to_dict("records")], None
+    except ValueError as err:  # a cell _typed cannot read
+        return [], bounded(f"a cell is not of its column's type: {err}", 200)
 
 
 def _damage(path: Path) -> str | None:

@@ -78,8 +78,13 @@ def read_reference(
     `HEAD`) in the git checkout holding it — outside any checkout, the file as it is, and the source
     says so; without `git` on PATH a `commit` is refused (the checkout could not be told apart).
     Its keys are checked now, before any sweep runs. RunnerError when the file (or its committed
-    version) does not exist."""
+    version) does not exist, and for a `commit` that is empty or starts with `-` (an option to git)."""
     path = Path(path).resolve()
+    if commit is not None and (not commit or commit.startswith("-")):
+        why = "is empty" if not commit else "starts with '-', which git reads as an option (--output=<file> writes one)"
+        raise RunnerError(
+            f"reference_commit={commit!r} {why}; name a commit (HEAD, a hash or a tag), or null for the working tree"
+        )
     shown = _git(path, "show", f"{commit}:./{path.name}") if commit is not None else None
     if commit is not None and shown is None:
         raise RunnerError(

@@ -189,12 +189,14 @@ def reference_of(cfg: DictConfig, base_dir: Path) -> "Reference | None":
 
 def results_dir_of(cfg: DictConfig, hydra_cfg: DictConfig) -> Path:
     """The `results_dir` this run may write: a writable directory (`writable_dir`) where none of the
-    files a run writes (`FILES`) is a directory or other non-file, and the
+    files a run writes (`FILES`) is a directory or other non-file, nor its lock a link, and the
     committed record only from its make target (`retrofit.record_guard.check_record_outputs`) in
     a whole sweep (`-m`) checked against a reference (`make retrofit`). RunnerError otherwise."""
-    from retrofit.results.run_files import FILES
+    from retrofit.io import check_lock_path
+    from retrofit.results.run_files import CSV, FILES, LOCK
 
     path = writable_dir(cfg.results_dir and resolve(Path(hydra_cfg.runtime.cwd), cfg.results_dir), "results_dir")
+    check_lock_path(path / LOCK, str(path / CSV))
     blocked = [name for name in FILES if (path / name).exists() and not (path / name).is_file()]
     if blocked:
         raise RunnerError(

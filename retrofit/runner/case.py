@@ -299,40 +299,39 @@ def _run_case(case: Case, costs: Any, shared_stages: bool) -> list[dict[str, Any
     if not todo:
         log.info("%s: all %d units finished, skipped (overwrite=true recomputes)", label, len(units))
         return list(done.values())
-    bar = unit_bar(label, len(units), len(units) - len(todo))
-    with costs.phase("fit"):
-        table, data = case_split(case)
-        fitted = FittedCase(case, table, data, *fit_split(case, data))
-    log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fitted.fit_seconds)
-    with costs.phase("patch"):
-        # The reference is the frozen stock host (frozen weights may take other CPU kernels).
-        models = {BASELINE: patch_variant(fitted.regressor, resolved_variant(BASELINE, {}))}
-        patched = {key: unit.patch(fitted.regressor) for unit, key, _ in todo}
-    models |= {key.label(): model for key, model in patched.items() if model.retrofit_report_.patched}
-    with costs.phase("predict"):
-        preds = predict_all(models, data.X_test, shared=shared_stages)
-    with costs.phase("timing"):
-        times, load = _timed(case, data, [(unit, key.label()) for unit, key, _ in todo if key.label() in models])
-    with costs.phase("rows"):
-        seconds = timing_columns(times, BASELINE)["predict_seconds"]
-        common = case_columns(case.columns(), fitted, preds[BASELINE], seconds)
-        baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
-        log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
-        for unit, key, identity in todo:
-            name = key.label() if key.label() in models else BASELINE  # nothing patched: the baseline's bits
-            if not np.isfinite(preds[name].mean).all():
-                raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
-            timing = timing_columns(times, name, load) | (
-                {} if unit.timed else {"timing_rounds": 0, "timing_members": 0}
-            )
-            labels = {"variant": unit.variant, "arm": unit.arm, "arm_extra": unit.arm_extra}
-            row = unit_row(common, labels, key, preds[name], baseline_scores, data.y_test, timing, patched[key])
-            row["identity"] = identity
-            store.write(identity, row)
-            done[key] = row
-            bar.update()
-            log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
-    bar.close()
+    with unit_bar(label, len(units), len(units) - len(todo)) as bar:  # closed (line cleared) before an error
+        with costs.phase("fit"):
+            table, data = case_split(case)
+            fitted = FittedCase(case, table, data, *fit_split(case, data))
+        log.info("%s: fitted on %d rows × %d features in %.1fs", label, *data.X_train.shape, fitted.fit_seconds)
+        with costs.phase("patch"):
+            # The reference is the frozen stock host (frozen weights may take other CPU kernels).
+            models = {BASELINE: patch_variant(fitted.regressor, resolved_variant(BASELINE, {}))}
+            patched = {key: unit.patch(fitted.regressor) for unit, key, _ in todo}
+        models |= {key.label(): model for key, model in patched.items() if model.retrofit_report_.patched}
+        with costs.phase("predict"):
+            preds = predict_all(models, data.X_test, shared=shared_stages)
+        with costs.phase("timing"):
+            times, load = _timed(case, data, [(unit, key.label()) for unit, key, _ in todo if key.label() in models])
+        with costs.phase("rows"):
+            seconds = timing_columns(times, BASELINE)["predict_seconds"]
+            common = case_columns(case.columns(), fitted, preds[BASELINE], seconds)
+            baseline_scores = DistributionScores.of(data.y_test, preds[BASELINE].distribution)
+            log.info("%s: baseline RMSE %.4g (%d test rows)", label, common["baseline_rmse"], len(data.y_test))
+            for unit, key, identity in todo:
+                name = key.label() if key.label() in models else BASELINE  # nothing patched: the baseline's bits
+                if not np.isfinite(preds[name].mean).all():
+                    raise FloatingPointError(f"{label}: variant {unit.variant!r} predicted non-finite values")
+                timing = timing_columns(times, name, load) | (
+                    {} if unit.timed else {"timing_rounds": 0, "timing_members": 0}
+                )
+                labels = {"variant": unit.variant, "arm": unit.arm, "arm_extra": unit.arm_extra}
+                row = unit_row(common, labels, key, preds[name], baseline_scores, data.y_test, timing, patched[key])
+                row["identity"] = identity
+                store.write(identity, row)
+                done[key] = row
+                bar.update()
+                log.info("%s: %s RMSE %.4g (Δ %+.3f%%)", label, unit.variant, row["rmse"], row["delta_rmse_pct"])
     return list(done.values())
 
 

@@ -215,9 +215,10 @@ def run_settings(cfg: DictConfig, base_dir: Path) -> dict[str, Any]:
     the start directory, the regressor, device and split settings, `overwrite`, the timing
     regressor's members; `Case` checks their ranges). `device=cuda` without CUDA fails here, as do a
     `cache_dir` (or its unit store `runs/`) or `results_dir` that is null, a file or not writable, a
-    `cache_dir` inside the committed `results/`, and a `host.name` that is not a plain label."""
+    `cache_dir` (or its `runs/`, a link say) inside the committed `results/`, and a `host.name` that
+    is not a plain label."""
     outside_record(output_dir(cfg, base_dir, "cache_dir"), "cache_dir")
-    writable_dir(runs_dir(cfg, base_dir), "cache_dir")  # the unit store, cache_dir/runs, must be a folder too
+    outside_record(writable_dir(runs_dir(cfg, base_dir), "cache_dir"), "cache_dir")  # the unit store, cache_dir/runs
     output_dir(cfg, base_dir, "results_dir")
     try:
         device = resolve_device(cfg.device)
