@@ -125,7 +125,8 @@ def test_a_csv_path_that_is_a_pipe_or_a_device_is_named_as_not_a_regular_file(tm
         load_table(spec, tmp_path)
     assert (
         one_line(err)
-        == f"dataset 'h': CSV file {path} is not a regular file; fix `path` (in its YAML, or dataset.path=)"
+        == f"dataset 'h': CSV file {path} is not a regular file; fix the path that names it (a dataset's `path`: "
+        "in its YAML, or dataset.path=; `retrofit columns`: table=)"
     )
 
 

@@ -47,6 +47,8 @@ BINARY_FORMATS = {
 }
 """The first bytes of the files most often given for a CSV that are no UTF-8 text: what each is and
 what makes CSV text of it."""
+PATH_FIX = "fix the path that names it (a dataset's `path`: in its YAML, or dataset.path=; `retrofit columns`: table=)"
+"""Where a CSV file's path is given: a dataset's `path`, or the table the columns job describes."""
 SNIFFED = 4096
 """The bytes of a CSV file looked at for binary data: CSV text never holds a NUL byte."""
 
@@ -61,7 +63,7 @@ def csv_path(dataset: str, path: str | Path, base_dir: Path) -> Path:
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "is not a regular file" if path.exists() else "does not exist"
-        raise DatasetError(f"dataset {dataset!r}: CSV file {path} {what}; fix `path` (in its YAML, or dataset.path=)")
+        raise DatasetError(f"dataset {dataset!r}: CSV file {path} {what}; {PATH_FIX}")
     try:
         with path.open("rb") as file:
             start = file.read(SNIFFED)
