@@ -108,7 +108,9 @@ def test_a_header_far_too_wide_is_refused_before_pandas_reads_it(tmp_path, monke
 def test_a_csv_path_that_is_a_folder_is_named_as_one(tmp_path):
     (tmp_path / "houses.csv").mkdir()
     spec = DatasetSpec.from_mapping({"name": "h", "source": "csv", "path": "houses.csv", "target": "y"})
-    with pytest.raises(DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix the path that names it"):
+    with pytest.raises(
+        DatasetError, match=rf"CSV file {tmp_path / 'houses.csv'} is a folder; fix the path that names it"
+    ):
         load_table(spec, tmp_path)
 
 
