@@ -181,6 +181,10 @@ def test_a_table_whose_fit_is_over_the_work_bound_is_refused_before_encoding(tmp
     monkeypatch.setenv(WORK_ENV, "lots")
     with pytest.raises(RetrofitError, match=rf"^{WORK_ENV}='lots' must be a positive number"):
         split(small, 0)
+    monkeypatch.setenv(WORK_ENV, "1")  # under any split's work: no row count to suggest (it said "at most 0 rows")
+    with pytest.raises(DatasetError) as err:
+        split(small, 0)
+    assert one_line(err).endswith(f"no split of 10 rows or more is within it: raise the bound: {WORK_ENV}=1400000")
 
 
 def test_max_rows_subsamples_with_the_seed():

@@ -117,11 +117,15 @@ def check_work(table: Table, X: pd.DataFrame, n_fitted: int) -> None:
         return
     levels = int(X[list(table.categorical)].nunique().sum()) if table.categorical else 0
     fitting = math.isqrt(bound * len(X) // (n_fitted * n_features))  # rows whose fit is within the bound
+    fewer = (
+        f"keep at most {fitting} rows (a sweep's dataset.max_rows={fitting}), drop features, or raise the bound"
+        if fitting >= MIN_ROWS
+        else f"no split of {MIN_ROWS} rows or more is within it: raise the bound"
+    )
     raise DatasetError(
         f"dataset {table.name!r}: one fit on {n_fitted} of {len(X)} rows × {n_features} features "
         f"({len(table.categorical)} categorical, {levels} levels) is {work:.2g} units of work (fitted rows × rows "
-        f"× features), over the bound of {bound:.2g} ({WORK_ENV}): keep at most {fitting} rows (a sweep's "
-        f"dataset.max_rows={fitting}), drop features, or raise the bound: {WORK_ENV}={work}"
+        f"× features), over the bound of {bound:.2g} ({WORK_ENV}): {fewer}: {WORK_ENV}={work}"
     )
 
 
