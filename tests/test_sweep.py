@@ -127,7 +127,10 @@ BAD_INPUTS = {
     "unknown-variant": (["variant=nope"], "Could not find 'variant/nope'"),
     "unknown-variant-key": (["variant=oa_only", "+variant.colour=1"], "bad key 'colour'"),
     "unknown-host": (["host=nope"], "Could not find 'host/nope'"),
-    "checkpoint-without-path": (["host=checkpoint"], "host=checkpoint needs host.path"),
+    "checkpoint-without-path": (
+        ["host=checkpoint"],
+        "host.path is required (configs/host/checkpoint.yaml leaves it to the command line): give host.path=",
+    ),
     "checkpoint-missing": (["host=checkpoint", "host.path=missing.ckpt"], "no file 'missing.ckpt' in "),
     "not-a-checkpoint": (
         ["host=checkpoint", "host.path=README.md"],

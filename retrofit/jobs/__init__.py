@@ -214,7 +214,8 @@ def launch(job: str) -> None:
         composed = command_config(sys.argv[1:], str(CONFIGS_DIR), config, named)
         writes = {} if composed is None else check_composed(*composed)
         if composed is not None:
-            check_required(composed[0], f"configs/{composed[0].hydra.job.config_name}.yaml")
+            cfg = composed[0]
+            check_required(cfg, f"configs/{cfg.hydra.job.config_name}.yaml", cfg.hydra.runtime.choices)
         key, folder = next(iter(writes.items()), ("hydra.run.dir", None))
         disk_fix = f"free space there, or set {key} to a folder on another device"
         with exit_on_full_disk(disk_fix, folder), checked_compositions():  # Hydra's compositions checked too

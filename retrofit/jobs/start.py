@@ -11,6 +11,7 @@ builds a job's `JobStart` (`job_start`) and hands it to the job's `run`:
 It imports no model: the benchmark jobs measured on fitted cases add `benchmarks.fitted_cases`.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -69,7 +70,7 @@ def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, a
     A `dataset` mapping whose CSV file the command line names has that file checked next
     (`check_csv_command`), before any model loads; a `device` key is resolved last (`job_device`)."""
     checked = job_config(cfg, schema, where)
-    check_required(checked, where)
+    check_required(checked, where, hydra_cfg.runtime.choices)
     if isinstance(checked.get("dataset"), DictConfig):
         check_csv_command(checked.dataset, command_overrides(hydra_cfg), Path(hydra_cfg.runtime.cwd))
     settings = OmegaConf.to_object(checked) if as_object else checked
@@ -77,25 +78,44 @@ def start(cfg: DictConfig, hydra_cfg: DictConfig, schema: type, where: str, *, a
     return JobStart(settings, Path(hydra_cfg.runtime.cwd), hydra_cfg, device)
 
 
-def check_required(cfg: DictConfig, where: str) -> None:
+def check_required(cfg: DictConfig, where: str, choices: Mapping[str, Any] | None = None) -> None:
     """RunnerError naming the first key of the composed `cfg` (its `hydra` node aside) left `???`,
-    Omegaconf's missing value (the user gives it: no default is chosen for them), with the root
-    config's own example of it, the first comment line of `configs/<root config>.yaml` that sets it
-    (`#   retrofit columns table=diabetes`); the root config `where` is named where it leaves the key
-    to the command line, else the override that did (`device='???'`). The entry point checks this
-    before Hydra acts, the job's start again on its own composition."""
+    OmegaConf's missing value (the user gives it: no default is chosen for them), with an example
+    of it: the first comment line that sets it in the config that leaves it (the group option of
+    `choices` a dotted key is in, e.g. `configs/host/checkpoint.yaml` for `host.path`, or the root
+    config `where`). The file is named where it leaves the key to the command line, else an
+    override or config file did (`device='???'`). The entry point checks this before Hydra acts,
+    the job's start again on its own composition."""
     settings = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
     missing = sorted(OmegaConf.missing_keys(settings))
     if not missing:
         return
-    key, file = missing[0], CONFIGS_DIR / Path(where).name
-    lines = file.read_text().splitlines() if file.is_file() else []
-    commented = [line.strip("# ") for line in lines if line.startswith("#") and f" {key}=" in line]
-    examples = [line.split(" # ")[0].strip() for line in commented]
+    key = missing[0]
+    group, _, name = key.rpartition(".")
+    files = [(Path(where).name, key)]
+    if group in (choices or {}):
+        files.insert(0, (f"{group}/{choices[group]}.yaml", name))
+    leaving = next((file for file, entry in files if f"{entry}: ???" in _settings_lines(file)), None)
+    examples = [
+        line.strip("# ").split(" # ")[0].strip()
+        for file, _ in files
+        for line in _lines(file)
+        if line.startswith("#") and f" {key}=" in line
+    ]
     example = f", e.g. `{examples[0]}`" if examples else ""
-    left = any(line.split(" #")[0].strip() == f"{key}: ???" for line in lines)
-    why = f"{where} leaves it to the command line" if left else "an override or config file sets it to ???"
+    why = f"configs/{leaving} leaves it to the command line" if leaving else "an override or config file sets it to ???"
     raise RunnerError(f"{key} is required ({why}): give {key}=<value>{example}")
+
+
+def _lines(file: str) -> list[str]:
+    """The lines of `configs/<file>` (none for a file the checkout's configs do not hold)."""
+    path = CONFIGS_DIR / file
+    return path.read_text().splitlines() if path.is_file() else []
+
+
+def _settings_lines(file: str) -> list[str]:
+    """The lines of `configs/<file>`, each without its comment."""
+    return [line.split(" #")[0].strip() for line in _lines(file)]
 
 
 def job_device(device: str) -> str:
