@@ -136,7 +136,7 @@ def test_a_time_refusal_names_the_estimates_inputs_and_every_knob_that_shortens_
     said = f"for {len(rows)} row(s) with n_estimators={settings['n_estimators']}, threads={settings['threads']}, "
     assert said + "device=cpu, over max_seconds=1e-09;" in message
     assert "pass budget=4 (coalitions per row for shapiq's KernelSHAP)" in message  # 1 + 3 unknowns
-    always = ["device=cuda on a GPU", "fewer features", ", or a larger max_seconds"]
+    always = ["device=cuda on a GPU", ", or fewer features (each one halves", "; or allow it: max_seconds="]
     knobs = ["fewer rows", "a smaller n_estimators", "threads=1 where"]
     assert [knob for knob in always + offered if knob not in message] == []
     assert [knob for knob in knobs if knob in message and knob not in offered] == []
