@@ -100,9 +100,8 @@ def predict_many(
     pairs = _listed(pairs)
     regressors = _check_pairs(pairs)
     pairs = [(regressor, pair[1]) for regressor, pair in zip(regressors, pairs, strict=True)]
-    # an X without a length counts no rows: its predict refuses it in one line
-    sizes = [(r.n_train_samples_, len(X) if hasattr(X, "__len__") else 0, r.n_features_in_) for r, X in pairs]
-    check_total_work(sizes, "predict_many")
+    sizes = [(r.n_train_samples_, len(X), r.n_features_in_) for r, X in pairs if hasattr(X, "__len__")]
+    check_total_work([(n, n + t, c) for n, t, c in sizes], "predict_many")  # fit_work's rows: fitted and test
     if max_padding is None:
         if max_cells is not None:
             raise RetrofitError("max_cells bounds shared forwards, which need a max_padding (e.g. max_padding=1.5)")
