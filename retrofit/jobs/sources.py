@@ -30,8 +30,9 @@ from hydra.plugins.config_source import ConfigResult
 
 from retrofit.bounds import check_yaml_values
 from retrofit.errors import RunnerError
+from retrofit.runner import BUILTIN_SEARCHPATH
 
-PACKAGES = ("hydra.conf", "retrofit.configs")
+PACKAGES = ("hydra.conf", BUILTIN_SEARCHPATH.removeprefix("pkg://"))
 """The packages a search path may name as `pkg://<package>`: Hydra's own configs (every search path
 starts with it) and the project's built-in variants (`configs/sweep.yaml` lists it)."""
 FOLDER_FIX = "put the YAML files in a folder and name it file://<folder> (or --config-dir <folder>)"
